@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Installs everything h5tile needs on a fresh Debian 12 machine, once:
+#   - Debian packages: OpenMPI, libclang (rsmpi's bindgen), zlib, pkg-config, gfortran;
+#   - a project-local Python venv (.deps/venv) with CMake >= 3.26, h5py and numpy from PyPI;
+#   - HDF5 as a shared library with deflate, built from the source the published crate
+#     hdf5-metno-src ships (scripts/build-hdf5.sh), unless HDF5_DIR already names one >= 1.14.
+# Every step is skipped when its result is already there, so a second run takes seconds.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+deps="$root/.deps"
+mkdir -p "$deps"
+
+pkgs=(libopenmpi-dev openmpi-bin libclang-dev clang zlib1g-dev pkg-config gfortran
+      python3-venv)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "bootstrap: installing Debian packages: ${missing[*]}"
+  if [ "$(id -u)" != 0 ]; then
+    echo "bootstrap: need root to install ${missing[*]} (or install them yourself)" >&2
+    exit 1
+  fi
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+venv="$deps/venv"
+if ! "$venv/bin/python" -c 'import h5py, numpy, cmake' 2>/dev/null; then
+  echo "bootstrap: creating $venv (cmake, h5py, numpy from PyPI)"
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install -q --disable-pip-version-check 'cmake>=3.26' h5py numpy
+fi
+
+"$root/scripts/build-hdf5.sh"

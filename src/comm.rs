@@ -1,0 +1,187 @@
+//! Every MPI call h5tile makes. A `Comm` is either this process alone (`MPI_COMM_NULL`: no
+//! MPI call at all, MPI need not be initialised) or a private duplicate of the caller's
+//! communicator, freed when dropped. Collectives here never run while the HDF5 lock is held.
+
+use crate::status::{fail, Error, Result, H5TILE_ERR_MPI};
+use mpi::collective::SystemOperation;
+use mpi::ffi::MPI_Comm;
+use mpi::raw::FromRaw;
+use mpi::topology::SimpleCommunicator;
+use mpi::traits::*;
+
+/// Longest error message carried from the failing rank to the others.
+const MESSAGE_BYTES: usize = 2048;
+
+pub enum Comm {
+    /// This process alone.
+    Solo,
+    /// A duplicate of the caller's communicator, so our messages never mix with theirs.
+    Mpi(SimpleCommunicator),
+}
+
+impl Comm {
+    /// Wraps the caller's communicator: `MPI_COMM_NULL` means this process alone.
+    ///
+    /// # Safety
+    /// `raw` must be `MPI_COMM_NULL` or a valid intra-communicator handle, and every rank of
+    /// it must make the same call (it is collective).
+    pub unsafe fn from_raw(raw: MPI_Comm) -> Result<Comm> {
+        if raw == mpi::ffi::RSMPI_COMM_NULL {
+            return Ok(Comm::Solo);
+        }
+        let (mut initialized, mut finalized) = (0, 0);
+        mpi::ffi::MPI_Initialized(&mut initialized);
+        mpi::ffi::MPI_Finalized(&mut finalized);
+        if initialized == 0 || finalized != 0 {
+            return fail(
+                H5TILE_ERR_MPI,
+                "a communicator was given but MPI is not initialized (call MPI_Init first, or pass \
+                 MPI_COMM_NULL to work on this process alone)",
+            );
+        }
+        let mut dup = mpi::ffi::RSMPI_COMM_NULL;
+        let rc = mpi::ffi::MPI_Comm_dup(raw, &mut dup);
+        if rc != mpi::ffi::MPI_SUCCESS as i32 {
+            return fail(H5TILE_ERR_MPI, format!("MPI_Comm_dup failed with error code {rc}"));
+        }
+        Ok(Comm::Mpi(SimpleCommunicator::from_raw(dup)))
+    }
+
+    pub fn rank(&self) -> usize {
+        match self {
+            Comm::Solo => 0,
+            Comm::Mpi(c) => c.rank() as usize,
+        }
+    }
+
+    pub fn size(&self) -> usize {
+        match self {
+            Comm::Solo => 1,
+            Comm::Mpi(c) => c.size() as usize,
+        }
+    }
+
+    pub fn is_root(&self) -> bool {
+        self.rank() == 0
+    }
+
+    /// Element-wise minimum over all ranks, in place.
+    pub fn all_min(&self, values: &mut [u64]) {
+        if let Comm::Mpi(c) = self {
+            let send = values.to_vec();
+            c.all_reduce_into(&send[..], values, SystemOperation::min());
+        }
+    }
+
+    /// Rank 0's `values` on every rank.
+    pub fn broadcast(&self, values: &mut [u64]) {
+        if let Comm::Mpi(c) = self {
+            c.process_at_rank(0).broadcast_into(values);
+        }
+    }
+
+    /// Rank 0's `bytes` on every rank.
+    pub fn broadcast_bytes(&self, bytes: &mut [u8]) {
+        if let Comm::Mpi(c) = self {
+            c.process_at_rank(0).broadcast_into(bytes);
+        }
+    }
+
+    /// Every rank's `local` (all of the same length), concatenated in rank order on rank 0;
+    /// `None` on the other ranks.
+    pub fn gather_to_root(&self, local: &[u64]) -> Option<Vec<u64>> {
+        match self {
+            Comm::Solo => Some(local.to_vec()),
+            Comm::Mpi(c) => {
+                let root = c.process_at_rank(0);
+                if c.rank() == 0 {
+                    let mut all = vec![0u64; local.len() * c.size() as usize];
+                    root.gather_into_root(local, &mut all[..]);
+                    Some(all)
+                } else {
+                    root.gather_into(local);
+                    None
+                }
+            }
+        }
+    }
+
+    /// Every rank's `local` (lengths may differ), in rank order on rank 0, one `Vec` per rank;
+    /// `None` on the other ranks.
+    pub fn gather_varcount_to_root(&self, local: &[u64]) -> Option<Vec<Vec<u64>>> {
+        let Comm::Mpi(c) = self else { return Some(vec![local.to_vec()]) };
+        let counts = self.gather_to_root(&[local.len() as u64]);
+        let root = c.process_at_rank(0);
+        let Some(counts) = counts else {
+            root.gather_varcount_into(local);
+            return None;
+        };
+        let counts: Vec<i32> = counts.iter().map(|&n| n as i32).collect();
+        let displs: Vec<i32> = counts.iter().scan(0, |acc, &n| Some(std::mem::replace(acc, *acc + n))).collect();
+        let mut all = vec![0u64; counts.iter().map(|&n| n as usize).sum()];
+        {
+            let mut partition = mpi::datatype::PartitionMut::new(&mut all[..], &counts[..], &displs[..]);
+            root.gather_varcount_into_root(local, &mut partition);
+        }
+        Some(counts.iter().zip(&displs).map(|(&n, &d)| all[d as usize..(d + n) as usize].to_vec()).collect())
+    }
+
+    /// Makes every rank return the same outcome: if any rank failed, all ranks fail with the
+    /// status of the failure with the lowest status code (lowest rank on ties) and its message,
+    /// prefixed on the other ranks by the rank it came from. One allreduce when all succeed.
+    pub fn agree<T>(&self, local: Result<T>) -> Result<T> {
+        let Comm::Mpi(c) = self else { return local };
+        let rank = c.rank() as u64;
+        let mut key = [match &local {
+            Ok(_) => u64::MAX,
+            Err(e) => ((e.status as u64) << 32) | rank,
+        }];
+        self.all_min(&mut key);
+        if key[0] == u64::MAX {
+            return local;
+        }
+        let (code, source) = ((key[0] >> 32) as u32, (key[0] & 0xffff_ffff) as i32);
+        let mut message = [0u8; MESSAGE_BYTES];
+        if let (true, Err(e)) = (source as u64 == rank, &local) {
+            let n = e.message.len().min(MESSAGE_BYTES);
+            message[..n].copy_from_slice(&e.message.as_bytes()[..n]);
+        }
+        c.process_at_rank(source).broadcast_into(&mut message[..]);
+        match local {
+            Err(e) if source as u64 == rank => Err(e),
+            _ => {
+                let end = message.iter().position(|&b| b == 0).unwrap_or(MESSAGE_BYTES);
+                let text = String::from_utf8_lossy(&message[..end]);
+                let status = crate::status::h5tile_status::from_code(code).unwrap_or(H5TILE_ERR_MPI);
+                Err(Error::new(status, format!("on rank {source}: {text}")))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::status::*;
+
+    #[test]
+    fn solo_is_rank_zero_of_one_and_makes_no_mpi_call() {
+        // MPI is never initialised in unit tests: any MPI call here would abort the process.
+        let c = unsafe { Comm::from_raw(mpi::ffi::RSMPI_COMM_NULL) }.unwrap();
+        assert_eq!((c.rank(), c.size(), c.is_root()), (0, 1, true));
+        let mut v = [5u64, 7];
+        c.all_min(&mut v);
+        c.broadcast(&mut v);
+        assert_eq!(v, [5, 7]);
+        assert_eq!(c.gather_to_root(&[1, 2]), Some(vec![1, 2]));
+        let e: Result<()> = fail(H5TILE_ERR_SHAPE, "gap");
+        assert_eq!(c.agree(e).unwrap_err(), Error::new(H5TILE_ERR_SHAPE, "gap"));
+    }
+
+    #[test]
+    fn a_communicator_without_mpi_init_is_an_mpi_error() {
+        let e = unsafe { Comm::from_raw(mpi::ffi::RSMPI_COMM_WORLD) }.err().unwrap();
+        assert_eq!(e.status, H5TILE_ERR_MPI);
+        assert!(e.message.contains("not initialized"), "{}", e.message);
+    }
+}

@@ -1,0 +1,123 @@
+//! What every exported function shares: catching panics, the thread-local last-error message,
+//! and turning raw C arguments into checked Rust values (NULL → `H5TILE_ERR_INVALID_ARGUMENT`).
+
+use crate::status::*;
+use std::cell::RefCell;
+use std::ffi::{c_char, CStr, CString};
+
+thread_local! {
+    static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
+}
+
+/// Runs the body of an exported function: its error becomes the returned status and the
+/// thread's last-error message; a panic becomes `H5TILE_ERR_PANIC`. Success clears the message.
+pub fn run(body: impl FnOnce() -> Result<()>) -> h5tile_status {
+    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(body));
+    let (status, message) = match outcome {
+        Ok(Ok(())) => (H5TILE_OK, String::new()),
+        Ok(Err(e)) => (e.status, e.message),
+        Err(panic) => {
+            let what = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "unknown panic".into());
+            (H5TILE_ERR_PANIC, format!("internal error (please report): {what}"))
+        }
+    };
+    set_last_error(&message);
+    status
+}
+
+pub fn set_last_error(message: &str) {
+    let c = CString::new(message.replace('\0', " ")).unwrap_or_default();
+    LAST_ERROR.with(|e| *e.borrow_mut() = c);
+}
+
+/// Pointer to this thread's last message; valid until the next h5tile call on this thread.
+pub fn last_error_ptr() -> *const c_char {
+    LAST_ERROR.with(|e| e.borrow().as_ptr())
+}
+
+fn null(name: &str) -> Error {
+    Error::new(H5TILE_ERR_INVALID_ARGUMENT, format!("{name} is NULL"))
+}
+
+/// A NUL-terminated UTF-8 string argument.
+///
+/// # Safety
+/// `p` must be NULL or point to a NUL-terminated string.
+pub unsafe fn str_arg<'a>(p: *const c_char, name: &str) -> Result<&'a str> {
+    if p.is_null() {
+        return Err(null(name));
+    }
+    CStr::from_ptr(p)
+        .to_str()
+        .map_err(|_| Error::new(H5TILE_ERR_INVALID_ARGUMENT, format!("{name} is not valid UTF-8")))
+}
+
+/// An array argument of `len` elements (NULL is allowed only when `len` is 0).
+///
+/// # Safety
+/// `p` must be NULL or point to `len` readable elements.
+pub unsafe fn slice_arg<'a, T>(p: *const T, len: usize, name: &str) -> Result<&'a [T]> {
+    if len == 0 {
+        return Ok(&[]);
+    }
+    if p.is_null() {
+        return Err(null(name));
+    }
+    Ok(std::slice::from_raw_parts(p, len))
+}
+
+/// An out-parameter.
+///
+/// # Safety
+/// `p` must be NULL or point to writable memory for one `T`.
+pub unsafe fn out_arg<'a, T>(p: *mut T, name: &str) -> Result<&'a mut T> {
+    p.as_mut().ok_or_else(|| null(name))
+}
+
+/// Checks `ndim` before any array of that length is read.
+pub fn ndim_arg(ndim: usize) -> Result<usize> {
+    if ndim == 0 || ndim > crate::write::MAX_NDIM {
+        return fail(
+            H5TILE_ERR_INVALID_ARGUMENT,
+            format!("ndim is {ndim}; it must be 1 to {}", crate::write::MAX_NDIM),
+        );
+    }
+    Ok(ndim)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn last() -> String {
+        unsafe { CStr::from_ptr(last_error_ptr()) }.to_string_lossy().into_owned()
+    }
+
+    #[test]
+    fn errors_panics_and_success_map_to_status_and_message() {
+        assert_eq!(run(|| fail(H5TILE_ERR_SHAPE, "gap at [0:1]")), H5TILE_ERR_SHAPE);
+        assert_eq!(last(), "gap at [0:1]");
+        assert_eq!(run(|| panic!("boom")), H5TILE_ERR_PANIC);
+        assert!(last().contains("boom"), "{}", last());
+        assert_eq!(run(|| Ok(())), H5TILE_OK);
+        assert_eq!(last(), "");
+    }
+
+    #[test]
+    fn null_and_bad_arguments_are_invalid_argument() {
+        unsafe {
+            assert_eq!(str_arg(std::ptr::null(), "path").unwrap_err().status, H5TILE_ERR_INVALID_ARGUMENT);
+            assert_eq!(str_arg(c"ok".as_ptr(), "path").unwrap(), "ok");
+            let bad = [0xffu8, 0];
+            assert_eq!(str_arg(bad.as_ptr() as *const c_char, "path").unwrap_err().status, H5TILE_ERR_INVALID_ARGUMENT);
+            assert_eq!(slice_arg::<u64>(std::ptr::null(), 2, "shape").unwrap_err().status, H5TILE_ERR_INVALID_ARGUMENT);
+            assert!(slice_arg::<u64>(std::ptr::null(), 0, "shape").unwrap().is_empty());
+            assert!(out_arg::<u64>(std::ptr::null_mut(), "ndim").is_err());
+        }
+        assert!(ndim_arg(0).is_err() && ndim_arg(33).is_err() && ndim_arg(32).is_ok());
+    }
+}

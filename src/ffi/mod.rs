@@ -1,0 +1,321 @@
+//! The C ABI. Each function converts its arguments (`boundary`), calls the Rust logic, and
+//! converts the result; the doc comments here are the documentation in `h5tile.h`.
+
+pub mod boundary;
+
+use crate::comm::Comm;
+use crate::dtype::{h5tile_dtype, Dtype};
+use crate::read::{self, ReadOptions};
+use crate::status::*;
+use crate::tile::Tile;
+use crate::write::{self, Layout, LocalTile, WriteArgs, WriteOptions};
+use boundary::{ndim_arg, out_arg, run, slice_arg, str_arg};
+use mpi::ffi::MPI_Comm;
+use std::ffi::{c_char, c_int, c_void};
+use std::path::Path;
+
+/// How `h5tile_write` stores a dataset (`h5tile_write_options.layout`).
+#[allow(non_camel_case_types)]
+pub type h5tile_layout = c_int;
+/// One HDF5 file per non-empty tile in the folder `<path>.tiles/`, plus the master file at
+/// `path` holding a virtual dataset that refers to them by relative paths (the default).
+pub const H5TILE_LAYOUT_VDS: h5tile_layout = 0;
+/// One self-contained file with a contiguous dataset, written by all ranks in parallel.
+/// Reserved: not available in this version (`H5TILE_ERR_INVALID_ARGUMENT`).
+pub const H5TILE_LAYOUT_SINGLE: h5tile_layout = 1;
+
+/// `h5tile_write_options.flags`: fail with `H5TILE_ERR_EXISTS` if `path` exists.
+pub const H5TILE_NO_OVERWRITE: u32 = 1;
+/// `h5tile_write_options.flags`: tiles may leave gaps; those elements read back as zero.
+pub const H5TILE_ALLOW_PARTIAL: u32 = 2;
+/// `h5tile_read_options.flags`: read elements whose virtual-dataset source file is missing as
+/// the fill value (plain HDF5 behaviour) instead of failing with `H5TILE_ERR_MISSING_TILE`.
+pub const H5TILE_READ_FILL_MISSING: u32 = 1;
+
+/// Options of `h5tile_write`; start from `h5tile_write_options_default()`.
+#[allow(non_camel_case_types)]
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct h5tile_write_options {
+    /// `H5TILE_LAYOUT_VDS` (default).
+    pub layout: h5tile_layout,
+    /// Bitwise OR of `H5TILE_NO_OVERWRITE`, `H5TILE_ALLOW_PARTIAL` (default 0).
+    pub flags: u32,
+}
+
+/// Options of `h5tile_read`; start from `h5tile_read_options_default()`.
+#[allow(non_camel_case_types)]
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct h5tile_read_options {
+    /// Bitwise OR of `H5TILE_READ_FILL_MISSING` (default 0).
+    pub flags: u32,
+}
+
+impl h5tile_write_options {
+    fn parse(opts: *const h5tile_write_options) -> Result<WriteOptions> {
+        let o = unsafe { opts.as_ref() }.copied().unwrap_or_else(|| h5tile_write_options_default());
+        let layout = match o.layout {
+            H5TILE_LAYOUT_VDS => Layout::Vds,
+            H5TILE_LAYOUT_SINGLE => Layout::Single,
+            other => return fail(H5TILE_ERR_INVALID_ARGUMENT, format!("unknown layout {other}")),
+        };
+        let known = H5TILE_NO_OVERWRITE | H5TILE_ALLOW_PARTIAL;
+        if o.flags & !known != 0 {
+            return fail(H5TILE_ERR_INVALID_ARGUMENT, format!("unknown write flags {:#x}", o.flags & !known));
+        }
+        Ok(WriteOptions {
+            layout,
+            no_overwrite: o.flags & H5TILE_NO_OVERWRITE != 0,
+            allow_partial: o.flags & H5TILE_ALLOW_PARTIAL != 0,
+        })
+    }
+}
+
+impl h5tile_read_options {
+    fn parse(opts: *const h5tile_read_options) -> Result<ReadOptions> {
+        let o = unsafe { opts.as_ref() }.copied().unwrap_or_else(|| h5tile_read_options_default());
+        if o.flags & !H5TILE_READ_FILL_MISSING != 0 {
+            return fail(H5TILE_ERR_INVALID_ARGUMENT, format!("unknown read flags {:#x}", o.flags));
+        }
+        Ok(ReadOptions { fill_missing: o.flags & H5TILE_READ_FILL_MISSING != 0 })
+    }
+}
+
+/// The library version, "MAJOR.MINOR.PATCH" (the same as the `H5TILE_VERSION_*` macros).
+#[no_mangle]
+pub extern "C" fn h5tile_version() -> *const c_char {
+    concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr() as *const c_char
+}
+
+/// The message of the last failed h5tile call on this thread ("" after a success). The
+/// pointer stays valid until the next h5tile call on this thread; never NULL.
+#[no_mangle]
+pub extern "C" fn h5tile_last_error() -> *const c_char {
+    boundary::last_error_ptr()
+}
+
+/// The name of a status code, e.g. "H5TILE_ERR_SHAPE" ("unknown status" for other values).
+#[no_mangle]
+pub extern "C" fn h5tile_status_name(status: c_int) -> *const c_char {
+    let name: &'static [u8] = match u32::try_from(status).ok().and_then(h5tile_status::from_code) {
+        Some(H5TILE_OK) => b"H5TILE_OK\0",
+        Some(H5TILE_ERR_INVALID_ARGUMENT) => b"H5TILE_ERR_INVALID_ARGUMENT\0",
+        Some(H5TILE_ERR_IS_DIRECTORY) => b"H5TILE_ERR_IS_DIRECTORY\0",
+        Some(H5TILE_ERR_NOT_FOUND) => b"H5TILE_ERR_NOT_FOUND\0",
+        Some(H5TILE_ERR_NOT_A_DATASET) => b"H5TILE_ERR_NOT_A_DATASET\0",
+        Some(H5TILE_ERR_DTYPE) => b"H5TILE_ERR_DTYPE\0",
+        Some(H5TILE_ERR_SHAPE) => b"H5TILE_ERR_SHAPE\0",
+        Some(H5TILE_ERR_EXISTS) => b"H5TILE_ERR_EXISTS\0",
+        Some(H5TILE_ERR_IO) => b"H5TILE_ERR_IO\0",
+        Some(H5TILE_ERR_HDF5) => b"H5TILE_ERR_HDF5\0",
+        Some(H5TILE_ERR_MPI) => b"H5TILE_ERR_MPI\0",
+        Some(H5TILE_ERR_CUDA) => b"H5TILE_ERR_CUDA\0",
+        Some(H5TILE_ERR_MISSING_TILE) => b"H5TILE_ERR_MISSING_TILE\0",
+        Some(H5TILE_ERR_PANIC) => b"H5TILE_ERR_PANIC\0",
+        None => b"unknown status\0",
+    };
+    name.as_ptr() as *const c_char
+}
+
+/// Default write options: VDS layout, overwrite allowed, full coverage required.
+#[no_mangle]
+pub extern "C" fn h5tile_write_options_default() -> h5tile_write_options {
+    h5tile_write_options { layout: H5TILE_LAYOUT_VDS, flags: 0 }
+}
+
+/// Default read options: a missing virtual-dataset source is an error.
+#[no_mangle]
+pub extern "C" fn h5tile_read_options_default() -> h5tile_read_options {
+    h5tile_read_options { flags: 0 }
+}
+
+/// Writes one tile per rank of an N-d array as the dataset `dataset` of the file `path`.
+///
+/// Collective over `comm` (`MPI_COMM_NULL`: this process alone, no MPI call). Every rank passes
+/// the same `path`, `dataset` (e.g. "/data" or "/group/x"; missing groups are created), `dtype`,
+/// `ndim` (1 to 32) and `global_shape`; each passes its own tile (`tile_offset`, `tile_shape`; a
+/// zero extent means "no data", and `buf` may then be NULL) and a dense row-major buffer of
+/// `tile_shape` elements. Tiles must lie inside the shape, not overlap, and cover it unless
+/// `H5TILE_ALLOW_PARTIAL`. Missing parent directories are created. An existing `path` is
+/// replaced atomically: readers see the old dataset or the new one, a crash leaves the old one
+/// readable, and no tile file of the old one remains afterwards. When the call returns, the
+/// data is on disk and any process may open it. A failure on any rank is returned on every
+/// rank with the same status. `opts` may be NULL for the defaults.
+///
+/// # Safety
+/// Pointers must be NULL or valid for the lengths given; `comm` a valid communicator.
+#[no_mangle]
+pub unsafe extern "C" fn h5tile_write(
+    comm: MPI_Comm,
+    path: *const c_char,
+    dataset: *const c_char,
+    dtype: h5tile_dtype,
+    ndim: usize,
+    global_shape: *const u64,
+    tile_offset: *const u64,
+    tile_shape: *const u64,
+    buf: *const c_void,
+    opts: *const h5tile_write_options,
+) -> h5tile_status {
+    let bufs = [buf];
+    h5tile_write_tiles(comm, path, dataset, dtype, ndim, global_shape, 1, tile_offset, tile_shape, bufs.as_ptr(), opts)
+}
+
+/// `h5tile_write` with `ntiles` tiles on this rank (0 is allowed): tile `i` has offset
+/// `tile_offsets[i*ndim .. i*ndim+ndim]`, shape `tile_shapes[i*ndim ..]` and buffer `bufs[i]`.
+/// Ranks may pass different numbers of tiles; all tiles of all ranks together obey the rules
+/// of `h5tile_write`.
+///
+/// # Safety
+/// Pointers must be NULL or valid for the lengths given; `comm` a valid communicator.
+#[no_mangle]
+pub unsafe extern "C" fn h5tile_write_tiles(
+    comm: MPI_Comm,
+    path: *const c_char,
+    dataset: *const c_char,
+    dtype: h5tile_dtype,
+    ndim: usize,
+    global_shape: *const u64,
+    ntiles: usize,
+    tile_offsets: *const u64,
+    tile_shapes: *const u64,
+    bufs: *const *const c_void,
+    opts: *const h5tile_write_options,
+) -> h5tile_status {
+    run(|| {
+        let comm = Comm::from_raw(comm)?;
+        let parsed = (|| {
+            let path = Path::new(str_arg(path, "path")?);
+            let dataset = str_arg(dataset, "dataset")?;
+            let dtype = Dtype::parse(dtype)?;
+            let ndim = ndim_arg(ndim)?;
+            let global = slice_arg(global_shape, ndim, "global_shape")?;
+            let len = ntiles.checked_mul(ndim).ok_or_else(|| Error::new(H5TILE_ERR_INVALID_ARGUMENT, "ntiles too large"))?;
+            let offsets = slice_arg(tile_offsets, len, "tile_offset")?;
+            let shapes = slice_arg(tile_shapes, len, "tile_shape")?;
+            let bufs = slice_arg(bufs, ntiles, "bufs")?;
+            let tiles = (0..ntiles)
+                .map(|i| LocalTile {
+                    tile: Tile::new(offsets[i * ndim..][..ndim].to_vec(), shapes[i * ndim..][..ndim].to_vec()),
+                    buf: bufs[i],
+                })
+                .collect();
+            let options = h5tile_write_options::parse(opts)?;
+            Ok(WriteArgs { path, dataset, dtype, global, tiles, options })
+        })();
+        match comm.agree(parsed) {
+            Ok(args) => write::write(&comm, &args),
+            Err(e) => Err(e),
+        }
+    })
+}
+
+/// Reads the tile at `tile_offset` of extent `tile_shape` of `dataset` in the file `path` into
+/// `buf` (dense, row-major, `dtype` elements), converting the element type where HDF5 can.
+///
+/// Reads any HDF5 dataset: contiguous, chunked, compressed, or virtual (ours, Legate's, h5py's).
+/// Before reading a virtual dataset, every source file the tile needs is checked:
+/// `H5TILE_ERR_MISSING_TILE` names a missing one (HDF5 alone would return fill values).
+/// Collective over `comm` (`MPI_COMM_NULL`: this process alone): each rank reads the tile it
+/// names, and a failure on any rank is returned on every rank. A tile that does not fit the
+/// dataset, or an `ndim` other than its rank, is `H5TILE_ERR_SHAPE`. `opts` may be NULL.
+///
+/// # Safety
+/// Pointers must be NULL or valid for the lengths given; `buf` must have room for the tile.
+#[no_mangle]
+pub unsafe extern "C" fn h5tile_read(
+    comm: MPI_Comm,
+    path: *const c_char,
+    dataset: *const c_char,
+    dtype: h5tile_dtype,
+    ndim: usize,
+    tile_offset: *const u64,
+    tile_shape: *const u64,
+    buf: *mut c_void,
+    opts: *const h5tile_read_options,
+) -> h5tile_status {
+    run(|| {
+        let comm = Comm::from_raw(comm)?;
+        let parsed = (|| {
+            let path = Path::new(str_arg(path, "path")?);
+            let dataset = str_arg(dataset, "dataset")?;
+            let dtype = Dtype::parse(dtype)?;
+            let ndim = ndim_arg(ndim)?;
+            let tile = Tile::new(
+                slice_arg(tile_offset, ndim, "tile_offset")?.to_vec(),
+                slice_arg(tile_shape, ndim, "tile_shape")?.to_vec(),
+            );
+            let options = h5tile_read_options::parse(opts)?;
+            Ok((path, dataset, dtype, tile, options))
+        })();
+        match comm.agree(parsed) {
+            Ok((path, dataset, dtype, tile, options)) => read::read(&comm, path, dataset, dtype, &tile, buf, options),
+            Err(e) => Err(e),
+        }
+    })
+}
+
+/// Element type, rank and extents of `dataset` in `path`, without reading data. `shape` must
+/// have room for 32 values. Not collective.
+///
+/// # Safety
+/// Pointers must be NULL or valid; `shape` must have room for 32 values.
+#[no_mangle]
+pub unsafe extern "C" fn h5tile_inspect(
+    path: *const c_char,
+    dataset: *const c_char,
+    dtype: *mut h5tile_dtype,
+    ndim: *mut usize,
+    shape: *mut u64,
+) -> h5tile_status {
+    run(|| {
+        let path = Path::new(str_arg(path, "path")?);
+        let dataset = str_arg(dataset, "dataset")?;
+        let dtype_out = out_arg(dtype, "dtype")?;
+        let ndim_out = out_arg(ndim, "ndim")?;
+        if shape.is_null() {
+            return fail(H5TILE_ERR_INVALID_ARGUMENT, "shape is NULL");
+        }
+        let (d, dims) = read::inspect(path, dataset)?;
+        if dims.len() > write::MAX_NDIM {
+            return fail(H5TILE_ERR_SHAPE, format!("dataset has {} dimensions; h5tile handles up to 32", dims.len()));
+        }
+        *dtype_out = d.code();
+        *ndim_out = dims.len();
+        std::slice::from_raw_parts_mut(shape, dims.len()).copy_from_slice(&dims);
+        Ok(())
+    })
+}
+
+/// Proposes a balanced block decomposition of `global_shape` over `nranks` ranks and returns
+/// the tile of `rank` (0 ≤ rank < nranks): ranks form a process grid whose extents multiply to
+/// `nranks`, chosen so tiles are as close to cubes as possible; along an axis, tile extents
+/// differ by at most one. Tiles of ranks beyond the data are empty (a zero extent).
+///
+/// # Safety
+/// Pointers must be NULL or valid for `ndim` values.
+#[no_mangle]
+pub unsafe extern "C" fn h5tile_partition(
+    nranks: usize,
+    rank: usize,
+    ndim: usize,
+    global_shape: *const u64,
+    tile_offset: *mut u64,
+    tile_shape: *mut u64,
+) -> h5tile_status {
+    run(|| {
+        let ndim = ndim_arg(ndim)?;
+        let global = slice_arg(global_shape, ndim, "global_shape")?;
+        if nranks == 0 || rank >= nranks {
+            return fail(H5TILE_ERR_INVALID_ARGUMENT, format!("rank {rank} is not in 0..{nranks}"));
+        }
+        if tile_offset.is_null() || tile_shape.is_null() {
+            return fail(H5TILE_ERR_INVALID_ARGUMENT, "tile_offset or tile_shape is NULL");
+        }
+        let tile = crate::partition::block(nranks as u64, rank as u64, global);
+        std::slice::from_raw_parts_mut(tile_offset, ndim).copy_from_slice(&tile.offset);
+        std::slice::from_raw_parts_mut(tile_shape, ndim).copy_from_slice(&tile.shape);
+        Ok(())
+    })
+}

@@ -1,0 +1,237 @@
+//! RAII wrappers for HDF5 identifiers: each closes its id when dropped, so no other module
+//! calls an `H5*close` function. Construct them only while holding `hdf5::lock()`, and let
+//! them drop before the lock does (declare the lock first).
+
+use super::{check, cstr};
+use crate::status::Result;
+use hdf5_sys::h5::{hsize_t, htri_t};
+use hdf5_sys::h5d::*;
+use hdf5_sys::h5f::*;
+use hdf5_sys::h5g::*;
+use hdf5_sys::h5i::hid_t;
+use hdf5_sys::h5p::*;
+use hdf5_sys::h5s::*;
+use hdf5_sys::h5t::*;
+use std::ffi::c_void;
+use std::path::Path;
+
+macro_rules! handle {
+    ($(#[$doc:meta])* $name:ident, $close:path) => {
+        $(#[$doc])*
+        #[derive(Debug)]
+        pub struct $name(hid_t);
+
+        impl $name {
+            /// Takes ownership of `id`, or turns a negative id into an HDF5 error.
+            pub fn from_id(id: hid_t, what: impl FnOnce() -> String) -> Result<$name> {
+                check(id, what).map($name)
+            }
+
+            pub fn id(&self) -> hid_t {
+                self.0
+            }
+        }
+
+        impl Drop for $name {
+            fn drop(&mut self) {
+                if self.0 >= 0 {
+                    unsafe { $close(self.0) };
+                }
+            }
+        }
+    };
+}
+
+handle!(
+    /// An open HDF5 file.
+    File, H5Fclose
+);
+handle!(
+    /// An open group.
+    Group, H5Gclose
+);
+handle!(
+    /// An open dataset.
+    Dataset, H5Dclose
+);
+handle!(
+    /// A dataspace (shape plus selection).
+    Space, H5Sclose
+);
+handle!(
+    /// A property list.
+    Plist, H5Pclose
+);
+handle!(
+    /// A datatype.
+    Type, H5Tclose
+);
+handle!(
+    /// An attribute.
+    Attribute, hdf5_sys::h5a::H5Aclose
+);
+
+fn path_str(path: &Path) -> std::ffi::CString {
+    cstr(&path.to_string_lossy())
+}
+
+impl File {
+    /// Creates (truncating) the file at `path`.
+    pub fn create(path: &Path) -> Result<File> {
+        let id = unsafe { H5Fcreate(path_str(path).as_ptr(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT) };
+        File::from_id(id, || format!("cannot create HDF5 file '{}'", path.display()))
+    }
+
+    /// Opens `path` read-only.
+    pub fn open_read(path: &Path) -> Result<File> {
+        let id = unsafe { H5Fopen(path_str(path).as_ptr(), H5F_ACC_RDONLY, H5P_DEFAULT) };
+        File::from_id(id, || format!("cannot open HDF5 file '{}'", path.display()))
+    }
+
+    /// Closes the file and reports a failure to flush it, which dropping would hide.
+    pub fn close(mut self) -> Result<()> {
+        let id = std::mem::replace(&mut self.0, -1);
+        check(unsafe { H5Fclose(id) }, || "cannot close HDF5 file".to_string()).map(|_| ())
+    }
+}
+
+impl Dataset {
+    /// Creates dataset `name` (intermediate groups included) in `loc`.
+    pub fn create(loc: hid_t, name: &str, dtype: &Type, space: &Space, dcpl: &Plist) -> Result<Dataset> {
+        let lcpl = Plist::create(*H5P_CLS_LINK_CREATE)?;
+        check(unsafe { H5Pset_create_intermediate_group(lcpl.id(), 1) }, || {
+            "cannot set intermediate group creation".into()
+        })?;
+        let id = unsafe {
+            H5Dcreate2(loc, cstr(name).as_ptr(), dtype.id(), space.id(), lcpl.id(), dcpl.id(), H5P_DEFAULT)
+        };
+        Dataset::from_id(id, || format!("cannot create dataset '{name}'"))
+    }
+
+    /// Opens dataset `name` in `loc` with the default access properties.
+    pub fn open(loc: hid_t, name: &str) -> Result<Dataset> {
+        let id = unsafe { H5Dopen2(loc, cstr(name).as_ptr(), H5P_DEFAULT) };
+        Dataset::from_id(id, || format!("cannot open dataset '{name}'"))
+    }
+
+    pub fn space(&self) -> Result<Space> {
+        Space::from_id(unsafe { H5Dget_space(self.0) }, || "cannot get dataset dataspace".into())
+    }
+
+    pub fn dtype(&self) -> Result<Type> {
+        Type::from_id(unsafe { H5Dget_type(self.0) }, || "cannot get dataset datatype".into())
+    }
+
+    pub fn create_plist(&self) -> Result<Plist> {
+        Plist::from_id(unsafe { H5Dget_create_plist(self.0) }, || {
+            "cannot get dataset creation properties".into()
+        })
+    }
+
+    /// Writes `buf` (laid out as `mem_space` in `mem_type`) into `file_space` of the dataset.
+    ///
+    /// # Safety
+    /// `buf` must hold at least the selected elements of `mem_space` in `mem_type`.
+    pub unsafe fn write(&self, mem_type: &Type, mem_space: hid_t, file_space: hid_t, buf: *const c_void) -> Result<()> {
+        check(H5Dwrite(self.0, mem_type.id(), mem_space, file_space, H5P_DEFAULT, buf), || {
+            "cannot write dataset".into()
+        })
+        .map(|_| ())
+    }
+
+    /// Reads the dataset's `file_space` selection into `buf`, laid out as `mem_space`.
+    ///
+    /// # Safety
+    /// `buf` must have room for the selected elements of `mem_space` in `mem_type`.
+    pub unsafe fn read(&self, mem_type: &Type, mem_space: hid_t, file_space: hid_t, buf: *mut c_void) -> Result<()> {
+        check(H5Dread(self.0, mem_type.id(), mem_space, file_space, H5P_DEFAULT, buf), || {
+            "cannot read dataset".into()
+        })
+        .map(|_| ())
+    }
+}
+
+impl Space {
+    /// A simple dataspace of the given extents, everything selected.
+    pub fn simple(dims: &[u64]) -> Result<Space> {
+        let dims: Vec<hsize_t> = dims.iter().map(|&d| d as hsize_t).collect();
+        let id = unsafe { H5Screate_simple(dims.len() as i32, dims.as_ptr(), std::ptr::null()) };
+        Space::from_id(id, || format!("cannot create dataspace {dims:?}"))
+    }
+
+    /// Extents of the dataspace (empty for a scalar).
+    pub fn dims(&self) -> Result<Vec<u64>> {
+        let n = check(unsafe { H5Sget_simple_extent_ndims(self.0) }, || "cannot get rank".into())?;
+        let mut dims = vec![0 as hsize_t; n as usize];
+        check(unsafe { H5Sget_simple_extent_dims(self.0, dims.as_mut_ptr(), std::ptr::null_mut()) }, || {
+            "cannot get extents".into()
+        })?;
+        Ok(dims.into_iter().map(|d| d as u64).collect())
+    }
+
+    /// Selects only the block at `offset` of extent `count`.
+    pub fn select_block(&self, offset: &[u64], count: &[u64]) -> Result<()> {
+        let off: Vec<hsize_t> = offset.iter().map(|&v| v as hsize_t).collect();
+        let cnt: Vec<hsize_t> = count.iter().map(|&v| v as hsize_t).collect();
+        check(
+            unsafe {
+                H5Sselect_hyperslab(self.0, H5S_seloper_t::H5S_SELECT_SET, off.as_ptr(), std::ptr::null(), cnt.as_ptr(), std::ptr::null())
+            },
+            || format!("cannot select block at {offset:?} of {count:?}"),
+        )
+        .map(|_| ())
+    }
+
+    /// Bounding box of the selection: (start, end inclusive); None when nothing is selected.
+    pub fn selection_bounds(&self, ndim: usize) -> Option<(Vec<u64>, Vec<u64>)> {
+        if unsafe { H5Sget_select_npoints(self.0) } <= 0 {
+            return None;
+        }
+        let mut start = vec![0 as hsize_t; ndim];
+        let mut end = vec![0 as hsize_t; ndim];
+        let ret = unsafe { H5Sget_select_bounds(self.0, start.as_mut_ptr(), end.as_mut_ptr()) };
+        if ret < 0 {
+            super::take_error_stack();
+            return None;
+        }
+        Some((start, end))
+    }
+}
+
+impl Plist {
+    /// A new property list of `class` (one of the `H5P_CLS_*` globals).
+    pub fn create(class: hid_t) -> Result<Plist> {
+        Plist::from_id(unsafe { H5Pcreate(class) }, || "cannot create property list".into())
+    }
+}
+
+impl Type {
+    /// A private copy of a predefined or existing type, which can then be modified.
+    pub fn copy(id: hid_t) -> Result<Type> {
+        Type::from_id(unsafe { H5Tcopy(id) }, || "cannot copy datatype".into())
+    }
+
+    pub fn class(&self) -> H5T_class_t {
+        unsafe { H5Tget_class(self.0) }
+    }
+
+    pub fn size(&self) -> usize {
+        unsafe { H5Tget_size(self.0) }
+    }
+
+    /// True when HDF5 has a conversion path from this type to `dst`.
+    pub fn converts_to(&self, dst: &Type) -> bool {
+        let mut cdata: *mut H5T_cdata_t = std::ptr::null_mut();
+        let found = unsafe { H5Tfind(self.0, dst.id(), &mut cdata) };
+        if found.is_none() {
+            super::take_error_stack();
+        }
+        found.is_some()
+    }
+
+    pub fn equal(&self, other: &Type) -> bool {
+        let r: htri_t = unsafe { H5Tequal(self.0, other.id()) };
+        r > 0
+    }
+}
+

@@ -1,0 +1,237 @@
+//! Where a dataset's bytes live on disk and how a new version replaces the old one.
+//!
+//! The VDS layout (`vds`) keeps, beside the master file `dir/name`, a folder `dir/name.tiles/`
+//! holding one file per non-empty tile, named `<dataset>.<generation>.r<rank>.t<k>.h5`.
+//! The master refers to them by paths relative to its own folder, so the pair can be moved.
+//! Each write uses a fresh generation: new tiles never overwrite old ones, the new master is
+//! written under a temporary name and renamed over the old one (the commit point), and only
+//! then are the previous generation's tiles deleted. A crash at any moment therefore leaves a
+//! readable dataset, old or new.
+
+pub mod vds;
+
+use crate::status::{fail, Error, Result, H5TILE_ERR_EXISTS, H5TILE_ERR_IO, H5TILE_ERR_IS_DIRECTORY};
+use std::path::{Path, PathBuf};
+
+/// A write's identity: 16 hex digits from the clock and the process id, chosen on rank 0.
+pub fn new_generation() -> u64 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as u64)
+        .unwrap_or(0);
+    nanos ^ ((std::process::id() as u64) << 40) ^ 0x9e37_79b9_7f4a_7c15
+}
+
+/// The folder beside the master file that holds its tile files.
+pub fn tile_dir(master: &Path) -> PathBuf {
+    let mut name = master.file_name().unwrap_or_default().to_os_string();
+    name.push(".tiles");
+    master.with_file_name(name)
+}
+
+/// The dataset path as a file-name component: '/'-separated parts joined by '%', with every
+/// byte outside `[A-Za-z0-9_-]` written as `%XX`, so names never collide and never hold '.'.
+pub fn dataset_key(dataset: &str) -> String {
+    let mut key = String::new();
+    for (i, part) in dataset.trim_start_matches('/').split('/').enumerate() {
+        if i > 0 {
+            key.push_str("%2F");
+        }
+        for b in part.bytes() {
+            if b.is_ascii_alphanumeric() || b == b'_' || b == b'-' {
+                key.push(b as char);
+            } else {
+                key.push_str(&format!("%{b:02X}"));
+            }
+        }
+    }
+    key
+}
+
+/// Name of the file holding tile `k` of `rank` for `dataset` in generation `generation`.
+pub fn tile_file_name(dataset: &str, generation: u64, rank: usize, k: usize) -> String {
+    format!("{}.{generation:016x}.r{rank}.t{k}.h5", dataset_key(dataset))
+}
+
+/// The generation of a file named by `tile_file_name`, or None for any other file.
+pub fn generation_of(file_name: &str) -> Option<u64> {
+    let stem = file_name.strip_suffix(".h5")?;
+    let mut parts = stem.rsplitn(4, '.');
+    let (t, r, g, key) = (parts.next()?, parts.next()?, parts.next()?, parts.next()?);
+    let is_num = |s: &str, p: char| s.strip_prefix(p).is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+    if key.is_empty() || g.len() != 16 || !is_num(r, 'r') || !is_num(t, 't') {
+        return None;
+    }
+    u64::from_str_radix(g, 16).ok()
+}
+
+/// Where the new master is written before it is renamed over `master`: a hidden file in the
+/// same folder (rename is atomic only within one file system).
+pub fn temporary_master(master: &Path, generation: u64) -> PathBuf {
+    let name = master.file_name().unwrap_or_default().to_string_lossy();
+    master.with_file_name(format!(".{name}.{generation:016x}.tmp"))
+}
+
+/// Checks `path` can receive a new dataset before anything is written: not a directory, not
+/// existing when overwriting is forbidden; then creates its missing parent directories.
+pub fn prepare_target(path: &Path, no_overwrite: bool) -> Result<()> {
+    if path.as_os_str().is_empty() {
+        return fail(crate::status::H5TILE_ERR_INVALID_ARGUMENT, "path is empty");
+    }
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_dir() => {
+            return fail(H5TILE_ERR_IS_DIRECTORY, format!("'{}' is a directory, not a file name", path.display()))
+        }
+        Ok(_) if no_overwrite => {
+            return fail(H5TILE_ERR_EXISTS, format!("'{}' exists and H5TILE_NO_OVERWRITE was given", path.display()))
+        }
+        _ => {}
+    }
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent).map_err(|e| Error::io("cannot create directory", parent, &e))?;
+    }
+    Ok(())
+}
+
+/// Creates the tile folder, failing clearly if something else has its name.
+pub fn create_tile_dir(dir: &Path) -> Result<()> {
+    match std::fs::create_dir(dir) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && dir.is_dir() => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => fail(
+            H5TILE_ERR_IO,
+            format!("cannot create tile folder '{}': a file of that name exists", dir.display()),
+        ),
+        Err(e) => Err(Error::io("cannot create tile folder", dir, &e)),
+    }
+}
+
+/// Flushes a closed file's data (or a folder's entries) to stable storage.
+pub fn sync_path(path: &Path) -> Result<()> {
+    std::fs::File::open(path)
+        .and_then(|f| f.sync_all())
+        .map_err(|e| Error::io("cannot sync", path, &e))
+}
+
+/// The commit point: syncs the finished temporary master and renames it over `master`.
+/// Once this returns Ok the new dataset is the one readers see.
+pub fn commit(tmp: &Path, master: &Path) -> Result<()> {
+    sync_path(tmp)?;
+    std::fs::rename(tmp, master).map_err(|e| Error::io("cannot rename new master into place at", master, &e))
+}
+
+/// Makes a rename in `master`'s folder durable.
+pub fn sync_parent(master: &Path) -> Result<()> {
+    let parent = master.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    sync_path(parent)
+}
+
+/// After a commit: deletes tile files of every other generation and temporary masters left
+/// by crashed writes of this master. Returns the first failure, having tried every file.
+pub fn remove_stale(master: &Path, generation: u64) -> Result<()> {
+    let mut first_error = None;
+    let mut remove = |p: PathBuf| {
+        if let Err(e) = std::fs::remove_file(&p) {
+            if e.kind() != std::io::ErrorKind::NotFound && first_error.is_none() {
+                first_error = Some(Error::io("cannot remove stale tile", &p, &e));
+            }
+        }
+    };
+    let dir = tile_dir(master);
+    if let Ok(entries) = std::fs::read_dir(&dir) {
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if generation_of(&name).is_some_and(|g| g != generation) {
+                remove(entry.path());
+            }
+        }
+    }
+    // An empty folder is no use to anyone; a non-empty one is left alone.
+    let _ = std::fs::remove_dir(&dir);
+    let name = master.file_name().unwrap_or_default().to_string_lossy().into_owned();
+    let parent = master.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    if let Ok(entries) = std::fs::read_dir(parent) {
+        let prefix = format!(".{name}.");
+        for entry in entries.flatten() {
+            let n = entry.file_name().to_string_lossy().into_owned();
+            if let Some(g) = n.strip_prefix(&prefix).and_then(|r| r.strip_suffix(".tmp")) {
+                if u64::from_str_radix(g, 16).is_ok_and(|g| g != generation) {
+                    remove(entry.path());
+                }
+            }
+        }
+    }
+    first_error.map_or(Ok(()), Err)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dataset_keys_are_unique_and_dot_free() {
+        assert_eq!(dataset_key("/data"), "data");
+        assert_eq!(dataset_key("/group/x"), "group%2Fx");
+        assert_eq!(dataset_key("/a.b"), "a%2Eb");
+        assert_ne!(dataset_key("/a/b"), dataset_key("/a%2Fb"));
+        assert!(!dataset_key("/x.y/z w").contains('.'));
+    }
+
+    #[test]
+    fn tile_names_parse_back_to_their_generation() {
+        let n = tile_file_name("/group/x.y", 0xabc, 17, 2);
+        assert_eq!(n, "group%2Fx%2Ey.0000000000000abc.r17.t2.h5");
+        assert_eq!(generation_of(&n), Some(0xabc));
+        for other in ["notes.txt", "data.h5", "x.0000000000000abc.r1.h5", "x.00000abc.r1.t0.h5", ".0000000000000abc.r1.t0.h5"] {
+            assert_eq!(generation_of(other), None, "{other}");
+        }
+    }
+
+    #[test]
+    fn tile_dir_and_temporary_master_sit_beside_the_master() {
+        let m = Path::new("/run/out/field.h5");
+        assert_eq!(tile_dir(m), Path::new("/run/out/field.h5.tiles"));
+        assert_eq!(temporary_master(m, 1), Path::new("/run/out/.field.h5.0000000000000001.tmp"));
+    }
+
+    #[test]
+    fn prepare_target_checks_and_creates_parents() {
+        let d = tempfile::tempdir().unwrap();
+        assert_eq!(prepare_target(d.path(), false).unwrap_err().status, H5TILE_ERR_IS_DIRECTORY);
+        let f = d.path().join("x.h5");
+        std::fs::write(&f, b"old").unwrap();
+        assert_eq!(prepare_target(&f, true).unwrap_err().status, H5TILE_ERR_EXISTS);
+        assert_eq!(std::fs::read(&f).unwrap(), b"old");
+        prepare_target(&f, false).unwrap();
+        let deep = d.path().join("a/b/c.h5");
+        prepare_target(&deep, true).unwrap();
+        assert!(d.path().join("a/b").is_dir());
+    }
+
+    #[test]
+    fn remove_stale_keeps_only_the_committed_generation() {
+        let d = tempfile::tempdir().unwrap();
+        let m = d.path().join("f.h5");
+        let dir = tile_dir(&m);
+        create_tile_dir(&dir).unwrap();
+        let keep = dir.join(tile_file_name("/d", 2, 0, 0));
+        let old = dir.join(tile_file_name("/d", 1, 3, 0));
+        let foreign = dir.join("README");
+        for p in [&keep, &old, &foreign] {
+            std::fs::write(p, b"x").unwrap();
+        }
+        let stale_tmp = temporary_master(&m, 1);
+        std::fs::write(&stale_tmp, b"x").unwrap();
+        remove_stale(&m, 2).unwrap();
+        assert!(keep.exists() && foreign.exists());
+        assert!(!old.exists() && !stale_tmp.exists());
+    }
+
+    #[test]
+    fn create_tile_dir_refuses_a_file_in_the_way() {
+        let d = tempfile::tempdir().unwrap();
+        let p = d.path().join("x.h5.tiles");
+        std::fs::write(&p, b"").unwrap();
+        assert_eq!(create_tile_dir(&p).unwrap_err().status, H5TILE_ERR_IO);
+    }
+}

@@ -1,0 +1,162 @@
+//! `h5tile_read` and `h5tile_inspect`: open any HDF5 dataset (contiguous, chunked, compressed,
+//! virtual — ours, Legate's or h5py's) and read one tile of it, converting the element type
+//! where HDF5 can. A virtual dataset's sources are checked first, since HDF5 alone would read
+//! fill values in place of a missing tile file.
+
+use crate::comm::Comm;
+use crate::dtype::Dtype;
+use crate::hdf5::{self, cstr, Dataset, File, Space};
+use crate::layout::vds;
+use crate::status::*;
+use crate::tile::Tile;
+use hdf5_sys::h5d::H5D_layout_t;
+use hdf5_sys::h5f::H5Fis_accessible;
+use hdf5_sys::h5l::H5Lexists;
+use hdf5_sys::h5o::{H5O_info2_t, H5O_type_t, H5Oget_info_by_name3, H5O_INFO_BASIC};
+use hdf5_sys::h5p::{H5Pget_layout, H5P_DEFAULT};
+use std::ffi::c_void;
+use std::path::Path;
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ReadOptions {
+    /// Read elements of missing virtual-dataset sources as the fill value, as HDF5 does,
+    /// instead of failing with `H5TILE_ERR_MISSING_TILE`.
+    pub fill_missing: bool,
+}
+
+/// An open dataset and the file holding it (closed together).
+pub struct OpenDataset {
+    pub dataset: Dataset,
+    pub file: File,
+}
+
+/// Opens `dataset` in the file at `path`, telling apart a missing file, a directory, a file
+/// that is not HDF5, a missing object and an object that is not a dataset.
+pub fn open_dataset(path: &Path, dataset: &str) -> Result<OpenDataset> {
+    crate::write::validate_dataset_name(dataset)?;
+    match std::fs::metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return fail(H5TILE_ERR_NOT_FOUND, format!("file '{}' does not exist", path.display()))
+        }
+        Err(e) => return Err(Error::io("cannot access", path, &e)),
+        Ok(m) if m.is_dir() => {
+            return fail(H5TILE_ERR_IS_DIRECTORY, format!("'{}' is a directory, not an HDF5 file", path.display()))
+        }
+        Ok(_) => {}
+    }
+    if let Err(e) = std::fs::File::open(path) {
+        return Err(Error::io("cannot open", path, &e));
+    }
+    let _l = hdf5::lock();
+    let c_path = cstr(&path.to_string_lossy());
+    if unsafe { H5Fis_accessible(c_path.as_ptr(), H5P_DEFAULT) } <= 0 {
+        hdf5::take_error_stack();
+        return fail(H5TILE_ERR_HDF5, format!("'{}' is not an HDF5 file", path.display()));
+    }
+    let file = File::open_read(path)?;
+    // Walk the path so a missing group and a missing dataset both read as "not found".
+    let trimmed = dataset.trim_start_matches('/');
+    let mut prefix = String::new();
+    for part in trimmed.split('/') {
+        prefix.push('/');
+        prefix.push_str(part);
+        let exists = unsafe { H5Lexists(file.id(), cstr(&prefix).as_ptr(), H5P_DEFAULT) };
+        if exists <= 0 {
+            hdf5::take_error_stack();
+            return fail(H5TILE_ERR_NOT_FOUND, format!("no object '{prefix}' in '{}'", path.display()));
+        }
+    }
+    let mut info: H5O_info2_t = unsafe { std::mem::zeroed() };
+    hdf5::check(
+        unsafe { H5Oget_info_by_name3(file.id(), cstr(dataset).as_ptr(), &mut info, H5O_INFO_BASIC, H5P_DEFAULT) },
+        || format!("cannot inspect '{dataset}' in '{}'", path.display()),
+    )?;
+    if info.type_ != H5O_type_t::H5O_TYPE_DATASET {
+        let kind = match info.type_ {
+            H5O_type_t::H5O_TYPE_GROUP => "a group",
+            H5O_type_t::H5O_TYPE_NAMED_DATATYPE => "a named datatype",
+            _ => "not a dataset",
+        };
+        return fail(
+            H5TILE_ERR_NOT_A_DATASET,
+            format!("'{dataset}' in '{}' is {kind}, not a dataset", path.display()),
+        );
+    }
+    let dataset = Dataset::open(file.id(), dataset)?;
+    Ok(OpenDataset { dataset, file })
+}
+
+/// Element type and shape of a dataset.
+pub fn inspect(path: &Path, dataset: &str) -> Result<(Dtype, Vec<u64>)> {
+    let _l = hdf5::lock();
+    let open = open_dataset(path, dataset)?;
+    let dtype = Dtype::of_hdf5(&open.dataset.dtype()?)?;
+    let shape = open.dataset.space()?.dims()?;
+    Ok((dtype, shape))
+}
+
+/// Reads `tile` of `dataset` into `buf` as `dtype`, on each rank of `comm`, and agrees on the
+/// outcome so all ranks succeed or fail together.
+///
+/// # Safety
+/// `buf` must have room for `tile.volume()` elements of `dtype` (it may be NULL when the tile
+/// is empty).
+pub unsafe fn read(
+    comm: &Comm,
+    path: &Path,
+    dataset: &str,
+    dtype: Dtype,
+    tile: &Tile,
+    buf: *mut c_void,
+    options: ReadOptions,
+) -> Result<()> {
+    comm.agree(read_local(path, dataset, dtype, tile, buf, options))
+}
+
+unsafe fn read_local(
+    path: &Path,
+    dataset: &str,
+    dtype: Dtype,
+    tile: &Tile,
+    buf: *mut c_void,
+    options: ReadOptions,
+) -> Result<()> {
+    if tile.ndim() == 0 || tile.ndim() > crate::write::MAX_NDIM {
+        return fail(
+            H5TILE_ERR_INVALID_ARGUMENT,
+            format!("ndim is {}; it must be 1 to {}", tile.ndim(), crate::write::MAX_NDIM),
+        );
+    }
+    if !tile.is_empty() && buf.is_null() {
+        return fail(H5TILE_ERR_INVALID_ARGUMENT, format!("buffer for tile {tile} is NULL"));
+    }
+    let _l = hdf5::lock();
+    let open = open_dataset(path, dataset)?;
+    let file_space = open.dataset.space()?;
+    let dims = file_space.dims()?;
+    if !tile.fits_in(&dims) {
+        return fail(
+            H5TILE_ERR_SHAPE,
+            format!("tile {tile} does not fit dataset '{dataset}' of shape {dims:?} in '{}'", path.display()),
+        );
+    }
+    let file_type = open.dataset.dtype()?;
+    let mem_type = dtype.hdf5_type()?;
+    if !file_type.converts_to(&mem_type) {
+        let stored = Dtype::of_hdf5(&file_type).map(|d| d.name()).unwrap_or("an unsupported type");
+        return fail(
+            H5TILE_ERR_DTYPE,
+            format!("'{dataset}' in '{}' holds {stored}, which HDF5 cannot convert to {}", path.display(), dtype.name()),
+        );
+    }
+    if tile.is_empty() {
+        return Ok(());
+    }
+    let dcpl = open.dataset.create_plist()?;
+    if !options.fill_missing && H5Pget_layout(dcpl.id()) == H5D_layout_t::H5D_VIRTUAL {
+        vds::check_sources(path, dataset, &open.dataset, tile)?;
+    }
+    file_space.select_block(&tile.offset, &tile.shape)?;
+    let mem_space = Space::simple(&tile.shape)?;
+    open.dataset.read(&mem_type, mem_space.id(), file_space.id(), buf)
+}

@@ -1,0 +1,289 @@
+//! `h5tile_write`: the collective write of every rank's tiles as one dataset.
+//!
+//! Order of events, each step agreed by all ranks before the next so a failure anywhere is the
+//! same failure everywhere and nothing on disk is touched until every check has passed:
+//! 1. local argument checks, then all ranks check they were given the same arguments;
+//! 2. rank 0 gathers every tile, checks overlap and coverage, checks and prepares the path;
+//! 3. each rank writes its own tile files (new names, invisible to readers of the old master);
+//! 4. rank 0 writes the new master under a temporary name and renames it over the old one
+//!    (the commit point), then deletes the previous generation's tiles.
+
+use crate::comm::Comm;
+use crate::coverage::{self, Coverage};
+use crate::dtype::Dtype;
+use crate::layout::{self, vds};
+use crate::status::*;
+use crate::tile::Tile;
+use std::ffi::c_void;
+use std::path::{Path, PathBuf};
+
+/// Largest number of dimensions the C API accepts.
+pub const MAX_NDIM: usize = 32;
+
+/// How a written dataset is stored.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Layout {
+    /// One file per non-empty tile plus a master holding the virtual dataset.
+    Vds,
+    /// One self-contained file written by all ranks in parallel.
+    Single,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WriteOptions {
+    pub layout: Layout,
+    /// Fail with `H5TILE_ERR_EXISTS` instead of replacing an existing file.
+    pub no_overwrite: bool,
+    /// Tiles may leave gaps, which read back as zero.
+    pub allow_partial: bool,
+}
+
+impl Default for WriteOptions {
+    fn default() -> Self {
+        WriteOptions { layout: Layout::Vds, no_overwrite: false, allow_partial: false }
+    }
+}
+
+/// One tile this rank contributes, with its dense row-major buffer.
+#[derive(Clone, Debug)]
+pub struct LocalTile {
+    pub tile: Tile,
+    pub buf: *const c_void,
+}
+
+/// Everything one rank passes to a collective write.
+#[derive(Clone, Debug)]
+pub struct WriteArgs<'a> {
+    pub path: &'a Path,
+    pub dataset: &'a str,
+    pub dtype: Dtype,
+    pub global: &'a [u64],
+    pub tiles: Vec<LocalTile>,
+    pub options: WriteOptions,
+}
+
+/// Writes `args` collectively over `comm`; see the module documentation for the protocol.
+///
+/// # Safety
+/// Each `LocalTile::buf` of a non-empty tile must hold `tile.volume()` elements of `dtype`.
+pub unsafe fn write(comm: &Comm, args: &WriteArgs) -> Result<()> {
+    comm.agree(validate(args))?;
+    agree_same_arguments(comm, args)?;
+    let (generation, all_tiles) = plan(comm, args)?;
+    let dir = layout::tile_dir(args.path);
+    let mut written: Vec<PathBuf> = Vec::new();
+    let mut result = Ok(());
+    for (k, local) in args.tiles.iter().enumerate().filter(|(_, t)| !t.tile.is_empty()) {
+        let path = dir.join(layout::tile_file_name(args.dataset, generation, comm.rank(), k));
+        written.push(path.clone());
+        result = vds::write_tile(&path, args.dtype, &local.tile, args.global, local.buf);
+        if result.is_err() {
+            break;
+        }
+    }
+    let (result, committed) = match comm.agree(result) {
+        Ok(()) => publish(comm, args, generation, all_tiles),
+        Err(e) => (Err(e), false),
+    };
+    if result.is_err() && !committed {
+        for p in &written {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+    result
+}
+
+/// Arguments one rank can check alone.
+fn validate(args: &WriteArgs) -> Result<()> {
+    let ndim = args.global.len();
+    if ndim == 0 || ndim > MAX_NDIM {
+        return fail(H5TILE_ERR_INVALID_ARGUMENT, format!("ndim is {ndim}; it must be 1 to {MAX_NDIM}"));
+    }
+    validate_dataset_name(args.dataset)?;
+    if args.options.layout == Layout::Single {
+        return fail(
+            H5TILE_ERR_INVALID_ARGUMENT,
+            "H5TILE_LAYOUT_SINGLE is not available in this version; use H5TILE_LAYOUT_VDS",
+        );
+    }
+    for (k, local) in args.tiles.iter().enumerate() {
+        if !local.tile.fits_in(args.global) {
+            return fail(
+                H5TILE_ERR_INVALID_ARGUMENT,
+                format!("tile {k} {} lies outside the global shape {:?}", local.tile, args.global),
+            );
+        }
+        let bytes = local.tile.volume().checked_mul(args.dtype.size() as u128);
+        if bytes.is_none_or(|b| b > isize::MAX as u128) {
+            return fail(H5TILE_ERR_INVALID_ARGUMENT, format!("tile {k} {} is too large to address", local.tile));
+        }
+        if !local.tile.is_empty() && local.buf.is_null() {
+            return fail(H5TILE_ERR_INVALID_ARGUMENT, format!("buffer of non-empty tile {k} {} is NULL", local.tile));
+        }
+    }
+    Ok(())
+}
+
+/// A dataset path: '/'-separated names, none empty, "." or "..".
+pub fn validate_dataset_name(dataset: &str) -> Result<()> {
+    let parts: Vec<&str> = dataset.strip_prefix('/').unwrap_or(dataset).split('/').collect();
+    if parts.iter().any(|p| p.is_empty() || *p == "." || *p == "..") {
+        return fail(
+            H5TILE_ERR_INVALID_ARGUMENT,
+            format!("dataset name '{dataset}' is not a path like \"/data\" or \"/group/x\""),
+        );
+    }
+    Ok(())
+}
+
+/// Every rank must name the same file, dataset, element type, shape and options; compared
+/// through a hash so the check costs one small allreduce whatever the number of ranks.
+fn agree_same_arguments(comm: &Comm, args: &WriteArgs) -> Result<()> {
+    let mut h = Fnv::default();
+    h.bytes(args.path.as_os_str().as_encoded_bytes());
+    h.bytes(args.dataset.as_bytes());
+    h.u64(args.dtype.code() as u64);
+    h.u64(args.global.len() as u64);
+    args.global.iter().for_each(|&d| h.u64(d));
+    h.u64(args.options.layout as u64);
+    h.u64(args.options.no_overwrite as u64);
+    h.u64(args.options.allow_partial as u64);
+    let mut v = [h.0, !h.0];
+    comm.all_min(&mut v);
+    if v[0] != !v[1] {
+        return fail(
+            H5TILE_ERR_INVALID_ARGUMENT,
+            format!(
+                "ranks disagree on path, dataset, dtype, shape or options; rank {} has path '{}', \
+                 dataset '{}', dtype {}, shape {:?}",
+                comm.rank(),
+                args.path.display(),
+                args.dataset,
+                args.dtype.name(),
+                args.global
+            ),
+        );
+    }
+    Ok(())
+}
+
+/// Every tile of every rank, as (rank, index on that rank, tile); known on rank 0 only.
+type AllTiles = Option<Vec<(usize, usize, Tile)>>;
+
+/// Step 2: on rank 0, checks the union of all tiles and prepares the target; returns the
+/// generation every rank then writes under, and (on rank 0) all the tiles.
+fn plan(comm: &Comm, args: &WriteArgs) -> Result<(u64, AllTiles)> {
+    let ndim = args.global.len();
+    let mine: Vec<u64> = args.tiles.iter().flat_map(|t| t.tile.offset.iter().chain(&t.tile.shape).copied()).collect();
+    let all_tiles = comm.gather_varcount_to_root(&mine).map(|per_rank| tiles_by_rank(&per_rank, ndim));
+    let planned = match &all_tiles {
+        None => Ok(0),
+        Some(tiles) => {
+            check_union(args, tiles).and_then(|()| {
+                layout::prepare_target(args.path, args.options.no_overwrite)?;
+                if tiles.iter().any(|(_, _, t)| !t.is_empty()) {
+                    layout::create_tile_dir(&layout::tile_dir(args.path))?;
+                }
+                Ok(layout::new_generation())
+            })
+        }
+    };
+    let mut generation = [comm.agree(planned)?];
+    comm.broadcast(&mut generation);
+    Ok((generation[0], all_tiles))
+}
+
+/// (rank, index on that rank, tile) for every gathered tile.
+fn tiles_by_rank(per_rank: &[Vec<u64>], ndim: usize) -> Vec<(usize, usize, Tile)> {
+    per_rank
+        .iter()
+        .enumerate()
+        .flat_map(|(rank, flat)| {
+            flat.chunks_exact(2 * ndim)
+                .enumerate()
+                .map(move |(k, c)| (rank, k, Tile::new(c[..ndim].to_vec(), c[ndim..].to_vec())))
+        })
+        .collect()
+}
+
+fn check_union(args: &WriteArgs, tiles: &[(usize, usize, Tile)]) -> Result<()> {
+    let boxes: Vec<Tile> = tiles.iter().map(|(_, _, t)| t.clone()).collect();
+    match coverage::check(args.global, &boxes) {
+        Err(o) => {
+            let (ra, ka, ta) = &tiles[o.a];
+            let (rb, kb, tb) = &tiles[o.b];
+            fail(
+                H5TILE_ERR_SHAPE,
+                format!("tile {ka} of rank {ra} {ta} and tile {kb} of rank {rb} {tb} overlap on {}", o.common),
+            )
+        }
+        Ok(Coverage::Partial { covered, total }) if !args.options.allow_partial => fail(
+            H5TILE_ERR_SHAPE,
+            format!(
+                "tiles cover {covered} of the {total} elements of shape {:?}; pass H5TILE_ALLOW_PARTIAL \
+                 to leave the rest as zeros",
+                args.global
+            ),
+        ),
+        Ok(_) => Ok(()),
+    }
+}
+
+/// Step 4 on rank 0: master under a temporary name, commit, then stale tiles removed.
+/// Returns the agreed outcome and whether the commit happened (then no tile may be removed).
+fn publish(comm: &Comm, args: &WriteArgs, generation: u64, all_tiles: AllTiles) -> (Result<()>, bool) {
+    let (result, committed) = match all_tiles {
+        None => (Ok(()), false),
+        Some(tiles) => {
+            let dir_name = layout::tile_dir(args.path).file_name().unwrap_or_default().to_string_lossy().into_owned();
+            let sources: Vec<(Tile, String)> = tiles
+                .into_iter()
+                .filter(|(_, _, t)| !t.is_empty())
+                .map(|(rank, k, t)| {
+                    (t, format!("{dir_name}/{}", layout::tile_file_name(args.dataset, generation, rank, k)))
+                })
+                .collect();
+            let tmp = layout::temporary_master(args.path, generation);
+            let written = vds::write_master(&tmp, args.dataset, args.dtype, args.global, &sources)
+                .and_then(|()| layout::commit(&tmp, args.path));
+            match written {
+                Ok(()) => (
+                    layout::sync_parent(args.path).and_then(|()| layout::remove_stale(args.path, generation)).map_err(|e| {
+                        Error::new(e.status, format!("the new dataset is in place, but {}", e.message))
+                    }),
+                    true,
+                ),
+                Err(e) => {
+                    let _ = std::fs::remove_file(&tmp);
+                    (Err(e), false)
+                }
+            }
+        }
+    };
+    let mut flag = [committed as u64];
+    comm.broadcast(&mut flag);
+    (comm.agree(result), flag[0] == 1)
+}
+
+/// 64-bit FNV-1a, enough to tell differing arguments apart.
+struct Fnv(u64);
+
+impl Default for Fnv {
+    fn default() -> Self {
+        Fnv(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl Fnv {
+    fn bytes(&mut self, b: &[u8]) {
+        for &x in b {
+            self.0 = (self.0 ^ x as u64).wrapping_mul(0x0100_0000_01b3);
+        }
+        self.u64(b.len() as u64);
+    }
+    fn u64(&mut self, v: u64) {
+        for x in v.to_le_bytes() {
+            self.0 = (self.0 ^ x as u64).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+}
