@@ -11,12 +11,9 @@
 # uses an HDF5 >= 1.14 already installed instead.
 
 HDF5_VERSION ?= 2.2.0
-ifeq ($(origin HDF5_DIR), undefined)
-HDF5_DIR := $(CURDIR)/.deps/hdf5-$(HDF5_VERSION)
-HDF5_TAG := $(HDF5_VERSION)
-else
-HDF5_TAG := custom
-endif
+HDF5_DIR ?= $(CURDIR)/.deps/hdf5-$(HDF5_VERSION)
+# Builds against different HDF5 installs are kept apart (hdf5-metno-sys is version-specific).
+HDF5_TAG := $(if $(filter $(CURDIR)/.deps/hdf5-%,$(HDF5_DIR)),$(patsubst $(CURDIR)/.deps/hdf5-%,%,$(HDF5_DIR)),custom)
 export HDF5_VERSION HDF5_DIR
 
 VENV      := $(CURDIR)/.deps/venv

@@ -12,7 +12,8 @@ fn main() {
     println!("cargo:rerun-if-changed=cbindgen.toml");
     println!("cargo:rerun-if-env-changed=HDF5_DIR");
 
-    let mut config = cbindgen::Config::from_file(crate_dir.join("cbindgen.toml")).expect("cbindgen.toml");
+    let mut config =
+        cbindgen::Config::from_file(crate_dir.join("cbindgen.toml")).expect("cbindgen.toml");
     config.after_includes = Some(format!(
         "\n#define H5TILE_VERSION_MAJOR {}\n#define H5TILE_VERSION_MINOR {}\n#define H5TILE_VERSION_PATCH {}\n",
         env::var("CARGO_PKG_VERSION_MAJOR").unwrap(),

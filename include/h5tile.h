@@ -110,8 +110,6 @@ typedef int h5tile_dtype;
 // `double _Complex`: two float64, real part first.
 #define H5TILE_COMPLEX128 13
 
-#define Dtype_ALL { Bool, Int8, Int16, Int32, Int64, UInt8, UInt16, UInt32, UInt64, Float16, Float32, Float64, Complex64, Complex128, }
-
 // One HDF5 file per non-empty tile in the folder `<path>.tiles/`, plus the master file at
 // `path` holding a virtual dataset that refers to them by relative paths (the default).
 #define H5TILE_LAYOUT_VDS 0

@@ -42,7 +42,10 @@ impl Comm {
         let mut dup = mpi::ffi::RSMPI_COMM_NULL;
         let rc = mpi::ffi::MPI_Comm_dup(raw, &mut dup);
         if rc != mpi::ffi::MPI_SUCCESS as i32 {
-            return fail(H5TILE_ERR_MPI, format!("MPI_Comm_dup failed with error code {rc}"));
+            return fail(
+                H5TILE_ERR_MPI,
+                format!("MPI_Comm_dup failed with error code {rc}"),
+            );
         }
         Ok(Comm::Mpi(SimpleCommunicator::from_raw(dup)))
     }
@@ -109,7 +112,9 @@ impl Comm {
     /// Every rank's `local` (lengths may differ), in rank order on rank 0, one `Vec` per rank;
     /// `None` on the other ranks.
     pub fn gather_varcount_to_root(&self, local: &[u64]) -> Option<Vec<Vec<u64>>> {
-        let Comm::Mpi(c) = self else { return Some(vec![local.to_vec()]) };
+        let Comm::Mpi(c) = self else {
+            return Some(vec![local.to_vec()]);
+        };
         let counts = self.gather_to_root(&[local.len() as u64]);
         let root = c.process_at_rank(0);
         let Some(counts) = counts else {
@@ -117,13 +122,23 @@ impl Comm {
             return None;
         };
         let counts: Vec<i32> = counts.iter().map(|&n| n as i32).collect();
-        let displs: Vec<i32> = counts.iter().scan(0, |acc, &n| Some(std::mem::replace(acc, *acc + n))).collect();
+        let displs: Vec<i32> = counts
+            .iter()
+            .scan(0, |acc, &n| Some(std::mem::replace(acc, *acc + n)))
+            .collect();
         let mut all = vec![0u64; counts.iter().map(|&n| n as usize).sum()];
         {
-            let mut partition = mpi::datatype::PartitionMut::new(&mut all[..], &counts[..], &displs[..]);
+            let mut partition =
+                mpi::datatype::PartitionMut::new(&mut all[..], &counts[..], &displs[..]);
             root.gather_varcount_into_root(local, &mut partition);
         }
-        Some(counts.iter().zip(&displs).map(|(&n, &d)| all[d as usize..(d + n) as usize].to_vec()).collect())
+        Some(
+            counts
+                .iter()
+                .zip(&displs)
+                .map(|(&n, &d)| all[d as usize..(d + n) as usize].to_vec())
+                .collect(),
+        )
     }
 
     /// Makes every rank return the same outcome: if any rank failed, all ranks fail with the
@@ -150,9 +165,13 @@ impl Comm {
         match local {
             Err(e) if source as u64 == rank => Err(e),
             _ => {
-                let end = message.iter().position(|&b| b == 0).unwrap_or(MESSAGE_BYTES);
+                let end = message
+                    .iter()
+                    .position(|&b| b == 0)
+                    .unwrap_or(MESSAGE_BYTES);
                 let text = String::from_utf8_lossy(&message[..end]);
-                let status = crate::status::h5tile_status::from_code(code).unwrap_or(H5TILE_ERR_MPI);
+                let status =
+                    crate::status::h5tile_status::from_code(code).unwrap_or(H5TILE_ERR_MPI);
                 Err(Error::new(status, format!("on rank {source}: {text}")))
             }
         }
@@ -180,7 +199,9 @@ mod tests {
 
     #[test]
     fn a_communicator_without_mpi_init_is_an_mpi_error() {
-        let e = unsafe { Comm::from_raw(mpi::ffi::RSMPI_COMM_WORLD) }.err().unwrap();
+        let e = unsafe { Comm::from_raw(mpi::ffi::RSMPI_COMM_WORLD) }
+            .err()
+            .unwrap();
         assert_eq!(e.status, H5TILE_ERR_MPI);
         assert!(e.message.contains("not initialized"), "{}", e.message);
     }

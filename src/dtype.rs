@@ -53,6 +53,7 @@ pub enum Dtype {
 use Dtype::*;
 
 impl Dtype {
+    /// cbindgen:ignore
     pub const ALL: [Dtype; 14] = [
         Bool, Int8, Int16, Int32, Int64, UInt8, UInt16, UInt32, UInt64, Float16, Float32, Float64,
         Complex64, Complex128,
@@ -60,13 +61,20 @@ impl Dtype {
 
     /// The type with C code `code`, if any.
     pub fn from_c(code: h5tile_dtype) -> Option<Dtype> {
-        usize::try_from(code).ok().and_then(|i| Dtype::ALL.get(i).copied())
+        usize::try_from(code)
+            .ok()
+            .and_then(|i| Dtype::ALL.get(i).copied())
     }
 
     /// Like `from_c`, with the `H5TILE_ERR_DTYPE` the C API returns for an unknown code.
     pub fn parse(code: h5tile_dtype) -> Result<Dtype> {
         Dtype::from_c(code).map_or_else(
-            || fail(H5TILE_ERR_DTYPE, format!("unknown element type code {code} (valid: 0..=13)")),
+            || {
+                fail(
+                    H5TILE_ERR_DTYPE,
+                    format!("unknown element type code {code} (valid: 0..=13)"),
+                )
+            },
             Ok,
         )
     }
@@ -111,20 +119,20 @@ impl Dtype {
         let _l = hdf5::lock();
         let native = |id: &hid_t| Type::copy(*id);
         match self {
-            Int8 => native(&H5T_NATIVE_INT8),
-            Int16 => native(&H5T_NATIVE_INT16),
-            Int32 => native(&H5T_NATIVE_INT32),
-            Int64 => native(&H5T_NATIVE_INT64),
-            UInt8 => native(&H5T_NATIVE_UINT8),
-            UInt16 => native(&H5T_NATIVE_UINT16),
-            UInt32 => native(&H5T_NATIVE_UINT32),
-            UInt64 => native(&H5T_NATIVE_UINT64),
-            Float32 => native(&H5T_NATIVE_FLOAT),
-            Float64 => native(&H5T_NATIVE_DOUBLE),
+            Int8 => native(H5T_NATIVE_INT8),
+            Int16 => native(H5T_NATIVE_INT16),
+            Int32 => native(H5T_NATIVE_INT32),
+            Int64 => native(H5T_NATIVE_INT64),
+            UInt8 => native(H5T_NATIVE_UINT8),
+            UInt16 => native(H5T_NATIVE_UINT16),
+            UInt32 => native(H5T_NATIVE_UINT32),
+            UInt64 => native(H5T_NATIVE_UINT64),
+            Float32 => native(H5T_NATIVE_FLOAT),
+            Float64 => native(H5T_NATIVE_DOUBLE),
             Float16 => half(),
             Bool => bool_enum(),
-            Complex64 => complex(&H5T_NATIVE_FLOAT, 4),
-            Complex128 => complex(&H5T_NATIVE_DOUBLE, 8),
+            Complex64 => complex(H5T_NATIVE_FLOAT, 4),
+            Complex128 => complex(H5T_NATIVE_DOUBLE, 8),
         }
     }
 
@@ -154,7 +162,9 @@ impl Dtype {
                 8 => Some(Float64),
                 _ => None,
             },
-            H5T_class_t::H5T_ENUM if size == 1 && member_names(t) == ["FALSE", "TRUE"] => Some(Bool),
+            H5T_class_t::H5T_ENUM if size == 1 && member_names(t) == ["FALSE", "TRUE"] => {
+                Some(Bool)
+            }
             H5T_class_t::H5T_COMPOUND if is_complex_compound(t) => match size {
                 8 => Some(Complex64),
                 16 => Some(Complex128),
@@ -172,7 +182,10 @@ impl Dtype {
             || {
                 fail(
                     H5TILE_ERR_DTYPE,
-                    format!("HDF5 type (class {:?}, {size} bytes) is none of h5tile's element types", t.class()),
+                    format!(
+                        "HDF5 type (class {:?}, {size} bytes) is none of h5tile's element types",
+                        t.class()
+                    ),
                 )
             },
             Ok,
@@ -194,7 +207,9 @@ fn half() -> Result<Type> {
 }
 
 fn bool_enum() -> Result<Type> {
-    let t = Type::from_id(unsafe { H5Tenum_create(*H5T_NATIVE_INT8) }, || "cannot build bool enum".into())?;
+    let t = Type::from_id(unsafe { H5Tenum_create(*H5T_NATIVE_INT8) }, || {
+        "cannot build bool enum".into()
+    })?;
     for (name, value) in [(c"FALSE", 0i8), (c"TRUE", 1i8)] {
         hdf5::check(
             unsafe { H5Tenum_insert(t.id(), name.as_ptr(), &value as *const i8 as *const _) },
@@ -206,9 +221,15 @@ fn bool_enum() -> Result<Type> {
 
 fn complex(part: &hid_t, part_size: usize) -> Result<Type> {
     let what = || "cannot build complex compound".to_string();
-    let t = Type::from_id(unsafe { H5Tcreate(H5T_class_t::H5T_COMPOUND, 2 * part_size) }, what)?;
+    let t = Type::from_id(
+        unsafe { H5Tcreate(H5T_class_t::H5T_COMPOUND, 2 * part_size) },
+        what,
+    )?;
     hdf5::check(unsafe { H5Tinsert(t.id(), c"r".as_ptr(), 0, *part) }, what)?;
-    hdf5::check(unsafe { H5Tinsert(t.id(), c"i".as_ptr(), part_size, *part) }, what)?;
+    hdf5::check(
+        unsafe { H5Tinsert(t.id(), c"i".as_ptr(), part_size, *part) },
+        what,
+    )?;
     Ok(t)
 }
 
@@ -236,7 +257,7 @@ fn is_complex_compound(t: &Type) -> bool {
     let fields: Vec<(H5T_class_t, usize)> = (0..2)
         .map(|i| {
             let id = unsafe { H5Tget_member_type(t.id(), i) };
-            match Type::from_id(id, || String::new()) {
+            match Type::from_id(id, String::new) {
                 Ok(m) => (m.class(), m.size()),
                 Err(_) => (H5T_class_t::H5T_NO_CLASS, 0),
             }

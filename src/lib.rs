@@ -31,7 +31,10 @@ mod header {
             std::fs::write(&committed, generated).unwrap();
         }
         let on_disk = std::fs::read_to_string(&committed).unwrap_or_default();
-        assert!(on_disk == generated, "include/h5tile.h is stale: run `make header` and commit it");
+        assert!(
+            on_disk == generated,
+            "include/h5tile.h is stale: run `make header` and commit it"
+        );
     }
 
     #[test]
@@ -42,7 +45,10 @@ mod header {
             ("MINOR", env!("CARGO_PKG_VERSION_MINOR")),
             ("PATCH", env!("CARGO_PKG_VERSION_PATCH")),
         ] {
-            assert!(h.contains(&format!("#define H5TILE_VERSION_{name} {value}\n")), "{name}");
+            assert!(
+                h.contains(&format!("#define H5TILE_VERSION_{name} {value}\n")),
+                "{name}"
+            );
         }
     }
 }

@@ -36,11 +36,17 @@ pub fn open_dataset(path: &Path, dataset: &str) -> Result<OpenDataset> {
     crate::write::validate_dataset_name(dataset)?;
     match std::fs::metadata(path) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return fail(H5TILE_ERR_NOT_FOUND, format!("file '{}' does not exist", path.display()))
+            return fail(
+                H5TILE_ERR_NOT_FOUND,
+                format!("file '{}' does not exist", path.display()),
+            )
         }
         Err(e) => return Err(Error::io("cannot access", path, &e)),
         Ok(m) if m.is_dir() => {
-            return fail(H5TILE_ERR_IS_DIRECTORY, format!("'{}' is a directory, not an HDF5 file", path.display()))
+            return fail(
+                H5TILE_ERR_IS_DIRECTORY,
+                format!("'{}' is a directory, not an HDF5 file", path.display()),
+            )
         }
         Ok(_) => {}
     }
@@ -51,7 +57,10 @@ pub fn open_dataset(path: &Path, dataset: &str) -> Result<OpenDataset> {
     let c_path = cstr(&path.to_string_lossy());
     if unsafe { H5Fis_accessible(c_path.as_ptr(), H5P_DEFAULT) } <= 0 {
         hdf5::take_error_stack();
-        return fail(H5TILE_ERR_HDF5, format!("'{}' is not an HDF5 file", path.display()));
+        return fail(
+            H5TILE_ERR_HDF5,
+            format!("'{}' is not an HDF5 file", path.display()),
+        );
     }
     let file = File::open_read(path)?;
     // Walk the path so a missing group and a missing dataset both read as "not found".
@@ -63,12 +72,23 @@ pub fn open_dataset(path: &Path, dataset: &str) -> Result<OpenDataset> {
         let exists = unsafe { H5Lexists(file.id(), cstr(&prefix).as_ptr(), H5P_DEFAULT) };
         if exists <= 0 {
             hdf5::take_error_stack();
-            return fail(H5TILE_ERR_NOT_FOUND, format!("no object '{prefix}' in '{}'", path.display()));
+            return fail(
+                H5TILE_ERR_NOT_FOUND,
+                format!("no object '{prefix}' in '{}'", path.display()),
+            );
         }
     }
     let mut info: H5O_info2_t = unsafe { std::mem::zeroed() };
     hdf5::check(
-        unsafe { H5Oget_info_by_name3(file.id(), cstr(dataset).as_ptr(), &mut info, H5O_INFO_BASIC, H5P_DEFAULT) },
+        unsafe {
+            H5Oget_info_by_name3(
+                file.id(),
+                cstr(dataset).as_ptr(),
+                &mut info,
+                H5O_INFO_BASIC,
+                H5P_DEFAULT,
+            )
+        },
         || format!("cannot inspect '{dataset}' in '{}'", path.display()),
     )?;
     if info.type_ != H5O_type_t::H5O_TYPE_DATASET {
@@ -79,7 +99,10 @@ pub fn open_dataset(path: &Path, dataset: &str) -> Result<OpenDataset> {
         };
         return fail(
             H5TILE_ERR_NOT_A_DATASET,
-            format!("'{dataset}' in '{}' is {kind}, not a dataset", path.display()),
+            format!(
+                "'{dataset}' in '{}' is {kind}, not a dataset",
+                path.display()
+            ),
         );
     }
     let dataset = Dataset::open(file.id(), dataset)?;
@@ -124,11 +147,18 @@ unsafe fn read_local(
     if tile.ndim() == 0 || tile.ndim() > crate::write::MAX_NDIM {
         return fail(
             H5TILE_ERR_INVALID_ARGUMENT,
-            format!("ndim is {}; it must be 1 to {}", tile.ndim(), crate::write::MAX_NDIM),
+            format!(
+                "ndim is {}; it must be 1 to {}",
+                tile.ndim(),
+                crate::write::MAX_NDIM
+            ),
         );
     }
     if !tile.is_empty() && buf.is_null() {
-        return fail(H5TILE_ERR_INVALID_ARGUMENT, format!("buffer for tile {tile} is NULL"));
+        return fail(
+            H5TILE_ERR_INVALID_ARGUMENT,
+            format!("buffer for tile {tile} is NULL"),
+        );
     }
     let _l = hdf5::lock();
     let open = open_dataset(path, dataset)?;
@@ -137,16 +167,25 @@ unsafe fn read_local(
     if !tile.fits_in(&dims) {
         return fail(
             H5TILE_ERR_SHAPE,
-            format!("tile {tile} does not fit dataset '{dataset}' of shape {dims:?} in '{}'", path.display()),
+            format!(
+                "tile {tile} does not fit dataset '{dataset}' of shape {dims:?} in '{}'",
+                path.display()
+            ),
         );
     }
     let file_type = open.dataset.dtype()?;
     let mem_type = dtype.hdf5_type()?;
     if !file_type.converts_to(&mem_type) {
-        let stored = Dtype::of_hdf5(&file_type).map(|d| d.name()).unwrap_or("an unsupported type");
+        let stored = Dtype::of_hdf5(&file_type)
+            .map(|d| d.name())
+            .unwrap_or("an unsupported type");
         return fail(
             H5TILE_ERR_DTYPE,
-            format!("'{dataset}' in '{}' holds {stored}, which HDF5 cannot convert to {}", path.display(), dtype.name()),
+            format!(
+                "'{dataset}' in '{}' holds {stored}, which HDF5 cannot convert to {}",
+                path.display(),
+                dtype.name()
+            ),
         );
     }
     if tile.is_empty() {
@@ -158,5 +197,6 @@ unsafe fn read_local(
     }
     file_space.select_block(&tile.offset, &tile.shape)?;
     let mem_space = Space::simple(&tile.shape)?;
-    open.dataset.read(&mem_type, mem_space.id(), file_space.id(), buf)
+    open.dataset
+        .read(&mem_type, mem_space.id(), file_space.id(), buf)
 }

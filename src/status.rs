@@ -77,7 +77,10 @@ pub type Result<T> = std::result::Result<T, Error>;
 
 impl Error {
     pub fn new(status: h5tile_status, message: impl Into<String>) -> Error {
-        Error { status, message: message.into() }
+        Error {
+            status,
+            message: message.into(),
+        }
     }
 
     /// An operating-system error on `path`, with the errno text.

@@ -40,7 +40,11 @@ pub struct WriteOptions {
 
 impl Default for WriteOptions {
     fn default() -> Self {
-        WriteOptions { layout: Layout::Vds, no_overwrite: false, allow_partial: false }
+        WriteOptions {
+            layout: Layout::Vds,
+            no_overwrite: false,
+            allow_partial: false,
+        }
     }
 }
 
@@ -73,8 +77,18 @@ pub unsafe fn write(comm: &Comm, args: &WriteArgs) -> Result<()> {
     let dir = layout::tile_dir(args.path);
     let mut written: Vec<PathBuf> = Vec::new();
     let mut result = Ok(());
-    for (k, local) in args.tiles.iter().enumerate().filter(|(_, t)| !t.tile.is_empty()) {
-        let path = dir.join(layout::tile_file_name(args.dataset, generation, comm.rank(), k));
+    for (k, local) in args
+        .tiles
+        .iter()
+        .enumerate()
+        .filter(|(_, t)| !t.tile.is_empty())
+    {
+        let path = dir.join(layout::tile_file_name(
+            args.dataset,
+            generation,
+            comm.rank(),
+            k,
+        ));
         written.push(path.clone());
         result = vds::write_tile(&path, args.dtype, &local.tile, args.global, local.buf);
         if result.is_err() {
@@ -89,6 +103,11 @@ pub unsafe fn write(comm: &Comm, args: &WriteArgs) -> Result<()> {
         for p in &written {
             let _ = std::fs::remove_file(p);
         }
+        // Once every rank has removed its tiles, a tile folder left empty goes too.
+        let _ = comm.agree(Ok(()));
+        if comm.is_root() {
+            let _ = std::fs::remove_dir(&dir);
+        }
     }
     result
 }
@@ -97,7 +116,10 @@ pub unsafe fn write(comm: &Comm, args: &WriteArgs) -> Result<()> {
 fn validate(args: &WriteArgs) -> Result<()> {
     let ndim = args.global.len();
     if ndim == 0 || ndim > MAX_NDIM {
-        return fail(H5TILE_ERR_INVALID_ARGUMENT, format!("ndim is {ndim}; it must be 1 to {MAX_NDIM}"));
+        return fail(
+            H5TILE_ERR_INVALID_ARGUMENT,
+            format!("ndim is {ndim}; it must be 1 to {MAX_NDIM}"),
+        );
     }
     validate_dataset_name(args.dataset)?;
     if args.options.layout == Layout::Single {
@@ -110,15 +132,24 @@ fn validate(args: &WriteArgs) -> Result<()> {
         if !local.tile.fits_in(args.global) {
             return fail(
                 H5TILE_ERR_INVALID_ARGUMENT,
-                format!("tile {k} {} lies outside the global shape {:?}", local.tile, args.global),
+                format!(
+                    "tile {k} {} lies outside the global shape {:?}",
+                    local.tile, args.global
+                ),
             );
         }
         let bytes = local.tile.volume().checked_mul(args.dtype.size() as u128);
         if bytes.is_none_or(|b| b > isize::MAX as u128) {
-            return fail(H5TILE_ERR_INVALID_ARGUMENT, format!("tile {k} {} is too large to address", local.tile));
+            return fail(
+                H5TILE_ERR_INVALID_ARGUMENT,
+                format!("tile {k} {} is too large to address", local.tile),
+            );
         }
         if !local.tile.is_empty() && local.buf.is_null() {
-            return fail(H5TILE_ERR_INVALID_ARGUMENT, format!("buffer of non-empty tile {k} {} is NULL", local.tile));
+            return fail(
+                H5TILE_ERR_INVALID_ARGUMENT,
+                format!("buffer of non-empty tile {k} {} is NULL", local.tile),
+            );
         }
     }
     Ok(())
@@ -126,8 +157,15 @@ fn validate(args: &WriteArgs) -> Result<()> {
 
 /// A dataset path: '/'-separated names, none empty, "." or "..".
 pub fn validate_dataset_name(dataset: &str) -> Result<()> {
-    let parts: Vec<&str> = dataset.strip_prefix('/').unwrap_or(dataset).split('/').collect();
-    if parts.iter().any(|p| p.is_empty() || *p == "." || *p == "..") {
+    let parts: Vec<&str> = dataset
+        .strip_prefix('/')
+        .unwrap_or(dataset)
+        .split('/')
+        .collect();
+    if parts
+        .iter()
+        .any(|p| p.is_empty() || *p == "." || *p == "..")
+    {
         return fail(
             H5TILE_ERR_INVALID_ARGUMENT,
             format!("dataset name '{dataset}' is not a path like \"/data\" or \"/group/x\""),
@@ -174,19 +212,23 @@ type AllTiles = Option<Vec<(usize, usize, Tile)>>;
 /// generation every rank then writes under, and (on rank 0) all the tiles.
 fn plan(comm: &Comm, args: &WriteArgs) -> Result<(u64, AllTiles)> {
     let ndim = args.global.len();
-    let mine: Vec<u64> = args.tiles.iter().flat_map(|t| t.tile.offset.iter().chain(&t.tile.shape).copied()).collect();
-    let all_tiles = comm.gather_varcount_to_root(&mine).map(|per_rank| tiles_by_rank(&per_rank, ndim));
+    let mine: Vec<u64> = args
+        .tiles
+        .iter()
+        .flat_map(|t| t.tile.offset.iter().chain(&t.tile.shape).copied())
+        .collect();
+    let all_tiles = comm
+        .gather_varcount_to_root(&mine)
+        .map(|per_rank| tiles_by_rank(&per_rank, ndim));
     let planned = match &all_tiles {
         None => Ok(0),
-        Some(tiles) => {
-            check_union(args, tiles).and_then(|()| {
-                layout::prepare_target(args.path, args.options.no_overwrite)?;
-                if tiles.iter().any(|(_, _, t)| !t.is_empty()) {
-                    layout::create_tile_dir(&layout::tile_dir(args.path))?;
-                }
-                Ok(layout::new_generation())
-            })
-        }
+        Some(tiles) => check_union(args, tiles).and_then(|()| {
+            layout::prepare_target(args.path, args.options.no_overwrite)?;
+            if tiles.iter().any(|(_, _, t)| !t.is_empty()) {
+                layout::create_tile_dir(&layout::tile_dir(args.path))?;
+            }
+            Ok(layout::new_generation())
+        }),
     };
     let mut generation = [comm.agree(planned)?];
     comm.broadcast(&mut generation);
@@ -231,16 +273,31 @@ fn check_union(args: &WriteArgs, tiles: &[(usize, usize, Tile)]) -> Result<()> {
 
 /// Step 4 on rank 0: master under a temporary name, commit, then stale tiles removed.
 /// Returns the agreed outcome and whether the commit happened (then no tile may be removed).
-fn publish(comm: &Comm, args: &WriteArgs, generation: u64, all_tiles: AllTiles) -> (Result<()>, bool) {
+fn publish(
+    comm: &Comm,
+    args: &WriteArgs,
+    generation: u64,
+    all_tiles: AllTiles,
+) -> (Result<()>, bool) {
     let (result, committed) = match all_tiles {
         None => (Ok(()), false),
         Some(tiles) => {
-            let dir_name = layout::tile_dir(args.path).file_name().unwrap_or_default().to_string_lossy().into_owned();
+            let dir_name = layout::tile_dir(args.path)
+                .file_name()
+                .unwrap_or_default()
+                .to_string_lossy()
+                .into_owned();
             let sources: Vec<(Tile, String)> = tiles
                 .into_iter()
                 .filter(|(_, _, t)| !t.is_empty())
                 .map(|(rank, k, t)| {
-                    (t, format!("{dir_name}/{}", layout::tile_file_name(args.dataset, generation, rank, k)))
+                    (
+                        t,
+                        format!(
+                            "{dir_name}/{}",
+                            layout::tile_file_name(args.dataset, generation, rank, k)
+                        ),
+                    )
                 })
                 .collect();
             let tmp = layout::temporary_master(args.path, generation);
@@ -248,9 +305,14 @@ fn publish(comm: &Comm, args: &WriteArgs, generation: u64, all_tiles: AllTiles) 
                 .and_then(|()| layout::commit(&tmp, args.path));
             match written {
                 Ok(()) => (
-                    layout::sync_parent(args.path).and_then(|()| layout::remove_stale(args.path, generation)).map_err(|e| {
-                        Error::new(e.status, format!("the new dataset is in place, but {}", e.message))
-                    }),
+                    layout::sync_parent(args.path)
+                        .and_then(|()| layout::remove_stale(args.path, generation))
+                        .map_err(|e| {
+                            Error::new(
+                                e.status,
+                                format!("the new dataset is in place, but {}", e.message),
+                            )
+                        }),
                     true,
                 ),
                 Err(e) => {

@@ -22,7 +22,10 @@ pub fn run(body: impl FnOnce() -> Result<()>) -> h5tile_status {
                 .map(|s| s.to_string())
                 .or_else(|| panic.downcast_ref::<String>().cloned())
                 .unwrap_or_else(|| "unknown panic".into());
-            (H5TILE_ERR_PANIC, format!("internal error (please report): {what}"))
+            (
+                H5TILE_ERR_PANIC,
+                format!("internal error (please report): {what}"),
+            )
         }
     };
     set_last_error(&message);
@@ -51,9 +54,12 @@ pub unsafe fn str_arg<'a>(p: *const c_char, name: &str) -> Result<&'a str> {
     if p.is_null() {
         return Err(null(name));
     }
-    CStr::from_ptr(p)
-        .to_str()
-        .map_err(|_| Error::new(H5TILE_ERR_INVALID_ARGUMENT, format!("{name} is not valid UTF-8")))
+    CStr::from_ptr(p).to_str().map_err(|_| {
+        Error::new(
+            H5TILE_ERR_INVALID_ARGUMENT,
+            format!("{name} is not valid UTF-8"),
+        )
+    })
 }
 
 /// An array argument of `len` elements (NULL is allowed only when `len` is 0).
@@ -94,12 +100,17 @@ mod tests {
     use super::*;
 
     fn last() -> String {
-        unsafe { CStr::from_ptr(last_error_ptr()) }.to_string_lossy().into_owned()
+        unsafe { CStr::from_ptr(last_error_ptr()) }
+            .to_string_lossy()
+            .into_owned()
     }
 
     #[test]
     fn errors_panics_and_success_map_to_status_and_message() {
-        assert_eq!(run(|| fail(H5TILE_ERR_SHAPE, "gap at [0:1]")), H5TILE_ERR_SHAPE);
+        assert_eq!(
+            run(|| fail(H5TILE_ERR_SHAPE, "gap at [0:1]")),
+            H5TILE_ERR_SHAPE
+        );
         assert_eq!(last(), "gap at [0:1]");
         assert_eq!(run(|| panic!("boom")), H5TILE_ERR_PANIC);
         assert!(last().contains("boom"), "{}", last());
@@ -110,12 +121,27 @@ mod tests {
     #[test]
     fn null_and_bad_arguments_are_invalid_argument() {
         unsafe {
-            assert_eq!(str_arg(std::ptr::null(), "path").unwrap_err().status, H5TILE_ERR_INVALID_ARGUMENT);
+            assert_eq!(
+                str_arg(std::ptr::null(), "path").unwrap_err().status,
+                H5TILE_ERR_INVALID_ARGUMENT
+            );
             assert_eq!(str_arg(c"ok".as_ptr(), "path").unwrap(), "ok");
             let bad = [0xffu8, 0];
-            assert_eq!(str_arg(bad.as_ptr() as *const c_char, "path").unwrap_err().status, H5TILE_ERR_INVALID_ARGUMENT);
-            assert_eq!(slice_arg::<u64>(std::ptr::null(), 2, "shape").unwrap_err().status, H5TILE_ERR_INVALID_ARGUMENT);
-            assert!(slice_arg::<u64>(std::ptr::null(), 0, "shape").unwrap().is_empty());
+            assert_eq!(
+                str_arg(bad.as_ptr() as *const c_char, "path")
+                    .unwrap_err()
+                    .status,
+                H5TILE_ERR_INVALID_ARGUMENT
+            );
+            assert_eq!(
+                slice_arg::<u64>(std::ptr::null(), 2, "shape")
+                    .unwrap_err()
+                    .status,
+                H5TILE_ERR_INVALID_ARGUMENT
+            );
+            assert!(slice_arg::<u64>(std::ptr::null(), 0, "shape")
+                .unwrap()
+                .is_empty());
             assert!(out_arg::<u64>(std::ptr::null_mut(), "ndim").is_err());
         }
         assert!(ndim_arg(0).is_err() && ndim_arg(33).is_err() && ndim_arg(32).is_ok());

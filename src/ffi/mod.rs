@@ -54,15 +54,25 @@ pub struct h5tile_read_options {
 
 impl h5tile_write_options {
     fn parse(opts: *const h5tile_write_options) -> Result<WriteOptions> {
-        let o = unsafe { opts.as_ref() }.copied().unwrap_or_else(|| h5tile_write_options_default());
+        let o = unsafe { opts.as_ref() }
+            .copied()
+            .unwrap_or_else(|| h5tile_write_options_default());
         let layout = match o.layout {
             H5TILE_LAYOUT_VDS => Layout::Vds,
             H5TILE_LAYOUT_SINGLE => Layout::Single,
-            other => return fail(H5TILE_ERR_INVALID_ARGUMENT, format!("unknown layout {other}")),
+            other => {
+                return fail(
+                    H5TILE_ERR_INVALID_ARGUMENT,
+                    format!("unknown layout {other}"),
+                )
+            }
         };
         let known = H5TILE_NO_OVERWRITE | H5TILE_ALLOW_PARTIAL;
         if o.flags & !known != 0 {
-            return fail(H5TILE_ERR_INVALID_ARGUMENT, format!("unknown write flags {:#x}", o.flags & !known));
+            return fail(
+                H5TILE_ERR_INVALID_ARGUMENT,
+                format!("unknown write flags {:#x}", o.flags & !known),
+            );
         }
         Ok(WriteOptions {
             layout,
@@ -74,11 +84,18 @@ impl h5tile_write_options {
 
 impl h5tile_read_options {
     fn parse(opts: *const h5tile_read_options) -> Result<ReadOptions> {
-        let o = unsafe { opts.as_ref() }.copied().unwrap_or_else(|| h5tile_read_options_default());
+        let o = unsafe { opts.as_ref() }
+            .copied()
+            .unwrap_or_else(|| h5tile_read_options_default());
         if o.flags & !H5TILE_READ_FILL_MISSING != 0 {
-            return fail(H5TILE_ERR_INVALID_ARGUMENT, format!("unknown read flags {:#x}", o.flags));
+            return fail(
+                H5TILE_ERR_INVALID_ARGUMENT,
+                format!("unknown read flags {:#x}", o.flags),
+            );
         }
-        Ok(ReadOptions { fill_missing: o.flags & H5TILE_READ_FILL_MISSING != 0 })
+        Ok(ReadOptions {
+            fill_missing: o.flags & H5TILE_READ_FILL_MISSING != 0,
+        })
     }
 }
 
@@ -98,7 +115,10 @@ pub extern "C" fn h5tile_last_error() -> *const c_char {
 /// The name of a status code, e.g. "H5TILE_ERR_SHAPE" ("unknown status" for other values).
 #[no_mangle]
 pub extern "C" fn h5tile_status_name(status: c_int) -> *const c_char {
-    let name: &'static [u8] = match u32::try_from(status).ok().and_then(h5tile_status::from_code) {
+    let name: &'static [u8] = match u32::try_from(status)
+        .ok()
+        .and_then(h5tile_status::from_code)
+    {
         Some(H5TILE_OK) => b"H5TILE_OK\0",
         Some(H5TILE_ERR_INVALID_ARGUMENT) => b"H5TILE_ERR_INVALID_ARGUMENT\0",
         Some(H5TILE_ERR_IS_DIRECTORY) => b"H5TILE_ERR_IS_DIRECTORY\0",
@@ -121,7 +141,10 @@ pub extern "C" fn h5tile_status_name(status: c_int) -> *const c_char {
 /// Default write options: VDS layout, overwrite allowed, full coverage required.
 #[no_mangle]
 pub extern "C" fn h5tile_write_options_default() -> h5tile_write_options {
-    h5tile_write_options { layout: H5TILE_LAYOUT_VDS, flags: 0 }
+    h5tile_write_options {
+        layout: H5TILE_LAYOUT_VDS,
+        flags: 0,
+    }
 }
 
 /// Default read options: a missing virtual-dataset source is an error.
@@ -159,7 +182,19 @@ pub unsafe extern "C" fn h5tile_write(
     opts: *const h5tile_write_options,
 ) -> h5tile_status {
     let bufs = [buf];
-    h5tile_write_tiles(comm, path, dataset, dtype, ndim, global_shape, 1, tile_offset, tile_shape, bufs.as_ptr(), opts)
+    h5tile_write_tiles(
+        comm,
+        path,
+        dataset,
+        dtype,
+        ndim,
+        global_shape,
+        1,
+        tile_offset,
+        tile_shape,
+        bufs.as_ptr(),
+        opts,
+    )
 }
 
 /// `h5tile_write` with `ntiles` tiles on this rank (0 is allowed): tile `i` has offset
@@ -191,18 +226,30 @@ pub unsafe extern "C" fn h5tile_write_tiles(
             let dtype = Dtype::parse(dtype)?;
             let ndim = ndim_arg(ndim)?;
             let global = slice_arg(global_shape, ndim, "global_shape")?;
-            let len = ntiles.checked_mul(ndim).ok_or_else(|| Error::new(H5TILE_ERR_INVALID_ARGUMENT, "ntiles too large"))?;
+            let len = ntiles
+                .checked_mul(ndim)
+                .ok_or_else(|| Error::new(H5TILE_ERR_INVALID_ARGUMENT, "ntiles too large"))?;
             let offsets = slice_arg(tile_offsets, len, "tile_offset")?;
             let shapes = slice_arg(tile_shapes, len, "tile_shape")?;
             let bufs = slice_arg(bufs, ntiles, "bufs")?;
             let tiles = (0..ntiles)
                 .map(|i| LocalTile {
-                    tile: Tile::new(offsets[i * ndim..][..ndim].to_vec(), shapes[i * ndim..][..ndim].to_vec()),
+                    tile: Tile::new(
+                        offsets[i * ndim..][..ndim].to_vec(),
+                        shapes[i * ndim..][..ndim].to_vec(),
+                    ),
                     buf: bufs[i],
                 })
                 .collect();
             let options = h5tile_write_options::parse(opts)?;
-            Ok(WriteArgs { path, dataset, dtype, global, tiles, options })
+            Ok(WriteArgs {
+                path,
+                dataset,
+                dtype,
+                global,
+                tiles,
+                options,
+            })
         })();
         match comm.agree(parsed) {
             Ok(args) => write::write(&comm, &args),
@@ -250,7 +297,9 @@ pub unsafe extern "C" fn h5tile_read(
             Ok((path, dataset, dtype, tile, options))
         })();
         match comm.agree(parsed) {
-            Ok((path, dataset, dtype, tile, options)) => read::read(&comm, path, dataset, dtype, &tile, buf, options),
+            Ok((path, dataset, dtype, tile, options)) => {
+                read::read(&comm, path, dataset, dtype, &tile, buf, options)
+            }
             Err(e) => Err(e),
         }
     })
@@ -279,7 +328,13 @@ pub unsafe extern "C" fn h5tile_inspect(
         }
         let (d, dims) = read::inspect(path, dataset)?;
         if dims.len() > write::MAX_NDIM {
-            return fail(H5TILE_ERR_SHAPE, format!("dataset has {} dimensions; h5tile handles up to 32", dims.len()));
+            return fail(
+                H5TILE_ERR_SHAPE,
+                format!(
+                    "dataset has {} dimensions; h5tile handles up to 32",
+                    dims.len()
+                ),
+            );
         }
         *dtype_out = d.code();
         *ndim_out = dims.len();
@@ -308,10 +363,16 @@ pub unsafe extern "C" fn h5tile_partition(
         let ndim = ndim_arg(ndim)?;
         let global = slice_arg(global_shape, ndim, "global_shape")?;
         if nranks == 0 || rank >= nranks {
-            return fail(H5TILE_ERR_INVALID_ARGUMENT, format!("rank {rank} is not in 0..{nranks}"));
+            return fail(
+                H5TILE_ERR_INVALID_ARGUMENT,
+                format!("rank {rank} is not in 0..{nranks}"),
+            );
         }
         if tile_offset.is_null() || tile_shape.is_null() {
-            return fail(H5TILE_ERR_INVALID_ARGUMENT, "tile_offset or tile_shape is NULL");
+            return fail(
+                H5TILE_ERR_INVALID_ARGUMENT,
+                "tile_offset or tile_shape is NULL",
+            );
         }
         let tile = crate::partition::block(nranks as u64, rank as u64, global);
         std::slice::from_raw_parts_mut(tile_offset, ndim).copy_from_slice(&tile.offset);

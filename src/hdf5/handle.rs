@@ -78,8 +78,17 @@ fn path_str(path: &Path) -> std::ffi::CString {
 impl File {
     /// Creates (truncating) the file at `path`.
     pub fn create(path: &Path) -> Result<File> {
-        let id = unsafe { H5Fcreate(path_str(path).as_ptr(), H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT) };
-        File::from_id(id, || format!("cannot create HDF5 file '{}'", path.display()))
+        let id = unsafe {
+            H5Fcreate(
+                path_str(path).as_ptr(),
+                H5F_ACC_TRUNC,
+                H5P_DEFAULT,
+                H5P_DEFAULT,
+            )
+        };
+        File::from_id(id, || {
+            format!("cannot create HDF5 file '{}'", path.display())
+        })
     }
 
     /// Opens `path` read-only.
@@ -91,19 +100,37 @@ impl File {
     /// Closes the file and reports a failure to flush it, which dropping would hide.
     pub fn close(mut self) -> Result<()> {
         let id = std::mem::replace(&mut self.0, -1);
-        check(unsafe { H5Fclose(id) }, || "cannot close HDF5 file".to_string()).map(|_| ())
+        check(unsafe { H5Fclose(id) }, || {
+            "cannot close HDF5 file".to_string()
+        })
+        .map(|_| ())
     }
 }
 
 impl Dataset {
     /// Creates dataset `name` (intermediate groups included) in `loc`.
-    pub fn create(loc: hid_t, name: &str, dtype: &Type, space: &Space, dcpl: &Plist) -> Result<Dataset> {
+    pub fn create(
+        loc: hid_t,
+        name: &str,
+        dtype: &Type,
+        space: &Space,
+        dcpl: &Plist,
+    ) -> Result<Dataset> {
         let lcpl = Plist::create(*H5P_CLS_LINK_CREATE)?;
-        check(unsafe { H5Pset_create_intermediate_group(lcpl.id(), 1) }, || {
-            "cannot set intermediate group creation".into()
-        })?;
+        check(
+            unsafe { H5Pset_create_intermediate_group(lcpl.id(), 1) },
+            || "cannot set intermediate group creation".into(),
+        )?;
         let id = unsafe {
-            H5Dcreate2(loc, cstr(name).as_ptr(), dtype.id(), space.id(), lcpl.id(), dcpl.id(), H5P_DEFAULT)
+            H5Dcreate2(
+                loc,
+                cstr(name).as_ptr(),
+                dtype.id(),
+                space.id(),
+                lcpl.id(),
+                dcpl.id(),
+                H5P_DEFAULT,
+            )
         };
         Dataset::from_id(id, || format!("cannot create dataset '{name}'"))
     }
@@ -115,11 +142,15 @@ impl Dataset {
     }
 
     pub fn space(&self) -> Result<Space> {
-        Space::from_id(unsafe { H5Dget_space(self.0) }, || "cannot get dataset dataspace".into())
+        Space::from_id(unsafe { H5Dget_space(self.0) }, || {
+            "cannot get dataset dataspace".into()
+        })
     }
 
     pub fn dtype(&self) -> Result<Type> {
-        Type::from_id(unsafe { H5Dget_type(self.0) }, || "cannot get dataset datatype".into())
+        Type::from_id(unsafe { H5Dget_type(self.0) }, || {
+            "cannot get dataset datatype".into()
+        })
     }
 
     pub fn create_plist(&self) -> Result<Plist> {
@@ -132,10 +163,24 @@ impl Dataset {
     ///
     /// # Safety
     /// `buf` must hold at least the selected elements of `mem_space` in `mem_type`.
-    pub unsafe fn write(&self, mem_type: &Type, mem_space: hid_t, file_space: hid_t, buf: *const c_void) -> Result<()> {
-        check(H5Dwrite(self.0, mem_type.id(), mem_space, file_space, H5P_DEFAULT, buf), || {
-            "cannot write dataset".into()
-        })
+    pub unsafe fn write(
+        &self,
+        mem_type: &Type,
+        mem_space: hid_t,
+        file_space: hid_t,
+        buf: *const c_void,
+    ) -> Result<()> {
+        check(
+            H5Dwrite(
+                self.0,
+                mem_type.id(),
+                mem_space,
+                file_space,
+                H5P_DEFAULT,
+                buf,
+            ),
+            || "cannot write dataset".into(),
+        )
         .map(|_| ())
     }
 
@@ -143,10 +188,24 @@ impl Dataset {
     ///
     /// # Safety
     /// `buf` must have room for the selected elements of `mem_space` in `mem_type`.
-    pub unsafe fn read(&self, mem_type: &Type, mem_space: hid_t, file_space: hid_t, buf: *mut c_void) -> Result<()> {
-        check(H5Dread(self.0, mem_type.id(), mem_space, file_space, H5P_DEFAULT, buf), || {
-            "cannot read dataset".into()
-        })
+    pub unsafe fn read(
+        &self,
+        mem_type: &Type,
+        mem_space: hid_t,
+        file_space: hid_t,
+        buf: *mut c_void,
+    ) -> Result<()> {
+        check(
+            H5Dread(
+                self.0,
+                mem_type.id(),
+                mem_space,
+                file_space,
+                H5P_DEFAULT,
+                buf,
+            ),
+            || "cannot read dataset".into(),
+        )
         .map(|_| ())
     }
 }
@@ -154,28 +213,35 @@ impl Dataset {
 impl Space {
     /// A simple dataspace of the given extents, everything selected.
     pub fn simple(dims: &[u64]) -> Result<Space> {
-        let dims: Vec<hsize_t> = dims.iter().map(|&d| d as hsize_t).collect();
         let id = unsafe { H5Screate_simple(dims.len() as i32, dims.as_ptr(), std::ptr::null()) };
         Space::from_id(id, || format!("cannot create dataspace {dims:?}"))
     }
 
     /// Extents of the dataspace (empty for a scalar).
     pub fn dims(&self) -> Result<Vec<u64>> {
-        let n = check(unsafe { H5Sget_simple_extent_ndims(self.0) }, || "cannot get rank".into())?;
-        let mut dims = vec![0 as hsize_t; n as usize];
-        check(unsafe { H5Sget_simple_extent_dims(self.0, dims.as_mut_ptr(), std::ptr::null_mut()) }, || {
-            "cannot get extents".into()
+        let n = check(unsafe { H5Sget_simple_extent_ndims(self.0) }, || {
+            "cannot get rank".into()
         })?;
+        let mut dims = vec![0 as hsize_t; n as usize];
+        check(
+            unsafe { H5Sget_simple_extent_dims(self.0, dims.as_mut_ptr(), std::ptr::null_mut()) },
+            || "cannot get extents".into(),
+        )?;
         Ok(dims.into_iter().map(|d| d as u64).collect())
     }
 
     /// Selects only the block at `offset` of extent `count`.
     pub fn select_block(&self, offset: &[u64], count: &[u64]) -> Result<()> {
-        let off: Vec<hsize_t> = offset.iter().map(|&v| v as hsize_t).collect();
-        let cnt: Vec<hsize_t> = count.iter().map(|&v| v as hsize_t).collect();
         check(
             unsafe {
-                H5Sselect_hyperslab(self.0, H5S_seloper_t::H5S_SELECT_SET, off.as_ptr(), std::ptr::null(), cnt.as_ptr(), std::ptr::null())
+                H5Sselect_hyperslab(
+                    self.0,
+                    H5S_seloper_t::H5S_SELECT_SET,
+                    offset.as_ptr(),
+                    std::ptr::null(),
+                    count.as_ptr(),
+                    std::ptr::null(),
+                )
             },
             || format!("cannot select block at {offset:?} of {count:?}"),
         )
@@ -201,7 +267,9 @@ impl Space {
 impl Plist {
     /// A new property list of `class` (one of the `H5P_CLS_*` globals).
     pub fn create(class: hid_t) -> Result<Plist> {
-        Plist::from_id(unsafe { H5Pcreate(class) }, || "cannot create property list".into())
+        Plist::from_id(unsafe { H5Pcreate(class) }, || {
+            "cannot create property list".into()
+        })
     }
 }
 
@@ -234,4 +302,3 @@ impl Type {
         r > 0
     }
 }
-

@@ -8,8 +8,8 @@ pub use handle::{Attribute, Dataset, File, Group, Plist, Space, Type};
 
 use crate::status::{Error, Result, H5TILE_ERR_HDF5};
 use hdf5_sys::h5::herr_t;
-use hdf5_sys::h5e::{H5E_error2_t, H5Eclear2, H5Eget_msg, H5Eset_auto2, H5Ewalk2, H5E_DEFAULT};
 use hdf5_sys::h5e::H5E_direction_t::H5E_WALK_DOWNWARD;
+use hdf5_sys::h5e::{H5E_error2_t, H5Eclear2, H5Eget_msg, H5Eset_auto2, H5Ewalk2, H5E_DEFAULT};
 use parking_lot::{ReentrantMutex, ReentrantMutexGuard};
 use std::ffi::{c_uint, c_void, CStr};
 use std::sync::Once;
@@ -93,8 +93,17 @@ unsafe extern "C" fn collect_error(
     let mut minor = [0 as std::ffi::c_char; 128];
     let mut kind = hdf5_sys::h5e::H5E_type_t::H5E_MINOR;
     let n = H5Eget_msg(err.min_num, &mut kind, minor.as_mut_ptr(), minor.len());
-    let minor = if n > 0 { text(minor.as_ptr()) } else { String::new() };
-    lines.push(format!("{}: {} ({})", text(err.func_name), text(err.desc), minor));
+    let minor = if n > 0 {
+        text(minor.as_ptr())
+    } else {
+        String::new()
+    };
+    lines.push(format!(
+        "{}: {} ({})",
+        text(err.func_name),
+        text(err.desc),
+        minor
+    ));
     0
 }
 

@@ -10,7 +10,9 @@
 
 pub mod vds;
 
-use crate::status::{fail, Error, Result, H5TILE_ERR_EXISTS, H5TILE_ERR_IO, H5TILE_ERR_IS_DIRECTORY};
+use crate::status::{
+    fail, Error, Result, H5TILE_ERR_EXISTS, H5TILE_ERR_IO, H5TILE_ERR_IS_DIRECTORY,
+};
 use std::path::{Path, PathBuf};
 
 /// A write's identity: 16 hex digits from the clock and the process id, chosen on rank 0.
@@ -29,19 +31,20 @@ pub fn tile_dir(master: &Path) -> PathBuf {
     master.with_file_name(name)
 }
 
-/// The dataset path as a file-name component: '/'-separated parts joined by '%', with every
-/// byte outside `[A-Za-z0-9_-]` written as `%XX`, so names never collide and never hold '.'.
+/// The dataset path as a file-name component: parts joined by '+', with bytes outside
+/// `[A-Za-z0-9_-]` written as `~XX`, so names never collide and hold neither '.' nor the
+/// '%' that HDF5 reads as a pattern in virtual-dataset source names.
 pub fn dataset_key(dataset: &str) -> String {
     let mut key = String::new();
     for (i, part) in dataset.trim_start_matches('/').split('/').enumerate() {
         if i > 0 {
-            key.push_str("%2F");
+            key.push('+');
         }
         for b in part.bytes() {
             if b.is_ascii_alphanumeric() || b == b'_' || b == b'-' {
                 key.push(b as char);
             } else {
-                key.push_str(&format!("%{b:02X}"));
+                key.push_str(&format!("~{b:02X}"));
             }
         }
     }
@@ -58,7 +61,10 @@ pub fn generation_of(file_name: &str) -> Option<u64> {
     let stem = file_name.strip_suffix(".h5")?;
     let mut parts = stem.rsplitn(4, '.');
     let (t, r, g, key) = (parts.next()?, parts.next()?, parts.next()?, parts.next()?);
-    let is_num = |s: &str, p: char| s.strip_prefix(p).is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+    let is_num = |s: &str, p: char| {
+        s.strip_prefix(p)
+            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+    };
     if key.is_empty() || g.len() != 16 || !is_num(r, 'r') || !is_num(t, 't') {
         return None;
     }
@@ -80,15 +86,25 @@ pub fn prepare_target(path: &Path, no_overwrite: bool) -> Result<()> {
     }
     match std::fs::metadata(path) {
         Ok(m) if m.is_dir() => {
-            return fail(H5TILE_ERR_IS_DIRECTORY, format!("'{}' is a directory, not a file name", path.display()))
+            return fail(
+                H5TILE_ERR_IS_DIRECTORY,
+                format!("'{}' is a directory, not a file name", path.display()),
+            )
         }
         Ok(_) if no_overwrite => {
-            return fail(H5TILE_ERR_EXISTS, format!("'{}' exists and H5TILE_NO_OVERWRITE was given", path.display()))
+            return fail(
+                H5TILE_ERR_EXISTS,
+                format!(
+                    "'{}' exists and H5TILE_NO_OVERWRITE was given",
+                    path.display()
+                ),
+            )
         }
         _ => {}
     }
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(parent).map_err(|e| Error::io("cannot create directory", parent, &e))?;
+        std::fs::create_dir_all(parent)
+            .map_err(|e| Error::io("cannot create directory", parent, &e))?;
     }
     Ok(())
 }
@@ -100,7 +116,10 @@ pub fn create_tile_dir(dir: &Path) -> Result<()> {
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && dir.is_dir() => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => fail(
             H5TILE_ERR_IO,
-            format!("cannot create tile folder '{}': a file of that name exists", dir.display()),
+            format!(
+                "cannot create tile folder '{}': a file of that name exists",
+                dir.display()
+            ),
         ),
         Err(e) => Err(Error::io("cannot create tile folder", dir, &e)),
     }
@@ -117,12 +136,16 @@ pub fn sync_path(path: &Path) -> Result<()> {
 /// Once this returns Ok the new dataset is the one readers see.
 pub fn commit(tmp: &Path, master: &Path) -> Result<()> {
     sync_path(tmp)?;
-    std::fs::rename(tmp, master).map_err(|e| Error::io("cannot rename new master into place at", master, &e))
+    std::fs::rename(tmp, master)
+        .map_err(|e| Error::io("cannot rename new master into place at", master, &e))
 }
 
 /// Makes a rename in `master`'s folder durable.
 pub fn sync_parent(master: &Path) -> Result<()> {
-    let parent = master.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let parent = master
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
     sync_path(parent)
 }
 
@@ -148,8 +171,15 @@ pub fn remove_stale(master: &Path, generation: u64) -> Result<()> {
     }
     // An empty folder is no use to anyone; a non-empty one is left alone.
     let _ = std::fs::remove_dir(&dir);
-    let name = master.file_name().unwrap_or_default().to_string_lossy().into_owned();
-    let parent = master.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let name = master
+        .file_name()
+        .unwrap_or_default()
+        .to_string_lossy()
+        .into_owned();
+    let parent = master
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
     if let Ok(entries) = std::fs::read_dir(parent) {
         let prefix = format!(".{name}.");
         for entry in entries.flatten() {
@@ -171,18 +201,28 @@ mod tests {
     #[test]
     fn dataset_keys_are_unique_and_dot_free() {
         assert_eq!(dataset_key("/data"), "data");
-        assert_eq!(dataset_key("/group/x"), "group%2Fx");
-        assert_eq!(dataset_key("/a.b"), "a%2Eb");
-        assert_ne!(dataset_key("/a/b"), dataset_key("/a%2Fb"));
-        assert!(!dataset_key("/x.y/z w").contains('.'));
+        assert_eq!(dataset_key("/group/x"), "group+x");
+        assert_eq!(dataset_key("/a.b"), "a~2Eb");
+        assert_ne!(dataset_key("/a/b"), dataset_key("/a+b"));
+        assert_ne!(dataset_key("/a/b"), dataset_key("/a~2Bb"));
+        for name in ["/x.y/z w", "/100%", "/a+b/c~d"] {
+            let key = dataset_key(name);
+            assert!(!key.contains('.') && !key.contains('%'), "{key}");
+        }
     }
 
     #[test]
     fn tile_names_parse_back_to_their_generation() {
         let n = tile_file_name("/group/x.y", 0xabc, 17, 2);
-        assert_eq!(n, "group%2Fx%2Ey.0000000000000abc.r17.t2.h5");
+        assert_eq!(n, "group+x~2Ey.0000000000000abc.r17.t2.h5");
         assert_eq!(generation_of(&n), Some(0xabc));
-        for other in ["notes.txt", "data.h5", "x.0000000000000abc.r1.h5", "x.00000abc.r1.t0.h5", ".0000000000000abc.r1.t0.h5"] {
+        for other in [
+            "notes.txt",
+            "data.h5",
+            "x.0000000000000abc.r1.h5",
+            "x.00000abc.r1.t0.h5",
+            ".0000000000000abc.r1.t0.h5",
+        ] {
             assert_eq!(generation_of(other), None, "{other}");
         }
     }
@@ -191,16 +231,25 @@ mod tests {
     fn tile_dir_and_temporary_master_sit_beside_the_master() {
         let m = Path::new("/run/out/field.h5");
         assert_eq!(tile_dir(m), Path::new("/run/out/field.h5.tiles"));
-        assert_eq!(temporary_master(m, 1), Path::new("/run/out/.field.h5.0000000000000001.tmp"));
+        assert_eq!(
+            temporary_master(m, 1),
+            Path::new("/run/out/.field.h5.0000000000000001.tmp")
+        );
     }
 
     #[test]
     fn prepare_target_checks_and_creates_parents() {
         let d = tempfile::tempdir().unwrap();
-        assert_eq!(prepare_target(d.path(), false).unwrap_err().status, H5TILE_ERR_IS_DIRECTORY);
+        assert_eq!(
+            prepare_target(d.path(), false).unwrap_err().status,
+            H5TILE_ERR_IS_DIRECTORY
+        );
         let f = d.path().join("x.h5");
         std::fs::write(&f, b"old").unwrap();
-        assert_eq!(prepare_target(&f, true).unwrap_err().status, H5TILE_ERR_EXISTS);
+        assert_eq!(
+            prepare_target(&f, true).unwrap_err().status,
+            H5TILE_ERR_EXISTS
+        );
         assert_eq!(std::fs::read(&f).unwrap(), b"old");
         prepare_target(&f, false).unwrap();
         let deep = d.path().join("a/b/c.h5");

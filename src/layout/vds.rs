@@ -22,7 +22,13 @@ pub const TILE_DATASET: &str = "/tile";
 ///
 /// # Safety
 /// `buf` must hold `tile.volume()` elements of `dtype`.
-pub unsafe fn write_tile(path: &Path, dtype: Dtype, tile: &Tile, global: &[u64], buf: *const c_void) -> Result<()> {
+pub unsafe fn write_tile(
+    path: &Path,
+    dtype: Dtype,
+    tile: &Tile,
+    global: &[u64],
+    buf: *const c_void,
+) -> Result<()> {
     {
         let _l = hdf5::lock();
         let file = File::create(path)?;
@@ -43,17 +49,39 @@ fn write_u64_attribute(dset: &Dataset, name: &str, values: &[u64]) -> Result<()>
     let space = Space::simple(&[values.len() as u64])?;
     let what = || format!("cannot write attribute '{name}'");
     let id = unsafe {
-        H5Acreate2(dset.id(), cstr(name).as_ptr(), *H5T_NATIVE_UINT64, space.id(), H5P_DEFAULT, H5P_DEFAULT)
+        H5Acreate2(
+            dset.id(),
+            cstr(name).as_ptr(),
+            *H5T_NATIVE_UINT64,
+            space.id(),
+            H5P_DEFAULT,
+            H5P_DEFAULT,
+        )
     };
     let attr = hdf5::Attribute::from_id(id, what)?;
-    hdf5::check(unsafe { H5Awrite(attr.id(), *H5T_NATIVE_UINT64, values.as_ptr() as *const c_void) }, what)?;
+    hdf5::check(
+        unsafe {
+            H5Awrite(
+                attr.id(),
+                *H5T_NATIVE_UINT64,
+                values.as_ptr() as *const c_void,
+            )
+        },
+        what,
+    )?;
     Ok(())
 }
 
 /// Writes the master file at `path`: `dataset` of `global` shape whose elements come from
 /// `sources` (each tile and its file name relative to the master's folder); elements no source
 /// covers read as zero. Syncing and renaming are the caller's (see `layout::commit`).
-pub fn write_master(path: &Path, dataset: &str, dtype: Dtype, global: &[u64], sources: &[(Tile, String)]) -> Result<()> {
+pub fn write_master(
+    path: &Path,
+    dataset: &str,
+    dtype: Dtype,
+    global: &[u64],
+    sources: &[(Tile, String)],
+) -> Result<()> {
     let _l = hdf5::lock();
     let file = File::create(path)?;
     let t = dtype.hdf5_type()?;
@@ -64,7 +92,13 @@ pub fn write_master(path: &Path, dataset: &str, dtype: Dtype, global: &[u64], so
         let src_space = Space::simple(&tile.shape)?;
         hdf5::check(
             unsafe {
-                H5Pset_virtual(dcpl.id(), vspace.id(), cstr(file_name).as_ptr(), cstr(TILE_DATASET).as_ptr(), src_space.id())
+                H5Pset_virtual(
+                    dcpl.id(),
+                    vspace.id(),
+                    cstr(file_name).as_ptr(),
+                    cstr(TILE_DATASET).as_ptr(),
+                    src_space.id(),
+                )
             },
             || format!("cannot map tile {tile} to '{file_name}'"),
         )?;
@@ -88,11 +122,16 @@ pub fn sources(dset: &Dataset, ndim: usize) -> Result<Vec<Source>> {
     let _l = hdf5::lock();
     let dcpl = dset.create_plist()?;
     let mut count = 0usize;
-    hdf5::check(unsafe { H5Pget_virtual_count(dcpl.id(), &mut count) }, || "cannot count VDS mappings".into())?;
+    hdf5::check(
+        unsafe { H5Pget_virtual_count(dcpl.id(), &mut count) },
+        || "cannot count VDS mappings".into(),
+    )?;
     (0..count)
         .map(|i| {
-            let file = read_name(|buf, n| unsafe { H5Pget_virtual_filename(dcpl.id(), i, buf, n) })?;
-            let dataset = read_name(|buf, n| unsafe { H5Pget_virtual_dsetname(dcpl.id(), i, buf, n) })?;
+            let file =
+                read_name(|buf, n| unsafe { H5Pget_virtual_filename(dcpl.id(), i, buf, n) })?;
+            let dataset =
+                read_name(|buf, n| unsafe { H5Pget_virtual_dsetname(dcpl.id(), i, buf, n) })?;
             let vspace = Space::from_id(unsafe { H5Pget_virtual_vspace(dcpl.id(), i) }, || {
                 format!("cannot read VDS mapping {i}")
             })?;
@@ -100,15 +139,23 @@ pub fn sources(dset: &Dataset, ndim: usize) -> Result<Vec<Source>> {
                 let shape = start.iter().zip(&end).map(|(s, e)| e - s + 1).collect();
                 Tile::new(start, shape)
             });
-            Ok(Source { file, dataset, region })
+            Ok(Source {
+                file,
+                dataset,
+                region,
+            })
         })
         .collect()
 }
 
 fn read_name(get: impl Fn(*mut c_char, usize) -> isize) -> Result<String> {
-    let n = hdf5::check(get(std::ptr::null_mut(), 0), || "cannot read VDS source name".into())?;
+    let n = hdf5::check(get(std::ptr::null_mut(), 0), || {
+        "cannot read VDS source name".into()
+    })?;
     let mut buf = vec![0u8; n as usize + 1];
-    hdf5::check(get(buf.as_mut_ptr() as *mut c_char, buf.len()), || "cannot read VDS source name".into())?;
+    hdf5::check(get(buf.as_mut_ptr() as *mut c_char, buf.len()), || {
+        "cannot read VDS source name".into()
+    })?;
     buf.truncate(n as usize);
     Ok(String::from_utf8_lossy(&buf).into_owned())
 }
@@ -118,13 +165,20 @@ fn read_name(get: impl Fn(*mut c_char, usize) -> isize) -> Result<String> {
 /// then the working directory; an absolute name is tried as is first. Returns the first
 /// candidate that exists, or the most likely one (for the message) when none does.
 pub fn resolve_source(master: &Path, file: &str) -> (PathBuf, bool) {
-    let origin = master.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let origin = master
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
     let given = Path::new(file);
     let mut candidates = Vec::new();
     if given.is_absolute() {
         candidates.push(given.to_path_buf());
     }
-    let base: &Path = if given.is_absolute() { given.file_name().map(Path::new).unwrap_or(given) } else { given };
+    let base: &Path = if given.is_absolute() {
+        given.file_name().map(Path::new).unwrap_or(given)
+    } else {
+        given
+    };
     if let Ok(prefixes) = std::env::var("HDF5_VDS_PREFIX") {
         for p in prefixes.split(':').filter(|p| !p.is_empty()) {
             let p = p.replace("${ORIGIN}", &origin.to_string_lossy());
@@ -148,10 +202,17 @@ pub fn check_sources(master: &Path, dataset: &str, dset: &Dataset, want: &Tile) 
     let _l = hdf5::lock();
     for src in sources(dset, want.ndim())? {
         let Some(region) = &src.region else { continue };
-        if src.file.contains('%') || src.dataset.contains('%') || want.intersection(region).is_none() {
+        if src.file.contains('%')
+            || src.dataset.contains('%')
+            || want.intersection(region).is_none()
+        {
             continue;
         }
-        let (path, found) = if src.file == "." { (master.to_path_buf(), true) } else { resolve_source(master, &src.file) };
+        let (path, found) = if src.file == "." {
+            (master.to_path_buf(), true)
+        } else {
+            resolve_source(master, &src.file)
+        };
         let missing = |why: String| -> Error {
             Error::new(
                 H5TILE_ERR_MISSING_TILE,
@@ -165,7 +226,8 @@ pub fn check_sources(master: &Path, dataset: &str, dset: &Dataset, want: &Tile) 
         if !found {
             return Err(missing("does not exist".into()));
         }
-        let opened = File::open_read(&path).and_then(|f| Dataset::open(f.id(), &src.dataset).map(|d| (f, d)));
+        let opened = File::open_read(&path)
+            .and_then(|f| Dataset::open(f.id(), &src.dataset).map(|d| (f, d)));
         if let Err(e) = opened {
             return Err(missing(format!("cannot be read ({})", e.message)));
         }
