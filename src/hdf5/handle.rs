@@ -222,12 +222,12 @@ impl Space {
         let n = check(unsafe { H5Sget_simple_extent_ndims(self.0) }, || {
             "cannot get rank".into()
         })?;
-        let mut dims = vec![0 as hsize_t; n as usize];
+        let mut dims: Vec<hsize_t> = vec![0; n as usize];
         check(
             unsafe { H5Sget_simple_extent_dims(self.0, dims.as_mut_ptr(), std::ptr::null_mut()) },
             || "cannot get extents".into(),
         )?;
-        Ok(dims.into_iter().map(|d| d as u64).collect())
+        Ok(dims)
     }
 
     /// Selects only the block at `offset` of extent `count`.
