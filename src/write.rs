@@ -302,6 +302,7 @@ fn publish(
                 .collect();
             let tmp = layout::temporary_master(args.path, generation);
             let written = vds::write_master(&tmp, args.dataset, args.dtype, args.global, &sources)
+                .and_then(|()| injected_failure())
                 .and_then(|()| layout::commit(&tmp, args.path));
             match written {
                 Ok(()) => (
@@ -347,5 +348,237 @@ impl Fnv {
         for x in v.to_le_bytes() {
             self.0 = (self.0 ^ x as u64).wrapping_mul(0x0100_0000_01b3);
         }
+    }
+}
+
+/// Unit tests make a write fail between its new master and the commit; elsewhere a no-op.
+#[cfg(not(test))]
+fn injected_failure() -> Result<()> {
+    Ok(())
+}
+
+#[cfg(test)]
+use tests::injected_failure;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::read::{read, ReadOptions};
+    use std::cell::Cell;
+
+    thread_local! {
+        static FAIL_BEFORE_COMMIT: Cell<bool> = const { Cell::new(false) };
+    }
+
+    /// Makes the next write on this thread fail after its tiles and temporary master exist.
+    pub fn injected_failure() -> Result<()> {
+        if FAIL_BEFORE_COMMIT.with(|f| f.replace(false)) {
+            return fail(H5TILE_ERR_IO, "injected failure before commit");
+        }
+        Ok(())
+    }
+
+    fn solo() -> Comm {
+        unsafe { Comm::from_raw(mpi::ffi::RSMPI_COMM_NULL) }.unwrap()
+    }
+
+    /// Writes a 6x4 float64 array whose element (i, j) is `base + 10 i + j`, as row slabs of
+    /// `rows_per_tile` rows.
+    fn write_slabs(path: &Path, base: f64, rows_per_tile: u64) -> Result<()> {
+        let global = [6u64, 4];
+        let data: Vec<f64> = (0..24)
+            .map(|k| base + (10 * (k / 4) + k % 4) as f64)
+            .collect();
+        let tiles = (0..6)
+            .step_by(rows_per_tile as usize)
+            .map(|r0| {
+                let rows = rows_per_tile.min(6 - r0);
+                LocalTile {
+                    tile: Tile::new(vec![r0, 0], vec![rows, 4]),
+                    buf: data[(r0 * 4) as usize..].as_ptr().cast(),
+                }
+            })
+            .collect();
+        let args = WriteArgs {
+            path,
+            dataset: "/grid/values",
+            dtype: Dtype::Float64,
+            global: &global,
+            tiles,
+            options: WriteOptions::default(),
+        };
+        unsafe { write(&solo(), &args) }
+    }
+
+    fn read_all(path: &Path) -> Result<Vec<f64>> {
+        let mut out = vec![0f64; 24];
+        let tile = Tile::new(vec![0, 0], vec![6, 4]);
+        unsafe {
+            read(
+                &solo(),
+                path,
+                "/grid/values",
+                Dtype::Float64,
+                &tile,
+                out.as_mut_ptr().cast(),
+                ReadOptions::default(),
+            )?
+        };
+        Ok(out)
+    }
+
+    fn tile_files(path: &Path) -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(layout::tile_dir(path))
+            .map(|d| {
+                d.flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default();
+        v.sort();
+        v
+    }
+
+    fn expected(base: f64) -> Vec<f64> {
+        (0..24)
+            .map(|k| base + (10 * (k / 4) + k % 4) as f64)
+            .collect()
+    }
+
+    #[test]
+    fn tiles_round_trip_and_overwrite_leaves_no_stale_tile() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("new/dir/f.h5");
+        write_slabs(&path, 0.0, 1).unwrap();
+        assert_eq!(read_all(&path).unwrap(), expected(0.0));
+        assert_eq!(tile_files(&path).len(), 6);
+        write_slabs(&path, 1000.0, 4).unwrap();
+        assert_eq!(read_all(&path).unwrap(), expected(1000.0));
+        assert_eq!(tile_files(&path).len(), 2, "{:?}", tile_files(&path));
+    }
+
+    #[test]
+    fn a_write_failing_before_commit_keeps_the_old_dataset_and_removes_its_own_files() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("f.h5");
+        write_slabs(&path, 0.0, 2).unwrap();
+        let before_tiles = tile_files(&path);
+        let before_master = std::fs::read(&path).unwrap();
+        FAIL_BEFORE_COMMIT.with(|f| f.set(true));
+        let e = write_slabs(&path, 500.0, 3).unwrap_err();
+        assert_eq!(e.status, H5TILE_ERR_IO);
+        assert_eq!(std::fs::read(&path).unwrap(), before_master);
+        assert_eq!(tile_files(&path), before_tiles);
+        assert_eq!(read_all(&path).unwrap(), expected(0.0));
+        let leftovers: Vec<_> = std::fs::read_dir(d.path())
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name())
+            .collect();
+        assert_eq!(
+            leftovers.len(),
+            2,
+            "only the master and its tile folder: {leftovers:?}"
+        );
+    }
+
+    #[test]
+    fn what_a_crash_leaves_does_not_disturb_readers_and_the_next_write_removes_it() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("f.h5");
+        write_slabs(&path, 0.0, 3).unwrap();
+        // A crash mid-write leaves tiles of a new generation and maybe a temporary master.
+        let data = vec![9.0f64; 24];
+        let orphan = layout::tile_dir(&path).join(layout::tile_file_name("/grid/values", 7, 0, 0));
+        unsafe {
+            vds::write_tile(
+                &orphan,
+                Dtype::Float64,
+                &Tile::new(vec![0, 0], vec![6, 4]),
+                &[6, 4],
+                data.as_ptr().cast(),
+            )
+        }
+        .unwrap();
+        let tmp = layout::temporary_master(&path, 7);
+        std::fs::write(&tmp, b"half-written master").unwrap();
+        assert_eq!(read_all(&path).unwrap(), expected(0.0));
+        write_slabs(&path, 2.0, 6).unwrap();
+        assert_eq!(read_all(&path).unwrap(), expected(2.0));
+        assert!(!orphan.exists() && !tmp.exists());
+        assert_eq!(tile_files(&path).len(), 1);
+    }
+
+    #[test]
+    fn bad_arguments_are_rejected_before_anything_is_written() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("f.h5");
+        let global = [4u64];
+        let data = [0i32; 4];
+        let try_write = |tiles: Vec<LocalTile>, options: WriteOptions, dataset: &str| {
+            let args = WriteArgs {
+                path: &path,
+                dataset,
+                dtype: Dtype::Int32,
+                global: &global,
+                tiles,
+                options,
+            };
+            unsafe { write(&solo(), &args) }.unwrap_err().status
+        };
+        let t = |o: u64, n: u64| LocalTile {
+            tile: Tile::new(vec![o], vec![n]),
+            buf: data.as_ptr().cast(),
+        };
+        let opts = WriteOptions::default();
+        assert_eq!(
+            try_write(vec![t(2, 3)], opts, "/x"),
+            H5TILE_ERR_INVALID_ARGUMENT
+        );
+        assert_eq!(
+            try_write(vec![t(0, 3), t(2, 2)], opts, "/x"),
+            H5TILE_ERR_SHAPE
+        );
+        assert_eq!(try_write(vec![t(0, 3)], opts, "/x"), H5TILE_ERR_SHAPE);
+        assert_eq!(
+            try_write(vec![t(0, 4)], opts, "/a//b"),
+            H5TILE_ERR_INVALID_ARGUMENT
+        );
+        assert_eq!(
+            try_write(
+                vec![t(0, 4)],
+                WriteOptions {
+                    layout: Layout::Single,
+                    ..opts
+                },
+                "/x"
+            ),
+            H5TILE_ERR_INVALID_ARGUMENT
+        );
+        let null = LocalTile {
+            tile: Tile::new(vec![0], vec![4]),
+            buf: std::ptr::null(),
+        };
+        assert_eq!(
+            try_write(vec![null], opts, "/x"),
+            H5TILE_ERR_INVALID_ARGUMENT
+        );
+        assert!(
+            std::fs::read_dir(d.path()).unwrap().next().is_none(),
+            "nothing may be created"
+        );
+        let partial = WriteOptions {
+            allow_partial: true,
+            ..opts
+        };
+        let args = WriteArgs {
+            path: &path,
+            dataset: "/x",
+            dtype: Dtype::Int32,
+            global: &global,
+            tiles: vec![t(1, 2)],
+            options: partial,
+        };
+        unsafe { write(&solo(), &args) }.unwrap();
     }
 }
