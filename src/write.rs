@@ -488,7 +488,7 @@ mod tests {
         let path = d.path().join("f.h5");
         write_slabs(&path, 0.0, 3).unwrap();
         // A crash mid-write leaves tiles of a new generation and maybe a temporary master.
-        let data = vec![9.0f64; 24];
+        let data = [9.0f64; 24];
         let orphan = layout::tile_dir(&path).join(layout::tile_file_name("/grid/values", 7, 0, 0));
         unsafe {
             vds::write_tile(
