@@ -50,7 +50,7 @@ stage: build
 
 install: $(if $(SKIP_BUILD),,build)
 	$(CMAKE) -S cmake -B $(BUILD)/install-$(notdir $(PREFIX)) -DCMAKE_INSTALL_PREFIX=$(PREFIX) \
-	  -DH5TILE_LIBRARY=$(LIB) -DH5TILE_HEADER=$(CURDIR)/include/h5tile.h \
+	  -DH5TILE_LIBRARY=$(LIB) \
 	  -DHDF5_DIR=$(HDF5_DIR) -DH5TILE_VERSION=$$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1) >/dev/null
 	$(CMAKE) --install $(BUILD)/install-$(notdir $(PREFIX))
 

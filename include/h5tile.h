@@ -230,6 +230,51 @@ h5tile_status h5tile_partition(size_t nranks,
                                uint64_t *tile_offset,
                                uint64_t *tile_shape);
 
+// `h5tile_write` taking a Fortran communicator handle.
+//
+// # Safety
+// As `h5tile_write`.
+h5tile_status h5tile_write_f(MPI_Fint comm,
+                             const char *path,
+                             const char *dataset,
+                             h5tile_dtype dtype,
+                             size_t ndim,
+                             const uint64_t *global_shape,
+                             const uint64_t *tile_offset,
+                             const uint64_t *tile_shape,
+                             const void *buf,
+                             const h5tile_write_options *opts);
+
+// `h5tile_write_tiles` taking a Fortran communicator handle.
+//
+// # Safety
+// As `h5tile_write_tiles`.
+h5tile_status h5tile_write_tiles_f(MPI_Fint comm,
+                                   const char *path,
+                                   const char *dataset,
+                                   h5tile_dtype dtype,
+                                   size_t ndim,
+                                   const uint64_t *global_shape,
+                                   size_t ntiles,
+                                   const uint64_t *tile_offsets,
+                                   const uint64_t *tile_shapes,
+                                   const void *const *bufs,
+                                   const h5tile_write_options *opts);
+
+// `h5tile_read` taking a Fortran communicator handle.
+//
+// # Safety
+// As `h5tile_read`.
+h5tile_status h5tile_read_f(MPI_Fint comm,
+                            const char *path,
+                            const char *dataset,
+                            h5tile_dtype dtype,
+                            size_t ndim,
+                            const uint64_t *tile_offset,
+                            const uint64_t *tile_shape,
+                            void *buf,
+                            const h5tile_read_options *opts);
+
 #ifdef __cplusplus
 }  // extern "C"
 #endif  // __cplusplus

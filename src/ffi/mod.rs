@@ -2,6 +2,7 @@
 //! converts the result; the doc comments here are the documentation in `h5tile.h`.
 
 pub mod boundary;
+pub mod fortran;
 
 use crate::comm::Comm;
 use crate::dtype::{h5tile_dtype, Dtype};
