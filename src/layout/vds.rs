@@ -160,10 +160,11 @@ fn read_name(get: impl Fn(*mut c_char, usize) -> isize) -> Result<String> {
     Ok(String::from_utf8_lossy(&buf).into_owned())
 }
 
-/// Where HDF5 will look for source `file` of a VDS whose master is `master`: the folders in
-/// `HDF5_VDS_PREFIX` (with `${ORIGIN}` meaning the master's folder), then the master's folder,
-/// then the working directory; an absolute name is tried as is first. Returns the first
-/// candidate that exists, or the most likely one (for the message) when none does.
+/// Where HDF5 looks for source `file` of a VDS whose master is `master` (as its
+/// `H5F_prefix_open_file` does): an absolute name as is; then the name — for an absolute one,
+/// its last component — under each folder of `HDF5_VDS_PREFIX` (`${ORIGIN}` meaning the
+/// master's folder), under the master's folder, and under the working directory. Returns the
+/// first candidate that exists, or the first candidate (for the message) when none does.
 pub fn resolve_source(master: &Path, file: &str) -> (PathBuf, bool) {
     let origin = master
         .parent()
@@ -171,10 +172,8 @@ pub fn resolve_source(master: &Path, file: &str) -> (PathBuf, bool) {
         .unwrap_or(Path::new("."));
     let given = Path::new(file);
     let mut candidates = Vec::new();
-    if given.is_absolute() {
+    let name = if given.is_absolute() {
         candidates.push(given.to_path_buf());
-    }
-    let base: &Path = if given.is_absolute() {
         given.file_name().map(Path::new).unwrap_or(given)
     } else {
         given
@@ -182,16 +181,14 @@ pub fn resolve_source(master: &Path, file: &str) -> (PathBuf, bool) {
     if let Ok(prefixes) = std::env::var("HDF5_VDS_PREFIX") {
         for p in prefixes.split(':').filter(|p| !p.is_empty()) {
             let p = p.replace("${ORIGIN}", &origin.to_string_lossy());
-            candidates.push(Path::new(&p).join(base));
+            candidates.push(Path::new(&p).join(name));
         }
     }
-    if !given.is_absolute() {
-        candidates.push(origin.join(given));
-        candidates.push(given.to_path_buf());
-    }
+    candidates.push(origin.join(name));
+    candidates.push(name.to_path_buf());
     match candidates.iter().find(|c| c.is_file()) {
         Some(c) => (c.clone(), true),
-        None => (candidates.into_iter().next().unwrap_or_default(), false),
+        None => (candidates.swap_remove(0), false),
     }
 }
 
@@ -233,4 +230,39 @@ pub fn check_sources(master: &Path, dataset: &str, dset: &Dataset, want: &Tile) 
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn relative_sources_resolve_beside_the_master_then_in_the_working_directory() {
+        let d = tempfile::tempdir().unwrap();
+        let master = d.path().join("m.h5");
+        std::fs::create_dir(d.path().join("m.h5.tiles")).unwrap();
+        std::fs::write(d.path().join("m.h5.tiles/a.h5"), b"").unwrap();
+        assert_eq!(
+            resolve_source(&master, "m.h5.tiles/a.h5"),
+            (d.path().join("m.h5.tiles/a.h5"), true)
+        );
+        let (p, found) = resolve_source(&master, "m.h5.tiles/missing.h5");
+        assert!(!found);
+        assert_eq!(p, d.path().join("m.h5.tiles/missing.h5"));
+    }
+
+    #[test]
+    fn a_moved_absolute_source_is_found_by_its_name_beside_the_master() {
+        let d = tempfile::tempdir().unwrap();
+        let master = d.path().join("m.h5");
+        std::fs::write(d.path().join("t0.h5"), b"").unwrap();
+        assert_eq!(
+            resolve_source(&master, "/no/such/dir/t0.h5"),
+            (d.path().join("t0.h5"), true)
+        );
+        assert_eq!(
+            resolve_source(&master, "/no/such/dir/t1.h5"),
+            (PathBuf::from("/no/such/dir/t1.h5"), false)
+        );
+    }
 }
