@@ -114,8 +114,9 @@ typedef int h5tile_dtype;
 // `path` holding a virtual dataset that refers to them by relative paths (the default).
 #define H5TILE_LAYOUT_VDS 0
 
-// One self-contained file with a contiguous dataset, written by all ranks in parallel.
-// Reserved: not available in this version (`H5TILE_ERR_INVALID_ARGUMENT`).
+// One self-contained HDF5 file with a contiguous dataset, written by all ranks in parallel
+// (rank 0 lays out the file, every rank writes its tiles' bytes into it). Needs a file
+// system all ranks share; gaps left with `H5TILE_ALLOW_PARTIAL` read as zero.
 #define H5TILE_LAYOUT_SINGLE 1
 
 #ifdef __cplusplus

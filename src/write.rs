@@ -4,14 +4,16 @@
 //! same failure everywhere and nothing on disk is touched until every check has passed:
 //! 1. local argument checks, then all ranks check they were given the same arguments;
 //! 2. rank 0 gathers every tile, checks overlap and coverage, checks and prepares the path;
-//! 3. each rank writes its own tile files (new names, invisible to readers of the old master);
-//! 4. rank 0 writes the new master under a temporary name and renames it over the old one
+//! 3. VDS layout: each rank writes its own tile files (new names, invisible to readers of the
+//!    old master); single layout: rank 0 creates the new file under a temporary name and every
+//!    rank writes its tiles into it;
+//! 4. rank 0 completes the new master under its temporary name and renames it over the old one
 //!    (the commit point), then deletes the previous generation's tiles.
 
 use crate::comm::Comm;
 use crate::coverage::{self, Coverage};
 use crate::dtype::Dtype;
-use crate::layout::{self, vds};
+use crate::layout::{self, single, vds};
 use crate::status::*;
 use crate::tile::Tile;
 use std::ffi::c_void;
@@ -74,6 +76,19 @@ pub unsafe fn write(comm: &Comm, args: &WriteArgs) -> Result<()> {
     comm.agree(validate(args))?;
     agree_same_arguments(comm, args)?;
     let (generation, all_tiles) = plan(comm, args)?;
+    match args.options.layout {
+        Layout::Vds => write_vds(comm, args, generation, all_tiles),
+        Layout::Single => write_single(comm, args, generation),
+    }
+}
+
+/// Steps 3 and 4 of the VDS layout.
+unsafe fn write_vds(
+    comm: &Comm,
+    args: &WriteArgs,
+    generation: u64,
+    all_tiles: AllTiles,
+) -> Result<()> {
     let dir = layout::tile_dir(args.path);
     let mut written: Vec<PathBuf> = Vec::new();
     let mut result = Ok(());
@@ -95,8 +110,30 @@ pub unsafe fn write(comm: &Comm, args: &WriteArgs) -> Result<()> {
             break;
         }
     }
+    let finish = |tmp: &Path| {
+        let dir_name = dir
+            .file_name()
+            .unwrap_or_default()
+            .to_string_lossy()
+            .into_owned();
+        let sources: Vec<(Tile, String)> = all_tiles
+            .into_iter()
+            .flatten()
+            .filter(|(_, _, t)| !t.is_empty())
+            .map(|(rank, k, t)| {
+                (
+                    t,
+                    format!(
+                        "{dir_name}/{}",
+                        layout::tile_file_name(args.dataset, generation, rank, k)
+                    ),
+                )
+            })
+            .collect();
+        vds::write_master(tmp, args.dataset, args.dtype, args.global, &sources)
+    };
     let (result, committed) = match comm.agree(result) {
-        Ok(()) => publish(comm, args, generation, all_tiles),
+        Ok(()) => commit_on_root(comm, args.path, generation, finish),
         Err(e) => (Err(e), false),
     };
     if result.is_err() && !committed {
@@ -112,6 +149,45 @@ pub unsafe fn write(comm: &Comm, args: &WriteArgs) -> Result<()> {
     result
 }
 
+/// Steps 3 and 4 of the single-file layout.
+unsafe fn write_single(comm: &Comm, args: &WriteArgs, generation: u64) -> Result<()> {
+    let tmp = layout::temporary_master(args.path, generation);
+    let created = match comm.is_root() {
+        true => single::create(&tmp, args.dataset, args.dtype, args.global).map(|o| o.unwrap_or(0)),
+        false => Ok(0),
+    };
+    let mut result = comm.agree(created).map(|offset| {
+        let mut shared = [offset];
+        comm.broadcast(&mut shared);
+        shared[0]
+    });
+    if let Ok(offset) = result {
+        let mut written = Ok(());
+        for local in args.tiles.iter().filter(|t| !t.tile.is_empty()) {
+            written = single::write_tile(
+                &tmp,
+                offset,
+                args.global,
+                &local.tile,
+                args.dtype.size(),
+                local.buf.cast(),
+            );
+            if written.is_err() {
+                break;
+            }
+        }
+        result = comm.agree(written).map(|()| offset);
+    }
+    let (result, _) = match result {
+        Ok(_) => commit_on_root(comm, args.path, generation, |_| Ok(())),
+        Err(e) => (Err(e), false),
+    };
+    if result.is_err() && comm.is_root() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
 /// Arguments one rank can check alone.
 fn validate(args: &WriteArgs) -> Result<()> {
     let ndim = args.global.len();
@@ -122,12 +198,6 @@ fn validate(args: &WriteArgs) -> Result<()> {
         );
     }
     validate_dataset_name(args.dataset)?;
-    if args.options.layout == Layout::Single {
-        return fail(
-            H5TILE_ERR_INVALID_ARGUMENT,
-            "H5TILE_LAYOUT_SINGLE is not available in this version; use H5TILE_LAYOUT_VDS",
-        );
-    }
     for (k, local) in args.tiles.iter().enumerate() {
         if !local.tile.fits_in(args.global) {
             return fail(
@@ -271,57 +341,39 @@ fn check_union(args: &WriteArgs, tiles: &[(usize, usize, Tile)]) -> Result<()> {
     }
 }
 
-/// Step 4 on rank 0: master under a temporary name, commit, then stale tiles removed.
-/// Returns the agreed outcome and whether the commit happened (then no tile may be removed).
-fn publish(
+/// Step 4: on rank 0, `finish` completes the new master at its temporary path, which is then
+/// renamed over `path` (the commit point), after which stale files are removed. Returns the
+/// agreed outcome and whether the commit happened (then no new file may be removed).
+fn commit_on_root(
     comm: &Comm,
-    args: &WriteArgs,
+    path: &Path,
     generation: u64,
-    all_tiles: AllTiles,
+    finish: impl FnOnce(&Path) -> Result<()>,
 ) -> (Result<()>, bool) {
-    let (result, committed) = match all_tiles {
-        None => (Ok(()), false),
-        Some(tiles) => {
-            let dir_name = layout::tile_dir(args.path)
-                .file_name()
-                .unwrap_or_default()
-                .to_string_lossy()
-                .into_owned();
-            let sources: Vec<(Tile, String)> = tiles
-                .into_iter()
-                .filter(|(_, _, t)| !t.is_empty())
-                .map(|(rank, k, t)| {
-                    (
-                        t,
-                        format!(
-                            "{dir_name}/{}",
-                            layout::tile_file_name(args.dataset, generation, rank, k)
-                        ),
+    let (result, committed) = if comm.is_root() {
+        let tmp = layout::temporary_master(path, generation);
+        match finish(&tmp)
+            .and_then(|()| injected_failure())
+            .and_then(|()| layout::commit(&tmp, path))
+        {
+            Ok(()) => {
+                let cleaned =
+                    layout::sync_parent(path).and_then(|()| layout::remove_stale(path, generation));
+                let cleaned = cleaned.map_err(|e| {
+                    Error::new(
+                        e.status,
+                        format!("the new dataset is in place, but {}", e.message),
                     )
-                })
-                .collect();
-            let tmp = layout::temporary_master(args.path, generation);
-            let written = vds::write_master(&tmp, args.dataset, args.dtype, args.global, &sources)
-                .and_then(|()| injected_failure())
-                .and_then(|()| layout::commit(&tmp, args.path));
-            match written {
-                Ok(()) => (
-                    layout::sync_parent(args.path)
-                        .and_then(|()| layout::remove_stale(args.path, generation))
-                        .map_err(|e| {
-                            Error::new(
-                                e.status,
-                                format!("the new dataset is in place, but {}", e.message),
-                            )
-                        }),
-                    true,
-                ),
-                Err(e) => {
-                    let _ = std::fs::remove_file(&tmp);
-                    (Err(e), false)
-                }
+                });
+                (cleaned, true)
+            }
+            Err(e) => {
+                let _ = std::fs::remove_file(&tmp);
+                (Err(e), false)
             }
         }
+    } else {
+        (Ok(()), false)
     };
     let mut flag = [committed as u64];
     comm.broadcast(&mut flag);
@@ -338,14 +390,18 @@ impl Default for Fnv {
 }
 
 impl Fnv {
+    /// A variable-length field: its bytes, then its length, so ("ab","c") ≠ ("a","bc").
     fn bytes(&mut self, b: &[u8]) {
-        for &x in b {
-            self.0 = (self.0 ^ x as u64).wrapping_mul(0x0100_0000_01b3);
-        }
+        self.bytes_raw(b);
         self.u64(b.len() as u64);
     }
+
     fn u64(&mut self, v: u64) {
-        for x in v.to_le_bytes() {
+        self.bytes_raw(&v.to_le_bytes());
+    }
+
+    fn bytes_raw(&mut self, b: &[u8]) {
+        for &x in b {
             self.0 = (self.0 ^ x as u64).wrapping_mul(0x0100_0000_01b3);
         }
     }
@@ -385,6 +441,10 @@ mod tests {
     /// Writes a 6x4 float64 array whose element (i, j) is `base + 10 i + j`, as row slabs of
     /// `rows_per_tile` rows.
     fn write_slabs(path: &Path, base: f64, rows_per_tile: u64) -> Result<()> {
+        write_slabs_as(path, base, rows_per_tile, Layout::Vds)
+    }
+
+    fn write_slabs_as(path: &Path, base: f64, rows_per_tile: u64, layout: Layout) -> Result<()> {
         let global = [6u64, 4];
         let data: Vec<f64> = (0..24)
             .map(|k| base + (10 * (k / 4) + k % 4) as f64)
@@ -405,7 +465,10 @@ mod tests {
             dtype: Dtype::Float64,
             global: &global,
             tiles,
-            options: WriteOptions::default(),
+            options: WriteOptions {
+                layout,
+                ..WriteOptions::default()
+            },
         };
         unsafe { write(&solo(), &args) }
     }
@@ -544,17 +607,6 @@ mod tests {
             try_write(vec![t(0, 4)], opts, "/a//b"),
             H5TILE_ERR_INVALID_ARGUMENT
         );
-        assert_eq!(
-            try_write(
-                vec![t(0, 4)],
-                WriteOptions {
-                    layout: Layout::Single,
-                    ..opts
-                },
-                "/x"
-            ),
-            H5TILE_ERR_INVALID_ARGUMENT
-        );
         let null = LocalTile {
             tile: Tile::new(vec![0], vec![4]),
             buf: std::ptr::null(),
@@ -580,5 +632,66 @@ mod tests {
             options: partial,
         };
         unsafe { write(&solo(), &args) }.unwrap();
+    }
+
+    #[test]
+    fn the_single_layout_round_trips_and_replaces_a_vds_without_leaving_tiles() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("f.h5");
+        write_slabs(&path, 0.0, 2).unwrap();
+        assert_eq!(tile_files(&path).len(), 3);
+        write_slabs_as(&path, 7.0, 1, Layout::Single).unwrap();
+        assert_eq!(read_all(&path).unwrap(), expected(7.0));
+        assert!(
+            !layout::tile_dir(&path).exists(),
+            "old tiles and their folder are gone"
+        );
+        let entries: Vec<_> = std::fs::read_dir(d.path())
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name())
+            .collect();
+        assert_eq!(entries, vec![std::ffi::OsString::from("f.h5")]);
+        write_slabs_as(&path, 8.0, 4, Layout::Single).unwrap();
+        assert_eq!(read_all(&path).unwrap(), expected(8.0));
+    }
+
+    #[test]
+    fn gaps_of_a_partial_single_file_read_as_zero() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("s.h5");
+        let global = [3u64, 5];
+        let data = [1i32, 2, 3, 4];
+        let args = WriteArgs {
+            path: &path,
+            dataset: "/g/x",
+            dtype: Dtype::Int32,
+            global: &global,
+            tiles: vec![LocalTile {
+                tile: Tile::new(vec![1, 2], vec![2, 2]),
+                buf: data.as_ptr().cast(),
+            }],
+            options: WriteOptions {
+                layout: Layout::Single,
+                allow_partial: true,
+                ..WriteOptions::default()
+            },
+        };
+        unsafe { write(&solo(), &args) }.unwrap();
+        let mut out = [9i32; 15];
+        let whole = Tile::new(vec![0, 0], vec![3, 5]);
+        unsafe {
+            read(
+                &solo(),
+                &path,
+                "/g/x",
+                Dtype::Int32,
+                &whole,
+                out.as_mut_ptr().cast(),
+                ReadOptions::default(),
+            )
+        }
+        .unwrap();
+        assert_eq!(out, [0, 0, 0, 0, 0, 0, 0, 1, 2, 0, 0, 0, 3, 4, 0]);
     }
 }

@@ -21,8 +21,9 @@ pub type h5tile_layout = c_int;
 /// One HDF5 file per non-empty tile in the folder `<path>.tiles/`, plus the master file at
 /// `path` holding a virtual dataset that refers to them by relative paths (the default).
 pub const H5TILE_LAYOUT_VDS: h5tile_layout = 0;
-/// One self-contained file with a contiguous dataset, written by all ranks in parallel.
-/// Reserved: not available in this version (`H5TILE_ERR_INVALID_ARGUMENT`).
+/// One self-contained HDF5 file with a contiguous dataset, written by all ranks in parallel
+/// (rank 0 lays out the file, every rank writes its tiles' bytes into it). Needs a file
+/// system all ranks share; gaps left with `H5TILE_ALLOW_PARTIAL` read as zero.
 pub const H5TILE_LAYOUT_SINGLE: h5tile_layout = 1;
 
 /// `h5tile_write_options.flags`: fail with `H5TILE_ERR_EXISTS` if `path` exists.

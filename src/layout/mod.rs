@@ -1,13 +1,15 @@
 //! Where a dataset's bytes live on disk and how a new version replaces the old one.
 //!
+//! The single-file layout (`single`) is one HDF5 file with a contiguous dataset.
 //! The VDS layout (`vds`) keeps, beside the master file `dir/name`, a folder `dir/name.tiles/`
 //! holding one file per non-empty tile, named `<dataset>.<generation>.r<rank>.t<k>.h5`.
 //! The master refers to them by paths relative to its own folder, so the pair can be moved.
-//! Each write uses a fresh generation: new tiles never overwrite old ones, the new master is
-//! written under a temporary name and renamed over the old one (the commit point), and only
+//! Each write uses a fresh generation: new tiles never overwrite old ones, the new master (or
+//! single file) is written under a temporary name and renamed over the old one (the commit point), and only
 //! then are the previous generation's tiles deleted. A crash at any moment therefore leaves a
 //! readable dataset, old or new.
 
+pub mod single;
 pub mod vds;
 
 use crate::status::{
