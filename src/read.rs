@@ -33,7 +33,10 @@ pub struct OpenDataset {
 /// Opens `dataset` in the file at `path`, telling apart a missing file, a directory, a file
 /// that is not HDF5, a missing object and an object that is not a dataset.
 pub fn open_dataset(path: &Path, dataset: &str) -> Result<OpenDataset> {
-    crate::write::validate_dataset_name(dataset)?;
+    // "/" is the root group: valid to name, and then reported as not a dataset.
+    if dataset != "/" {
+        crate::write::validate_dataset_name(dataset)?;
+    }
     match std::fs::metadata(path) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             return fail(
@@ -66,7 +69,7 @@ pub fn open_dataset(path: &Path, dataset: &str) -> Result<OpenDataset> {
     // Walk the path so a missing group and a missing dataset both read as "not found".
     let trimmed = dataset.trim_start_matches('/');
     let mut prefix = String::new();
-    for part in trimmed.split('/') {
+    for part in trimmed.split('/').filter(|p| !p.is_empty()) {
         prefix.push('/');
         prefix.push_str(part);
         let exists = unsafe { H5Lexists(file.id(), cstr(&prefix).as_ptr(), H5P_DEFAULT) };

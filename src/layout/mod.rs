@@ -26,11 +26,22 @@ pub fn new_generation() -> u64 {
     nanos ^ ((std::process::id() as u64) << 40) ^ 0x9e37_79b9_7f4a_7c15
 }
 
-/// The folder beside the master file that holds its tile files.
+/// The folder beside the master file that holds its tile files: the master's name plus
+/// ".tiles", with '%' written "~25" (and '~' "~7E", to keep names distinct), because HDF5 reads
+/// '%' in virtual-dataset source names as a pattern, and HDF5 1.14 and 2.x disagree on how
+/// many times an escaped "%%" is unescaped.
 pub fn tile_dir(master: &Path) -> PathBuf {
-    let mut name = master.file_name().unwrap_or_default().to_os_string();
-    name.push(".tiles");
-    master.with_file_name(name)
+    use std::os::unix::ffi::{OsStrExt, OsStringExt};
+    let mut name = Vec::new();
+    for &b in master.file_name().unwrap_or_default().as_bytes() {
+        match b {
+            b'%' => name.extend_from_slice(b"~25"),
+            b'~' => name.extend_from_slice(b"~7E"),
+            _ => name.push(b),
+        }
+    }
+    name.extend_from_slice(b".tiles");
+    master.with_file_name(std::ffi::OsString::from_vec(name))
 }
 
 /// The dataset path as a file-name component: parts joined by '+', with bytes outside
@@ -233,6 +244,14 @@ mod tests {
     fn tile_dir_and_temporary_master_sit_beside_the_master() {
         let m = Path::new("/run/out/field.h5");
         assert_eq!(tile_dir(m), Path::new("/run/out/field.h5.tiles"));
+        assert_eq!(
+            tile_dir(Path::new("a%b~.h5")),
+            Path::new("a~25b~7E.h5.tiles")
+        );
+        assert_ne!(
+            tile_dir(Path::new("a%b.h5")),
+            tile_dir(Path::new("a~25b.h5"))
+        );
         assert_eq!(
             temporary_master(m, 1),
             Path::new("/run/out/.field.h5.0000000000000001.tmp")

@@ -108,6 +108,25 @@ pub fn write_master(
     file.close()
 }
 
+/// The literal name behind a source name as HDF5 parses it ("%%" is one '%'), or None for a
+/// printf-style pattern (`%b`) or a name whose '%' HDF5 versions treat differently; such
+/// sources are left to HDF5.
+pub fn unescape_source_name(name: &str) -> Option<String> {
+    let mut out = String::with_capacity(name.len());
+    let mut chars = name.chars();
+    while let Some(c) = chars.next() {
+        if c == '%' {
+            match chars.next() {
+                Some('%') => out.push('%'),
+                _ => return None,
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    Some(out)
+}
+
 /// One mapping of a virtual dataset: which file and dataset fill which box of it.
 #[derive(Debug, Clone)]
 pub struct Source {
@@ -235,6 +254,18 @@ pub fn check_sources(master: &Path, dataset: &str, dset: &Dataset, want: &Tile) 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn percent_sequences_are_read_as_hdf5_parses_them() {
+        let parsed = unescape_source_name("100%%.h5.tiles/d.h5");
+        assert_eq!(parsed.as_deref(), Some("100%.h5.tiles/d.h5"));
+        assert_eq!(
+            unescape_source_name("plain/t.h5").as_deref(),
+            Some("plain/t.h5")
+        );
+        assert_eq!(unescape_source_name("f-%b.h5"), None);
+        assert_eq!(unescape_source_name("f%"), None);
+    }
 
     #[test]
     fn relative_sources_resolve_beside_the_master_then_in_the_working_directory() {

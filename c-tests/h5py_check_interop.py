@@ -1,0 +1,113 @@
+"""Checks, with h5py, the files api_write_all_dtypes wrote: for every element type, the dataset
+/data of <dir>/<name>.h5 has the numpy dtype h5py gives that type (numpy.bool_, int8, ...,
+float16, complex64, complex128), shape (5, 7) and exactly the values of dtype_formulas.py; it is
+a virtual dataset whose sources are relative paths to files in <name>.h5.tiles/ holding
+/tile; it reads the same from another working directory. <name>_single.h5 (the single-file
+layout) holds the same as a contiguous dataset. Also nested.h5:/a/b/c (3-D float64).
+Exits non-zero on any mismatch, listing them all.
+
+usage: h5py_check_interop.py DIR
+"""
+
+import os
+import sys
+
+import h5py
+import numpy as np
+
+sys.dont_write_bytecode = True  # keep the source folder clean
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import dtype_formulas as F  # noqa: E402
+
+errors = []
+
+
+def expect(cond, what):
+    if not cond:
+        errors.append(what)
+    return cond
+
+
+def check_values(label, got, want):
+    if not expect(got.dtype == want.dtype, f"{label}: dtype {got.dtype}, expected {want.dtype}"):
+        return
+    if not expect(got.shape == want.shape, f"{label}: shape {got.shape}, expected {want.shape}"):
+        return
+    if got.tobytes() != want.tobytes():
+        bad = np.argwhere(got != want)
+        first = tuple(bad[0]) if len(bad) else "(bytes differ)"
+        errors.append(f"{label}: {len(bad)} values differ; first at {first}: "
+                      f"{got[first] if len(bad) else ''} != {want[first] if len(bad) else ''}")
+
+
+def check_dtype_file(d, name):
+    path = os.path.join(d, name + ".h5")
+    want = F.array(name, (5, 7))
+    with h5py.File(path, "r") as f:
+        ds = f["data"]
+        expect(ds.dtype == np.dtype(F.NUMPY[name]),
+               f"{name}: h5py sees dtype {ds.dtype}, expected {np.dtype(F.NUMPY[name])}")
+        check_values(name, ds[...], want)
+        check_values(name + " [1:4, 2:6]", ds[1:4, 2:6], want[1:4, 2:6])
+        if expect(ds.is_virtual, f"{name}: /data is not a virtual dataset"):
+            sources = ds.virtual_sources()
+            expect(len(sources) == 2, f"{name}: {len(sources)} VDS sources, expected 2")
+            for s in sources:
+                expect(not os.path.isabs(s.file_name),
+                       f"{name}: VDS source '{s.file_name}' is an absolute path")
+                expect(s.file_name.startswith(name + ".h5.tiles/"),
+                       f"{name}: VDS source '{s.file_name}' is not in {name}.h5.tiles/")
+                expect(s.dset_name in ("/tile", "tile"),
+                       f"{name}: VDS source dataset is '{s.dset_name}', not /tile")
+                src = os.path.join(d, s.file_name)
+                if expect(os.path.isfile(src), f"{name}: source file {src} missing"):
+                    with h5py.File(src, "r") as t:
+                        expect(t["tile"].dtype == np.dtype(F.NUMPY[name]),
+                               f"{name}: tile file dtype {t['tile'].dtype}")
+    # bool must be h5py's enum {FALSE: 0, TRUE: 1}; complex h5py's {r, i} compound
+    with h5py.File(path, "r") as f:
+        tid = f["data"].id.get_type()
+        if name == "bool":
+            expect(tid.get_class() == h5py.h5t.ENUM, "bool: not stored as an enum")
+        if name.startswith("complex"):
+            expect(tid.get_class() == h5py.h5t.COMPOUND
+                   and [tid.get_member_name(k) for k in range(tid.get_nmembers())] == [b"r", b"i"],
+                   f"{name}: not stored as h5py's {{r, i}} compound")
+
+
+def check_single_file(d, name):
+    path = os.path.join(d, name + "_single.h5")
+    want = F.array(name, (5, 7))
+    with h5py.File(path, "r") as f:
+        ds = f["data"]
+        expect(not ds.is_virtual and ds.chunks is None,
+               f"{name}_single: /data is not a contiguous dataset")
+        expect(ds.dtype == np.dtype(F.NUMPY[name]),
+               f"{name}_single: h5py sees dtype {ds.dtype}, expected {np.dtype(F.NUMPY[name])}")
+        check_values(name + "_single", ds[...], want)
+    expect(not os.path.exists(path + ".tiles"), f"{name}_single: a tile folder exists")
+
+
+def main():
+    d = os.path.abspath(sys.argv[1])
+    for name in F.NAMES:
+        check_dtype_file(d, name)
+        check_single_file(d, name)
+    with h5py.File(os.path.join(d, "nested.h5"), "r") as f:
+        expect(isinstance(f.get("a/b"), h5py.Group), "nested.h5: /a/b is not a group")
+        want = np.arange(24, dtype=np.float64).reshape(2, 3, 4) * 1.5 - 20.25
+        check_values("nested.h5:/a/b/c", f["a/b/c"][...], want)
+    # relative sources resolve from the master's folder whatever the working directory
+    os.chdir("/")
+    with h5py.File(os.path.join(d, "int32.h5"), "r") as f:
+        check_values("int32 read from /", f["data"][...], F.array("int32", (5, 7)))
+    if errors:
+        print("h5py_check_interop: FAILED", file=sys.stderr)
+        for e in errors:
+            print("  " + e, file=sys.stderr)
+        sys.exit(1)
+    print(f"h5py_check_interop: OK ({len(F.NAMES)} element types)")
+
+
+if __name__ == "__main__":
+    main()
