@@ -141,6 +141,12 @@ impl Comm {
         )
     }
 
+    /// Runs this rank's part `f` (a panic in it becomes `H5TILE_ERR_PANIC`), then agrees on
+    /// the outcome like `agree`.
+    pub fn agree_on<T>(&self, f: impl FnOnce() -> Result<T>) -> Result<T> {
+        self.agree(crate::status::catch_panic(f))
+    }
+
     /// Makes every rank return the same outcome: if any rank failed, all ranks fail with the
     /// status of the failure with the lowest status code (lowest rank on ties) and its message,
     /// prefixed on the other ranks by the rank it came from. One allreduce when all succeed.

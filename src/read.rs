@@ -136,7 +136,7 @@ pub unsafe fn read(
     buf: *mut c_void,
     options: ReadOptions,
 ) -> Result<()> {
-    comm.agree(read_local(path, dataset, dtype, tile, buf, options))
+    comm.agree_on(|| read_local(path, dataset, dtype, tile, buf, options))
 }
 
 unsafe fn read_local(

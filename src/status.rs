@@ -102,6 +102,22 @@ pub fn fail<T>(status: h5tile_status, message: impl Into<String>) -> Result<T> {
     Err(Error::new(status, message))
 }
 
+/// Runs `f`, turning a panic into `H5TILE_ERR_PANIC`, so a bug on one rank becomes an error
+/// every rank agrees on instead of a rank missing from the next collective.
+pub fn catch_panic<T>(f: impl FnOnce() -> Result<T>) -> Result<T> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)).unwrap_or_else(|panic| {
+        let what = panic
+            .downcast_ref::<&str>()
+            .map(|s| s.to_string())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "unknown panic".into());
+        fail(
+            H5TILE_ERR_PANIC,
+            format!("internal error (please report): {what}"),
+        )
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -121,6 +137,21 @@ mod tests {
         }
         assert_eq!(h5tile_status::from_code(13), None);
         assert_eq!(h5tile_status::from_code(98), None);
+    }
+
+    #[test]
+    fn panics_become_panic_errors() {
+        assert_eq!(
+            catch_panic(|| -> Result<()> { panic!("bug {}", 7) })
+                .unwrap_err()
+                .status,
+            H5TILE_ERR_PANIC
+        );
+        assert!(catch_panic(|| -> Result<()> { panic!("bug {}", 7) })
+            .unwrap_err()
+            .message
+            .contains("bug 7"));
+        assert_eq!(catch_panic(|| Ok(3)), Ok(3));
     }
 
     #[test]

@@ -73,7 +73,7 @@ pub struct WriteArgs<'a> {
 /// # Safety
 /// Each `LocalTile::buf` of a non-empty tile must hold `tile.volume()` elements of `dtype`.
 pub unsafe fn write(comm: &Comm, args: &WriteArgs) -> Result<()> {
-    comm.agree(validate(args))?;
+    comm.agree_on(|| validate(args))?;
     agree_same_arguments(comm, args)?;
     let (generation, all_tiles) = plan(comm, args)?;
     match args.options.layout {
@@ -91,25 +91,24 @@ unsafe fn write_vds(
 ) -> Result<()> {
     let dir = layout::tile_dir(args.path);
     let mut written: Vec<PathBuf> = Vec::new();
-    let mut result = Ok(());
-    for (k, local) in args
-        .tiles
-        .iter()
-        .enumerate()
-        .filter(|(_, t)| !t.tile.is_empty())
-    {
-        let path = dir.join(layout::tile_file_name(
-            args.dataset,
-            generation,
-            comm.rank(),
-            k,
-        ));
-        written.push(path.clone());
-        result = vds::write_tile(&path, args.dtype, &local.tile, args.global, local.buf);
-        if result.is_err() {
-            break;
+    let result = comm.agree_on(|| {
+        for (k, local) in args
+            .tiles
+            .iter()
+            .enumerate()
+            .filter(|(_, t)| !t.tile.is_empty())
+        {
+            let path = dir.join(layout::tile_file_name(
+                args.dataset,
+                generation,
+                comm.rank(),
+                k,
+            ));
+            written.push(path.clone());
+            vds::write_tile(&path, args.dtype, &local.tile, args.global, local.buf)?;
         }
-    }
+        Ok(())
+    });
     let finish = |tmp: &Path| {
         let dir_name = dir
             .file_name()
@@ -132,7 +131,7 @@ unsafe fn write_vds(
             .collect();
         vds::write_master(tmp, args.dataset, args.dtype, args.global, &sources)
     };
-    let (result, committed) = match comm.agree(result) {
+    let (result, committed) = match result {
         Ok(()) => commit_on_root(comm, args.path, generation, finish),
         Err(e) => (Err(e), false),
     };
@@ -152,32 +151,21 @@ unsafe fn write_vds(
 /// Steps 3 and 4 of the single-file layout.
 unsafe fn write_single(comm: &Comm, args: &WriteArgs, generation: u64) -> Result<()> {
     let tmp = layout::temporary_master(args.path, generation);
-    let created = match comm.is_root() {
+    let created = comm.agree_on(|| match comm.is_root() {
         true => single::create(&tmp, args.dataset, args.dtype, args.global).map(|o| o.unwrap_or(0)),
         false => Ok(0),
-    };
-    let mut result = comm.agree(created).map(|offset| {
+    });
+    let result = created.and_then(|offset| {
         let mut shared = [offset];
         comm.broadcast(&mut shared);
-        shared[0]
-    });
-    if let Ok(offset) = result {
-        let mut written = Ok(());
-        for local in args.tiles.iter().filter(|t| !t.tile.is_empty()) {
-            written = single::write_tile(
-                &tmp,
-                offset,
-                args.global,
-                &local.tile,
-                args.dtype.size(),
-                local.buf.cast(),
-            );
-            if written.is_err() {
-                break;
+        comm.agree_on(|| {
+            for local in args.tiles.iter().filter(|t| !t.tile.is_empty()) {
+                let (elem, buf) = (args.dtype.size(), local.buf.cast());
+                single::write_tile(&tmp, shared[0], args.global, &local.tile, elem, buf)?;
             }
-        }
-        result = comm.agree(written).map(|()| offset);
-    }
+            Ok(())
+        })
+    });
     let (result, _) = match result {
         Ok(_) => commit_on_root(comm, args.path, generation, |_| Ok(())),
         Err(e) => (Err(e), false),
@@ -290,17 +278,18 @@ fn plan(comm: &Comm, args: &WriteArgs) -> Result<(u64, AllTiles)> {
     let all_tiles = comm
         .gather_varcount_to_root(&mine)
         .map(|per_rank| tiles_by_rank(&per_rank, ndim));
-    let planned = match &all_tiles {
+    let planned = comm.agree_on(|| match &all_tiles {
         None => Ok(0),
-        Some(tiles) => check_union(args, tiles).and_then(|()| {
+        Some(tiles) => {
+            check_union(args, tiles)?;
             layout::prepare_target(args.path, args.options.no_overwrite)?;
-            if tiles.iter().any(|(_, _, t)| !t.is_empty()) {
+            if args.options.layout == Layout::Vds && tiles.iter().any(|(_, _, t)| !t.is_empty()) {
                 layout::create_tile_dir(&layout::tile_dir(args.path))?;
             }
             Ok(layout::new_generation())
-        }),
-    };
-    let mut generation = [comm.agree(planned)?];
+        }
+    });
+    let mut generation = [planned?];
     comm.broadcast(&mut generation);
     Ok((generation[0], all_tiles))
 }
@@ -350,31 +339,29 @@ fn commit_on_root(
     generation: u64,
     finish: impl FnOnce(&Path) -> Result<()>,
 ) -> (Result<()>, bool) {
-    let (result, committed) = if comm.is_root() {
-        let tmp = layout::temporary_master(path, generation);
-        match finish(&tmp)
-            .and_then(|()| injected_failure())
-            .and_then(|()| layout::commit(&tmp, path))
-        {
-            Ok(()) => {
-                let cleaned =
-                    layout::sync_parent(path).and_then(|()| layout::remove_stale(path, generation));
-                let cleaned = cleaned.map_err(|e| {
-                    Error::new(
-                        e.status,
-                        format!("the new dataset is in place, but {}", e.message),
-                    )
-                });
-                (cleaned, true)
-            }
-            Err(e) => {
-                let _ = std::fs::remove_file(&tmp);
-                (Err(e), false)
-            }
+    let mut committed = false;
+    let result = crate::status::catch_panic(|| {
+        if !comm.is_root() {
+            return Ok(());
         }
-    } else {
-        (Ok(()), false)
-    };
+        let tmp = layout::temporary_master(path, generation);
+        let switched = finish(&tmp)
+            .and_then(|()| injected_failure())
+            .and_then(|()| layout::commit(&tmp, path));
+        if let Err(e) = switched {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(e);
+        }
+        committed = true;
+        layout::sync_parent(path)
+            .and_then(|()| layout::remove_stale(path, generation))
+            .map_err(|e| {
+                Error::new(
+                    e.status,
+                    format!("the new dataset is in place, but {}", e.message),
+                )
+            })
+    });
     let mut flag = [committed as u64];
     comm.broadcast(&mut flag);
     (comm.agree(result), flag[0] == 1)

@@ -12,21 +12,9 @@ thread_local! {
 /// Runs the body of an exported function: its error becomes the returned status and the
 /// thread's last-error message; a panic becomes `H5TILE_ERR_PANIC`. Success clears the message.
 pub fn run(body: impl FnOnce() -> Result<()>) -> h5tile_status {
-    let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(body));
-    let (status, message) = match outcome {
-        Ok(Ok(())) => (H5TILE_OK, String::new()),
-        Ok(Err(e)) => (e.status, e.message),
-        Err(panic) => {
-            let what = panic
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "unknown panic".into());
-            (
-                H5TILE_ERR_PANIC,
-                format!("internal error (please report): {what}"),
-            )
-        }
+    let (status, message) = match catch_panic(body) {
+        Ok(()) => (H5TILE_OK, String::new()),
+        Err(e) => (e.status, e.message),
     };
     set_last_error(&message);
     status

@@ -222,7 +222,7 @@ pub unsafe extern "C" fn h5tile_write_tiles(
 ) -> h5tile_status {
     run(|| {
         let comm = Comm::from_raw(comm)?;
-        let parsed = (|| {
+        let parsed = comm.agree_on(|| {
             let path = Path::new(str_arg(path, "path")?);
             let dataset = str_arg(dataset, "dataset")?;
             let dtype = Dtype::parse(dtype)?;
@@ -252,8 +252,8 @@ pub unsafe extern "C" fn h5tile_write_tiles(
                 tiles,
                 options,
             })
-        })();
-        match comm.agree(parsed) {
+        });
+        match parsed {
             Ok(args) => write::write(&comm, &args),
             Err(e) => Err(e),
         }
@@ -286,7 +286,7 @@ pub unsafe extern "C" fn h5tile_read(
 ) -> h5tile_status {
     run(|| {
         let comm = Comm::from_raw(comm)?;
-        let parsed = (|| {
+        let parsed = comm.agree_on(|| {
             let path = Path::new(str_arg(path, "path")?);
             let dataset = str_arg(dataset, "dataset")?;
             let dtype = Dtype::parse(dtype)?;
@@ -297,8 +297,8 @@ pub unsafe extern "C" fn h5tile_read(
             );
             let options = h5tile_read_options::parse(opts)?;
             Ok((path, dataset, dtype, tile, options))
-        })();
-        match comm.agree(parsed) {
+        });
+        match parsed {
             Ok((path, dataset, dtype, tile, options)) => {
                 read::read(&comm, path, dataset, dtype, &tile, buf, options)
             }
