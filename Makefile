@@ -15,6 +15,10 @@ HDF5_DIR ?= $(CURDIR)/.deps/hdf5-$(HDF5_VERSION)
 # Builds against different HDF5 installs are kept apart (hdf5-metno-sys is version-specific).
 HDF5_TAG := $(if $(filter $(CURDIR)/.deps/hdf5-%,$(HDF5_DIR)),$(patsubst $(CURDIR)/.deps/hdf5-%,%,$(HDF5_DIR)),custom)
 export HDF5_VERSION HDF5_DIR
+ifeq ($(HDF5_TAG),custom)
+# The Rust HDF5 bindings check HDF5_VERSION against the headers: let them read it from HDF5_DIR.
+unexport HDF5_VERSION
+endif
 
 VENV      := $(CURDIR)/.deps/venv
 CMAKE     := $(VENV)/bin/cmake

@@ -8,14 +8,17 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 deps="$root/.deps"
 version=${HDF5_VERSION:-2.2.0}
 
-if [ -n "${HDF5_DIR:-}" ]; then
+prefix="$deps/hdf5-$version"
+
+# An HDF5_DIR other than our own prefix names an installed HDF5: check it, build nothing.
+if [ -n "${HDF5_DIR:-}" ] && [ "$(realpath -m "$HDF5_DIR")" != "$(realpath -m "$prefix")" ]; then
   hdr="$HDF5_DIR/include/H5public.h"
   major=$(awk '/#define H5_VERS_MAJOR/{print $3}' "$hdr" 2>/dev/null || true)
   minor=$(awk '/#define H5_VERS_MINOR/{print $3}' "$hdr" 2>/dev/null || true)
-  if [ -n "$major" ] && { [ "$major" -gt 1 ] || [ "$minor" -ge 14 ]; }; then
+  if [ -n "$major" ] && [ -n "$minor" ] && { [ "$major" -gt 1 ] || [ "$minor" -ge 14 ]; }; then
     exit 0
   fi
-  echo "build-hdf5: HDF5_DIR=$HDF5_DIR is not an HDF5 >= 1.14 (found '${major}.${minor}')" >&2
+  echo "build-hdf5: HDF5_DIR=$HDF5_DIR is not an HDF5 >= 1.14 (no $hdr of version >= 1.14)" >&2
   exit 1
 fi
 
@@ -26,7 +29,6 @@ case "$version" in
      exit 1 ;;
 esac
 
-prefix="$deps/hdf5-$version"
 if [ -f "$prefix/.complete" ]; then
   exit 0
 fi
