@@ -58,6 +58,9 @@ typedef enum {
   H5TILE_ERR_PANIC = 99,
 } h5tile_status;
 
+// An open batched read (opaque); free it with `h5tile_batches_free`.
+typedef struct h5tile_batches h5tile_batches;
+
 // How `h5tile_write` stores a dataset (`h5tile_write_options.layout`).
 typedef int h5tile_layout;
 
@@ -69,14 +72,18 @@ typedef struct {
   uint32_t flags;
 } h5tile_write_options;
 
+// Element type codes of the C API (`H5TILE_BOOL` … `H5TILE_COMPLEX128`).
+typedef int h5tile_dtype;
+
 // Options of `h5tile_read`; start from `h5tile_read_options_default()`.
 typedef struct {
   // Bitwise OR of `H5TILE_READ_FILL_MISSING` (default 0).
   uint32_t flags;
+  // Element type `h5tile_batches_next` delivers: `H5TILE_AS_STORED` (the default) for the
+  // dataset's own type, or a type HDF5 converts to. `h5tile_read` takes its type as an
+  // argument; for it this field must be `H5TILE_AS_STORED` or that same type.
+  h5tile_dtype dtype;
 } h5tile_read_options;
-
-// Element type codes of the C API (`H5TILE_BOOL` … `H5TILE_COMPLEX128`).
-typedef int h5tile_dtype;
 
 // C `bool` (one byte, 0 or 1), stored as h5py's enum.
 #define H5TILE_BOOL 0
@@ -119,6 +126,9 @@ typedef int h5tile_dtype;
 // system all ranks share; gaps left with `H5TILE_ALLOW_PARTIAL` read as zero.
 #define H5TILE_LAYOUT_SINGLE 1
 
+// `h5tile_read_options.dtype`: deliver elements in the type the dataset stores.
+#define H5TILE_AS_STORED -1
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -136,7 +146,7 @@ const char *h5tile_status_name(int status);
 // Default write options: VDS layout, overwrite allowed, full coverage required.
 h5tile_write_options h5tile_write_options_default(void);
 
-// Default read options: a missing virtual-dataset source is an error.
+// Default read options: a missing virtual-dataset source is an error; elements as stored.
 h5tile_read_options h5tile_read_options_default(void);
 
 // Writes one tile per rank of an N-d array as the dataset `dataset` of the file `path`.
@@ -230,6 +240,75 @@ h5tile_status h5tile_partition(size_t nranks,
                                const uint64_t *global_shape,
                                uint64_t *tile_offset,
                                uint64_t *tile_shape);
+
+// Opens `dataset` in `path` for reading chunk by chunk. Collective over `comm`.
+//
+// `chunk_shape` (`ndim` entries, `ndim` equal to the dataset's rank, each > 0) cuts the
+// dataset into chunks numbered in row-major order of their offsets (last axis fastest); chunks
+// at the far edges are clipped (an extent of 5 in chunks of 2 gives 2, 2, 1), and a chunk
+// larger than the dataset gives one clipped chunk. With `MPI_COMM_NULL` this process gets
+// every chunk; with a communicator each rank gets a contiguous, balanced run of them, in
+// order, and every chunk goes to exactly one rank. While the caller works on one chunk, the
+// next is read by a background thread; an open iterator holds about one chunk of memory (two
+// for chunked files whose storage chunks straddle the requested ones), whatever the dataset
+// size. Elements come in the dataset's type, or in `opts->dtype` (converted by HDF5). Reads
+// every layout `h5tile_read` reads; missing virtual-dataset sources are detected here.
+// On success `*out` is the iterator; on failure it is NULL.
+//
+// # Safety
+// Pointers must be NULL or valid for the lengths given; `comm` a valid communicator.
+h5tile_status h5tile_batches_open(MPI_Comm comm,
+                                  const char *path,
+                                  const char *dataset,
+                                  size_t ndim,
+                                  const uint64_t *chunk_shape,
+                                  const h5tile_read_options *opts,
+                                  h5tile_batches **out);
+
+// `h5tile_batches_open` taking a Fortran communicator handle.
+//
+// # Safety
+// As `h5tile_batches_open`.
+h5tile_status h5tile_batches_open_f(MPI_Fint comm,
+                                    const char *path,
+                                    const char *dataset,
+                                    size_t ndim,
+                                    const uint64_t *chunk_shape,
+                                    const h5tile_read_options *opts,
+                                    h5tile_batches **out);
+
+// Delivers this rank's next chunk: copies it (dense, row-major) into `buf`, writes its offset
+// and (clipped) shape to `chunk_offset` and `chunk_shape` (room for ndim values each), and sets
+// `*done` to false; once every chunk was delivered, sets `*done` to true and writes nothing
+// else. A `buf_bytes` smaller than the chunk fails with `H5TILE_ERR_INVALID_ARGUMENT` and does
+// not advance (`h5tile_batches_info` gives the largest chunk's size). A read error is returned
+// for the chunk it happened on, and the iterator moves past that chunk. Not collective.
+//
+// # Safety
+// `it` must come from `h5tile_batches_open`; other pointers NULL or valid for their sizes.
+h5tile_status h5tile_batches_next(h5tile_batches *it,
+                                  void *buf,
+                                  size_t buf_bytes,
+                                  uint64_t *chunk_offset,
+                                  uint64_t *chunk_shape,
+                                  bool *done);
+
+// What an iterator delivers: the element type, the bytes of its largest chunk (enough for
+// every `buf`), and how many chunks this rank gets in all. Any out-pointer may be NULL.
+//
+// # Safety
+// `it` must come from `h5tile_batches_open`; out-pointers NULL or valid.
+h5tile_status h5tile_batches_info(const h5tile_batches *it,
+                                  h5tile_dtype *dtype,
+                                  size_t *max_chunk_bytes,
+                                  uint64_t *nchunks);
+
+// Frees an iterator, stopping its read-ahead thread (which finishes at most the chunk it is
+// reading) and closing the file; NULL is fine. It may be freed before its last chunk.
+//
+// # Safety
+// `it` must be NULL or come from `h5tile_batches_open`, and not be used afterwards.
+void h5tile_batches_free(h5tile_batches *it);
 
 // `h5tile_write` taking a Fortran communicator handle.
 //

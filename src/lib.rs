@@ -5,8 +5,9 @@
 //! `status` (status codes and errors), `tile`, `coverage` and `partition` (pure geometry),
 //! `dtype` (element types in HDF5), `hdf5` (the lock and RAII handles: the only code calling
 //! libhdf5), `comm` (every MPI call), `layout` (where bytes live and how a write commits),
-//! `write` and `read` (the collective operations), `ffi` (the C ABI).
+//! `write`, `read` and `batches` (the collective operations), `ffi` (the C ABI).
 
+pub mod batches;
 pub mod comm;
 pub mod coverage;
 pub mod dtype;

@@ -22,6 +22,8 @@ pub struct ReadOptions {
     /// Read elements of missing virtual-dataset sources as the fill value, as HDF5 does,
     /// instead of failing with `H5TILE_ERR_MISSING_TILE`.
     pub fill_missing: bool,
+    /// Element type to deliver when the call takes none (batches); None: as stored.
+    pub dtype: Option<Dtype>,
 }
 
 /// An open dataset and the file holding it (closed together).
@@ -161,6 +163,16 @@ unsafe fn read_local(
         return fail(
             H5TILE_ERR_INVALID_ARGUMENT,
             format!("buffer for tile {tile} is NULL"),
+        );
+    }
+    if let Some(other) = options.dtype.filter(|&d| d != dtype) {
+        return fail(
+            H5TILE_ERR_INVALID_ARGUMENT,
+            format!(
+                "the options ask for {} but the dtype argument is {}",
+                other.name(),
+                dtype.name()
+            ),
         );
     }
     let _l = hdf5::lock();

@@ -24,7 +24,7 @@ fn fortran_comm_null() -> MPI_Fint {
 
 /// The C communicator for Fortran handle `comm`. `MPI_Comm_f2c` may only be called once MPI is
 /// initialised; before that only `MPI_COMM_NULL` (this process alone) makes sense.
-fn comm_from_fortran(comm: MPI_Fint) -> Result<MPI_Comm> {
+pub(crate) fn comm_from_fortran(comm: MPI_Fint) -> Result<MPI_Comm> {
     let mut initialized = 0;
     unsafe { mpi::ffi::MPI_Initialized(&mut initialized) };
     if initialized != 0 {

@@ -1,6 +1,7 @@
 //! The C ABI. Each function converts its arguments (`boundary`), calls the Rust logic, and
 //! converts the result; the doc comments here are the documentation in `h5tile.h`.
 
+pub mod batches;
 pub mod boundary;
 pub mod fortran;
 
@@ -33,6 +34,8 @@ pub const H5TILE_ALLOW_PARTIAL: u32 = 2;
 /// `h5tile_read_options.flags`: read elements whose virtual-dataset source file is missing as
 /// the fill value (plain HDF5 behaviour) instead of failing with `H5TILE_ERR_MISSING_TILE`.
 pub const H5TILE_READ_FILL_MISSING: u32 = 1;
+/// `h5tile_read_options.dtype`: deliver elements in the type the dataset stores.
+pub const H5TILE_AS_STORED: h5tile_dtype = -1;
 
 /// Options of `h5tile_write`; start from `h5tile_write_options_default()`.
 #[allow(non_camel_case_types)]
@@ -52,6 +55,10 @@ pub struct h5tile_write_options {
 pub struct h5tile_read_options {
     /// Bitwise OR of `H5TILE_READ_FILL_MISSING` (default 0).
     pub flags: u32,
+    /// Element type `h5tile_batches_next` delivers: `H5TILE_AS_STORED` (the default) for the
+    /// dataset's own type, or a type HDF5 converts to. `h5tile_read` takes its type as an
+    /// argument; for it this field must be `H5TILE_AS_STORED` or that same type.
+    pub dtype: h5tile_dtype,
 }
 
 impl h5tile_write_options {
@@ -95,8 +102,13 @@ impl h5tile_read_options {
                 format!("unknown read flags {:#x}", o.flags),
             );
         }
+        let dtype = match o.dtype {
+            H5TILE_AS_STORED => None,
+            code => Some(Dtype::parse(code)?),
+        };
         Ok(ReadOptions {
             fill_missing: o.flags & H5TILE_READ_FILL_MISSING != 0,
+            dtype,
         })
     }
 }
@@ -149,10 +161,13 @@ pub extern "C" fn h5tile_write_options_default() -> h5tile_write_options {
     }
 }
 
-/// Default read options: a missing virtual-dataset source is an error.
+/// Default read options: a missing virtual-dataset source is an error; elements as stored.
 #[no_mangle]
 pub extern "C" fn h5tile_read_options_default() -> h5tile_read_options {
-    h5tile_read_options { flags: 0 }
+    h5tile_read_options {
+        flags: 0,
+        dtype: H5TILE_AS_STORED,
+    }
 }
 
 /// Writes one tile per rank of an N-d array as the dataset `dataset` of the file `path`.

@@ -1,6 +1,6 @@
-//! RAII wrappers for HDF5 identifiers: each closes its id when dropped, so no other module
-//! calls an `H5*close` function. Construct them only while holding `hdf5::lock()`, and let
-//! them drop before the lock does (declare the lock first).
+//! RAII wrappers for HDF5 identifiers: each closes its id when dropped (taking the HDF5 lock),
+//! so no other module calls an `H5*close` function. Use them only while holding
+//! `hdf5::lock()`.
 
 use super::{check, cstr};
 use crate::status::Result;
@@ -35,6 +35,8 @@ macro_rules! handle {
         impl Drop for $name {
             fn drop(&mut self) {
                 if self.0 >= 0 {
+                    // Handles may be dropped on another thread (the batch reader): take the lock.
+                    let _l = super::lock();
                     unsafe { $close(self.0) };
                 }
             }
@@ -138,6 +140,12 @@ impl Dataset {
     /// Opens dataset `name` in `loc` with the default access properties.
     pub fn open(loc: hid_t, name: &str) -> Result<Dataset> {
         let id = unsafe { H5Dopen2(loc, cstr(name).as_ptr(), H5P_DEFAULT) };
+        Dataset::from_id(id, || format!("cannot open dataset '{name}'"))
+    }
+
+    /// Opens dataset `name` in `loc` with access properties `dapl` (e.g. a chunk cache).
+    pub fn open_with_access(loc: hid_t, name: &str, dapl: &Plist) -> Result<Dataset> {
+        let id = unsafe { H5Dopen2(loc, cstr(name).as_ptr(), dapl.id()) };
         Dataset::from_id(id, || format!("cannot open dataset '{name}'"))
     }
 
