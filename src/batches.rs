@@ -176,16 +176,27 @@ impl Batches {
             }
             let range = grid.share(comm.rank(), comm.size());
             let dcpl = open.dataset.create_plist()?;
-            let layout = unsafe { H5Pget_layout(dcpl.id()) };
-            if let (false, H5D_layout_t::H5D_VIRTUAL, Some(region)) =
-                (fill_missing, layout, grid.bounds(&range))
-            {
-                vds::check_sources(path, dataset, &open.dataset, &region)?;
-            }
-            let open = with_chunk_cache(open, dataset, &dcpl, chunk, dtype.size())?;
-            Ok((open, grid, dtype, range))
+            let source = match unsafe { H5Pget_layout(dcpl.id()) } {
+                H5D_layout_t::H5D_VIRTUAL => match vds::block_mappings(&open.dataset, shape.len())?
+                {
+                    Some(mappings) => Source::Direct(vds::DirectReader::new(
+                        path,
+                        dataset,
+                        &open.dataset,
+                        mappings,
+                    )?),
+                    None => {
+                        if let (false, Some(region)) = (fill_missing, grid.bounds(&range)) {
+                            vds::check_sources(path, dataset, &open.dataset, &region)?;
+                        }
+                        Source::Hdf5(open)
+                    }
+                },
+                _ => Source::Hdf5(with_chunk_cache(open, dataset, &dcpl, chunk, dtype.size())?),
+            };
+            Ok((source, grid, dtype, range))
         })?;
-        let (open, grid, dtype, range) = opened;
+        let (source, grid, dtype, range) = opened;
         let elem = dtype.size();
         let max_chunk_bytes = grid
             .chunk
@@ -200,7 +211,17 @@ impl Batches {
         let reader_range = range.clone();
         let reader = std::thread::Builder::new()
             .name("h5tile-batches".into())
-            .spawn(move || read_ahead(open, reader_grid, reader_range, dtype, free_rx, filled_tx))
+            .spawn(move || {
+                read_ahead(
+                    source,
+                    reader_grid,
+                    reader_range,
+                    dtype,
+                    fill_missing,
+                    free_rx,
+                    filled_tx,
+                )
+            })
             .map_err(|e| {
                 Error::new(
                     H5TILE_ERR_IO,
@@ -300,23 +321,36 @@ impl Drop for Batches {
     }
 }
 
+/// Where the reader thread gets chunks from.
+enum Source {
+    /// HDF5 reads the dataset (any layout).
+    Hdf5(OpenDataset),
+    /// A virtual dataset whose sources h5tile reads itself.
+    Direct(vds::DirectReader),
+}
+
 /// The reader thread: for each chunk of `range`, waits for an empty buffer, reads the chunk
 /// into it, and hands it over; stops when the iterator is dropped.
 fn read_ahead(
-    open: OpenDataset,
+    mut source: Source,
     grid: ChunkGrid,
     range: Range<u128>,
     dtype: Dtype,
+    fill_missing: bool,
     free: Receiver<Vec<u8>>,
     filled: SyncSender<Filled>,
 ) {
     for index in range {
         let Ok(mut buffer) = free.recv() else { break };
         let tile = grid.chunk(index);
-        let bytes = tile.volume() as usize * dtype.size();
-        buffer.resize(bytes, 0);
-        let result =
-            catch_panic(|| unsafe { read_chunk(&open.dataset, &tile, dtype, buffer.as_mut_ptr()) });
+        buffer.resize(tile.volume() as usize * dtype.size(), 0);
+        let buf = buffer.as_mut_ptr();
+        let result = catch_panic(|| unsafe {
+            match &mut source {
+                Source::Hdf5(open) => read_chunk(&open.dataset, &tile, dtype, buf),
+                Source::Direct(direct) => direct.read(&tile, dtype, buf, fill_missing),
+            }
+        });
         if filled
             .send(Filled {
                 tile,
@@ -328,7 +362,6 @@ fn read_ahead(
             break;
         }
     }
-    drop(open);
 }
 
 /// Reads `tile` of `dataset` as `dtype` into `buf`.
@@ -620,8 +653,19 @@ mod tests {
         for f in std::fs::read_dir(&tiles).unwrap().flatten() {
             std::fs::remove_file(f.path()).unwrap();
         }
-        assert_eq!(status("/cube", &[1, 1, 1]), Some(H5TILE_ERR_MISSING_TILE));
-        assert!(Batches::open(&solo(), &path, "/cube", &[1, 1, 1], None, true).is_ok());
+        // Sources are opened chunk by chunk: the chunk that needs a lost tile fails, naming it.
+        let mut it = Batches::open(&solo(), &path, "/cube", &[1, 1, 1], None, false).unwrap();
+        let mut buf = [0u8; 4];
+        let e = it.next(&mut buf).unwrap_err();
+        assert_eq!(e.status, H5TILE_ERR_MISSING_TILE);
+        assert!(e.message.contains(".tiles/cube."), "{}", e.message);
+        let mut it = Batches::open(&solo(), &path, "/cube", &[1, 1, 1], None, true).unwrap();
+        buf = [7; 4];
+        assert!(it.next(&mut buf).unwrap().is_some());
+        assert_eq!(
+            buf, [0; 4],
+            "a lost tile reads as the fill value with fill_missing"
+        );
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! `h5tile_read` and `h5tile_inspect`: open any HDF5 dataset (contiguous, chunked, compressed,
 //! virtual — ours, Legate's or h5py's) and read one tile of it, converting the element type
-//! where HDF5 can. A virtual dataset's sources are checked first, since HDF5 alone would read
-//! fill values in place of a missing tile file.
+//! where HDF5 can. A virtual dataset is read from its sources directly when its mappings are
+//! plain boxes (opening only the sources a tile needs), and otherwise by HDF5 after checking its
+//! sources, since HDF5 alone would read fill values in place of a missing tile file.
 
 use crate::comm::Comm;
 use crate::dtype::Dtype;
@@ -207,8 +208,14 @@ unsafe fn read_local(
         return Ok(());
     }
     let dcpl = open.dataset.create_plist()?;
-    if !options.fill_missing && H5Pget_layout(dcpl.id()) == H5D_layout_t::H5D_VIRTUAL {
-        vds::check_sources(path, dataset, &open.dataset, tile)?;
+    if H5Pget_layout(dcpl.id()) == H5D_layout_t::H5D_VIRTUAL {
+        if let Some(mappings) = vds::block_mappings(&open.dataset, tile.ndim())? {
+            let mut direct = vds::DirectReader::new(path, dataset, &open.dataset, mappings)?;
+            return direct.read(tile, dtype, buf.cast(), options.fill_missing);
+        }
+        if !options.fill_missing {
+            vds::check_sources(path, dataset, &open.dataset, tile)?;
+        }
     }
     file_space.select_block(&tile.offset, &tile.shape)?;
     let mem_space = Space::simple(&tile.shape)?;

@@ -272,6 +272,34 @@ impl Space {
     }
 }
 
+impl Space {
+    /// The selection as one box (offset, shape) when it is one: everything, or a hyperslab of a
+    /// single block. None for point selections, several blocks, or nothing selected.
+    pub fn single_block(&self) -> Option<(Vec<u64>, Vec<u64>)> {
+        let dims = self.dims().ok()?;
+        match unsafe { H5Sget_select_type(self.0) } {
+            H5S_sel_type::H5S_SEL_ALL => Some((vec![0; dims.len()], dims)),
+            H5S_sel_type::H5S_SEL_HYPERSLABS
+                if unsafe { H5Sget_select_hyper_nblocks(self.0) } == 1 =>
+            {
+                let mut corners: Vec<hsize_t> = vec![0; 2 * dims.len()];
+                let ret =
+                    unsafe { H5Sget_select_hyper_blocklist(self.0, 0, 1, corners.as_mut_ptr()) };
+                if ret < 0 {
+                    super::take_error_stack();
+                    return None;
+                }
+                let (start, end) = corners.split_at(dims.len());
+                Some((
+                    start.to_vec(),
+                    start.iter().zip(end).map(|(s, e)| e - s + 1).collect(),
+                ))
+            }
+            _ => None,
+        }
+    }
+}
+
 impl Plist {
     /// A new property list of `class` (one of the `H5P_CLS_*` globals).
     pub fn create(class: hid_t) -> Result<Plist> {

@@ -1,0 +1,88 @@
+//! An open batched read holds about one chunk, whatever the dataset size: streaming a 512 MiB
+//! dataset (64 tile files) in 8 MiB chunks must not raise this process's peak memory by more
+//! than two chunks plus 64 MiB, and memory must stop growing once reading is under way (HDF5's
+//! own VDS reading keeps every source file it touched open, ~0.6 MiB each). Its own test
+//! binary, so no other test's allocations share the process.
+
+use h5tile::batches::Batches;
+use h5tile::comm::Comm;
+use h5tile::dtype::Dtype;
+use h5tile::tile::Tile;
+use h5tile::write::{write, LocalTile, WriteArgs, WriteOptions};
+
+const MIB: u64 = 1 << 20;
+
+fn status_kib(field: &str) -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let line = status.lines().find(|l| l.starts_with(field)).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
+#[test]
+fn streaming_512_mib_in_8_mib_chunks_stays_within_two_chunks_plus_64_mib() {
+    let solo = unsafe { Comm::from_raw(mpi::ffi::RSMPI_COMM_NULL) }.unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("big.h5");
+    let (rows, cols, slab) = (8192u64, 8192u64, 128u64);
+    // 64 slabs of 8 MiB, all written from one buffer, so writing needs no 512 MiB either.
+    let slab_values: Vec<f64> = (0..slab * cols).map(|i| i as f64).collect();
+    let tiles = (0..rows / slab)
+        .map(|s| LocalTile {
+            tile: Tile::new(vec![s * slab, 0], vec![slab, cols]),
+            buf: slab_values.as_ptr().cast(),
+        })
+        .collect();
+    let global = [rows, cols];
+    let args = WriteArgs {
+        path: &path,
+        dataset: "/big",
+        dtype: Dtype::Float64,
+        global: &global,
+        tiles,
+        options: WriteOptions::default(),
+    };
+    unsafe { write(&solo, &args) }.unwrap();
+
+    let chunk = [512u64, 2048];
+    let chunk_bytes = chunk.iter().product::<u64>() * 8;
+    assert_eq!(chunk_bytes, 8 * MIB);
+    let mut buf = vec![0u8; chunk_bytes as usize];
+    buf.fill(1); // touch it, so it is part of the baseline
+    std::fs::write("/proc/self/clear_refs", "5").expect("reset the peak-RSS counter");
+    let before = status_kib("VmRSS:");
+    let mut it = Batches::open(&solo, &path, "/big", &chunk, None, false).unwrap();
+    let (mut n, mut sum) = (0u64, 0f64);
+    let total = it.count() as u64;
+    let mut at_quarter = 0;
+    while let Some(tile) = it.next(&mut buf).unwrap() {
+        if n == total / 4 {
+            at_quarter = status_kib("VmRSS:");
+        }
+        let values = buf[..tile.volume() as usize * 8].chunks_exact(8);
+        sum += values
+            .map(|b| f64::from_ne_bytes(b.try_into().unwrap()))
+            .sum::<f64>();
+        n += 1;
+    }
+    let at_end = status_kib("VmRSS:");
+    drop(it);
+    let grown = (status_kib("VmHWM:") - before) * 1024;
+    let late_growth = at_end.saturating_sub(at_quarter) * 1024;
+    assert_eq!(n, (rows / chunk[0]) * (cols / chunk[1]));
+    let per_slab: f64 = (0..slab * cols).map(|i| i as f64).sum();
+    assert_eq!(sum, per_slab * (rows / slab) as f64);
+    eprintln!(
+        "peak memory grew by {:.1} MiB streaming 512 MiB in 8 MiB chunks",
+        grown as f64 / MIB as f64
+    );
+    assert!(
+        grown < 2 * chunk_bytes + 64 * MIB,
+        "peak grew by {} MiB",
+        grown / MIB
+    );
+    assert!(
+        late_growth < chunk_bytes / 2,
+        "memory grew by {} KiB over the last 3/4 of the chunks",
+        late_growth / 1024
+    );
+}
