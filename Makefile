@@ -6,6 +6,7 @@
 #                             against the installed package, h5py interop
 #   make install PREFIX=dir   lib/libh5tile.so, include/h5tile.h, CMake config, pkg-config file
 #   make header               regenerate include/h5tile.h after changing the C API
+#   make bench                batched against whole reads: throughput ratio and peak memory
 #
 # HDF5_VERSION=2.2.0 (default) or 1.14.5 picks the HDF5 line built into .deps/; HDF5_DIR=<prefix>
 # uses an HDF5 >= 1.14 already installed instead.
@@ -35,7 +36,7 @@ export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
 export OMPI_MCA_rmaps_base_oversubscribe := 1
 MPIRUN    ?= mpirun
 
-.PHONY: all setup build install stage header test test-rust test-c demo clean
+.PHONY: all setup build install stage header test test-rust test-c demo bench clean
 
 all: build
 
@@ -77,6 +78,12 @@ demo: stage
 	$(MPIRUN) -n 4 $(BUILD)/examples/heat2d $(BUILD)/demo/heat.h5
 	@echo "--- the same program with no launcher (one process):"
 	$(BUILD)/examples/heat2d $(BUILD)/demo/heat-serial.h5
+
+# Speed and memory, measured side by side in one run (see bench/run.sh for the knobs).
+bench: stage
+	$(CMAKE) -S bench -B $(BUILD)/bench -DCMAKE_PREFIX_PATH=$(STAGE) >/dev/null
+	$(CMAKE) --build $(BUILD)/bench
+	bench/run.sh $(BUILD)/bench/bench_batches $(PYTHON) $(CURDIR)/target/bench/batches.json
 
 clean:
 	rm -rf build target
