@@ -1,6 +1,6 @@
 /* Reads the files h5py_make_files.py wrote with h5py (contiguous, chunked + gzip, an h5py VDS
  * with relative sources, a Legate-style VDS with absolute sources, every element type as h5py
- * stores it), whole and by sub-tiles, and checks every value against check.h's formulas; a
+ * stores it), whole, by sub-tiles and chunk by chunk (h5tile_batches_*), and checks every value against check.h's formulas; a
  * VDS with a lost source is H5TILE_ERR_MISSING_TILE naming it. The files are only read (the C
  * and C++ variants share them). */
 #include "check.h"
@@ -30,6 +30,29 @@ static void check_read(const char *path, const char *dset, int dt, const uint64_
     free(buf);
 }
 
+/* Reads the whole 2-D dataset chunk by chunk (4x3 chunks, clipped) and checks every chunk. */
+static void check_batched(const char *path, const char *dset, int dt, const uint64_t *global) {
+    const uint64_t chunk[2] = {4, 3};
+    h5tile_batches *it;
+    EXPECT_OK(h5tile_batches_open(MPI_COMM_NULL, path, dset, 2, chunk, NULL, &it));
+    h5tile_dtype stored;
+    EXPECT_OK(h5tile_batches_info(it, &stored, NULL, NULL));
+    CHECK_MSG(stored == dt, "%s:%s delivered as type %d, expected %d", path, dset, stored, dt);
+    unsigned char buf[4 * 3 * 16];
+    uint64_t off[2], shp[2], n = 0, elements = 0;
+    bool done;
+    for (;;) {
+        EXPECT_OK(h5tile_batches_next(it, buf, sizeof buf, off, shp, &done));
+        if (done) break;
+        CHECK_TILE(dt, 2, global, off, shp, buf);
+        elements += shp[0] * shp[1];
+        n++;
+    }
+    h5tile_batches_free(it);
+    CHECK(n == ((global[0] + 3) / 4) * ((global[1] + 2) / 3));
+    CHECK(elements == global[0] * global[1]);
+}
+
 static void check_whole_and_part(const char *file, const char *dset, int dt,
                                  const uint64_t *global, const uint64_t *off,
                                  const uint64_t *shp) {
@@ -39,6 +62,7 @@ static void check_whole_and_part(const char *file, const char *dset, int dt,
     check_shape(path, dset, dt, 2, global);
     check_read(path, dset, dt, global, zero, global);
     check_read(path, dset, dt, global, off, shp);
+    check_batched(path, dset, dt, global);
 }
 
 /* A VDS whose source `lost` is missing: a read needing it is MISSING_TILE naming it, the
