@@ -1,7 +1,8 @@
 /* Reads the files h5py_make_files.py wrote with h5py (contiguous, chunked + gzip, an h5py VDS
  * with relative sources, a Legate-style VDS with absolute sources, every element type as h5py
- * stores it), whole, by sub-tiles and chunk by chunk (h5tile_batches_*), and checks every value against check.h's formulas; a
- * VDS with a lost source is H5TILE_ERR_MISSING_TILE naming it. The files are only read (the C
+ * stores it), whole, by sub-tiles and chunk by chunk (h5tile_batches_*), and checks every
+ * value against check.h's formulas; a VDS with a lost source is H5TILE_ERR_MISSING_TILE
+ * naming it. The files are only read (the C
  * and C++ variants share them). */
 #include "check.h"
 
