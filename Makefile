@@ -30,6 +30,7 @@ STAGE     := $(BUILD)/prefix
 PREFIX    ?= /usr/local
 export CARGO_TARGET_DIR := $(CURDIR)/target/hdf5-$(HDF5_TAG)
 LIB       := $(CARGO_TARGET_DIR)/release/libh5tile.so
+PLUGIN    := $(CARGO_TARGET_DIR)/release/libh5tile_gds.so
 # Open MPI refuses root and more ranks than cores unless told; harmless elsewhere.
 export OMPI_ALLOW_RUN_AS_ROOT := 1
 export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
@@ -55,7 +56,7 @@ stage: build
 
 install: $(if $(SKIP_BUILD),,build)
 	$(CMAKE) -S cmake -B $(BUILD)/install-$(notdir $(PREFIX)) -DCMAKE_INSTALL_PREFIX=$(PREFIX) \
-	  -DH5TILE_LIBRARY=$(LIB) \
+	  -DH5TILE_LIBRARY=$(LIB) -DH5TILE_PLUGIN=$(PLUGIN) \
 	  -DHDF5_DIR=$(HDF5_DIR) -DH5TILE_VERSION=$$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1) >/dev/null
 	$(CMAKE) --install $(BUILD)/install-$(notdir $(PREFIX))
 
@@ -71,6 +72,9 @@ test-c: stage
 	  -DPython3_EXECUTABLE=$(PYTHON) -DMPIEXEC_EXECUTABLE=$$(command -v $(MPIRUN)) >/dev/null
 	$(CMAKE) --build $(BUILD)/c-tests -j2
 	cd $(BUILD)/c-tests && $(CTEST) --output-on-failure
+	@echo "--- the suite again, every file h5tile touches going through the h5tile_gds driver"
+	cd $(BUILD)/c-tests && HDF5_PLUGIN_PATH=$(STAGE)/lib/h5tile/plugins HDF5_DRIVER=h5tile_gds \
+	  $(CTEST) --output-on-failure -E '^plugin_'
 
 demo: stage
 	$(CMAKE) -S examples -B $(BUILD)/examples -DCMAKE_PREFIX_PATH=$(STAGE) >/dev/null

@@ -61,12 +61,21 @@ pub fn open_dataset(path: &Path, dataset: &str) -> Result<OpenDataset> {
     }
     let _l = hdf5::lock();
     let c_path = cstr(&path.to_string_lossy());
-    if unsafe { H5Fis_accessible(c_path.as_ptr(), H5P_DEFAULT) } <= 0 {
-        hdf5::take_error_stack();
-        return fail(
-            H5TILE_ERR_HDF5,
-            format!("'{}' is not an HDF5 file", path.display()),
-        );
+    match unsafe { H5Fis_accessible(c_path.as_ptr(), H5P_DEFAULT) } {
+        a if a < 0 => {
+            return Err(hdf5::error(format!(
+                "cannot open '{}' with HDF5",
+                path.display()
+            )))
+        }
+        0 => {
+            hdf5::take_error_stack();
+            return fail(
+                H5TILE_ERR_HDF5,
+                format!("'{}' is not an HDF5 file", path.display()),
+            );
+        }
+        _ => {}
     }
     let file = File::open_read(path)?;
     // Walk the path so a missing group and a missing dataset both read as "not found".

@@ -1,5 +1,34 @@
-//! The `h5tile_gds` HDF5 virtual file driver (issue 4): POSIX I/O for host memory, cuFile for
-//! device memory, loadable by name as an HDF5 plugin and registered in-process by `h5tile`.
+//! `h5tile_gds`: an HDF5 virtual file driver, loadable by name as a plugin into any HDF5 ≥ 1.14
+//! program (`HDF5_PLUGIN_PATH=<dir> HDF5_DRIVER=h5tile_gds`, or
+//! `H5Pset_driver_by_name(fapl, "h5tile_gds", config)`).
 //!
-//! This crate is the workspace member reserved for the driver; it exports nothing yet, so no
-//! HDF5 program can mistake it for a working driver.
+//! This version moves host memory with POSIX I/O, as HDF5's sec2 driver does (see `posix`);
+//! the device-memory paths (cuFile, and bounded bounce buffers where cuFile cannot be used)
+//! come next. The plugin links no libhdf5: the few HDF5 functions it calls are found in the
+//! host process at run time (`host`).
+
+pub mod abi;
+pub mod config;
+pub mod driver;
+pub mod host;
+pub mod log;
+pub mod posix;
+
+use std::ffi::c_int;
+
+/// Tells HDF5's plugin loader that this library is a virtual file driver.
+#[no_mangle]
+pub extern "C" fn H5PLget_plugin_type() -> c_int {
+    abi::H5PL_TYPE_VFD
+}
+
+/// Gives HDF5's plugin loader the driver class.
+#[no_mangle]
+pub extern "C" fn H5PLget_plugin_info() -> *const abi::H5FD_class_t {
+    &driver::CLASS
+}
+
+/// The driver class, for registering the driver in-process (`H5FDregister`).
+pub fn class() -> &'static abi::H5FD_class_t {
+    &driver::CLASS
+}

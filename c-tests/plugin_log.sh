@@ -1,0 +1,26 @@
+#!/bin/sh
+# The driver is silent unless asked: without H5TILE_LOG a successful run prints nothing on
+# standard error; with H5TILE_LOG=info it prints exactly one "opened" line per file opened
+# through it, naming the path taken (posix on this machine).
+# usage: plugin_log.sh PLUGIN_HDF5_PROGRAM SCRATCH_DIR
+set -eu
+prog=$1 dir=$2
+rm -rf "$dir" && mkdir -p "$dir"
+"$prog" env "$dir" > "$dir/out1" 2> "$dir/err1"
+if [ -s "$dir/err1" ]; then
+    echo "plugin_log: expected no output on stderr without H5TILE_LOG, got:" >&2
+    cat "$dir/err1" >&2
+    exit 1
+fi
+# A fresh folder: creating over an existing file makes HDF5 open it twice (to check it first).
+H5TILE_LOG=info "$prog" env "$dir/fresh" > "$dir/out2" 2> "$dir/err2"
+opens=$(sed -n 's/^file opens through h5tile_gds: //p' "$dir/out2")
+lines=$(grep -c '^h5tile_gds info: opened .* path=posix' "$dir/err2" || true)
+others=$(grep -vc '^h5tile_gds info: opened ' "$dir/err2" || true)
+echo "file opens: $opens, info lines: $lines, other lines: $others"
+if [ -z "$opens" ] || [ "$opens" -lt 1 ] || [ "$lines" != "$opens" ] || [ "$others" != 0 ]; then
+    echo "plugin_log: expected one 'opened ... path=posix' line per open and nothing else:" >&2
+    cat "$dir/err2" >&2
+    exit 1
+fi
+echo "plugin_log: OK"

@@ -1,0 +1,168 @@
+//! The driver's configuration string (`HDF5_DRIVER_CONFIG`, or the `config` argument of
+//! `H5Pset_driver_by_name`): comma-separated `key=value`, sizes like `8MiB`. An unknown key or
+//! a bad value fails the open with a message saying which and why.
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Gds {
+    /// cuFile when usable, the compat path otherwise.
+    Auto,
+    /// cuFile or fail.
+    On,
+    /// Never cuFile.
+    Off,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Config {
+    pub gds: Gds,
+    /// Bytes per cuFile/pread piece of a large transfer.
+    pub block: usize,
+    /// Workers moving the pieces of one large transfer in parallel.
+    pub threads: usize,
+    /// Bytes of each of the (at most two) staging buffers of the compat path.
+    pub bounce: usize,
+    /// O_DIRECT for raw data, through an aligned bounce buffer for unaligned ends.
+    pub direct: bool,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            gds: Gds::Auto,
+            block: 8 << 20,
+            threads: 1,
+            bounce: 16 << 20,
+            direct: false,
+        }
+    }
+}
+
+/// O_DIRECT and cuFile work in multiples of this.
+pub const ALIGN: usize = 4096;
+
+impl Config {
+    pub fn parse(text: &str) -> Result<Config, String> {
+        let mut config = Config::default();
+        let mut seen: Vec<&str> = Vec::new();
+        for item in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+            let (key, value) = item
+                .split_once('=')
+                .map(|(k, v)| (k.trim(), v.trim()))
+                .ok_or_else(|| format!("'{item}' is not key=value"))?;
+            if seen.contains(&key) {
+                return Err(format!("'{key}' is given twice"));
+            }
+            seen.push(key);
+            match key {
+                "gds" => {
+                    config.gds = match value {
+                        "auto" => Gds::Auto,
+                        "on" => Gds::On,
+                        "off" => Gds::Off,
+                        _ => return Err(format!("gds={value}: expected auto, on or off")),
+                    }
+                }
+                "direct" => {
+                    config.direct = match value {
+                        "on" => true,
+                        "off" => false,
+                        _ => return Err(format!("direct={value}: expected on or off")),
+                    }
+                }
+                "block" => config.block = aligned_size(key, value, ALIGN)?,
+                "bounce" => config.bounce = aligned_size(key, value, 64 << 10)?,
+                "threads" => {
+                    config.threads = value
+                        .parse::<usize>()
+                        .ok()
+                        .filter(|n| (1..=256).contains(n))
+                        .ok_or_else(|| format!("threads={value}: expected a whole number from 1 to 256"))?
+                }
+                _ => {
+                    return Err(format!(
+                        "unknown key '{key}' (known: gds=auto|on|off, block=SIZE, threads=N, bounce=SIZE, direct=on|off)"
+                    ))
+                }
+            }
+        }
+        Ok(config)
+    }
+}
+
+fn aligned_size(key: &str, value: &str, at_least: usize) -> Result<usize, String> {
+    let bytes = parse_size(value)
+        .ok_or_else(|| format!("{key}={value}: expected a size such as 8MiB, 512KiB or 1048576"))?;
+    if bytes < at_least || bytes % ALIGN != 0 {
+        return Err(format!(
+            "{key}={value}: must be at least {at_least} bytes and a multiple of {ALIGN}"
+        ));
+    }
+    Ok(bytes)
+}
+
+/// "8MiB", "8M", "8MB" (all 2^23), "512KiB", "1GiB", "4096", "4096B".
+pub fn parse_size(text: &str) -> Option<usize> {
+    let text = text.trim();
+    let split = text
+        .find(|c: char| !c.is_ascii_digit())
+        .unwrap_or(text.len());
+    let (digits, unit) = text.split_at(split);
+    let number: usize = digits.parse().ok()?;
+    let shift = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 0,
+        "k" | "kb" | "kib" => 10,
+        "m" | "mb" | "mib" => 20,
+        "g" | "gb" | "gib" => 30,
+        _ => return None,
+    };
+    number.checked_mul(1usize << shift)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_parse_with_binary_units() {
+        assert_eq!(parse_size("8MiB"), Some(8 << 20));
+        assert_eq!(parse_size("8M"), Some(8 << 20));
+        assert_eq!(parse_size("512KiB"), Some(512 << 10));
+        assert_eq!(parse_size("1gib"), Some(1 << 30));
+        assert_eq!(parse_size("4096"), Some(4096));
+        assert_eq!(parse_size("4096B"), Some(4096));
+        for bad in ["", "MiB", "8XiB", "-1", "1.5MiB", "99999999999999999999"] {
+            assert_eq!(parse_size(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn a_full_config_parses_and_the_empty_one_is_the_default() {
+        let c = Config::parse("gds=off, block=4MiB,threads=4,bounce=16MiB,direct=on").unwrap();
+        assert_eq!(
+            c,
+            Config {
+                gds: Gds::Off,
+                block: 4 << 20,
+                threads: 4,
+                bounce: 16 << 20,
+                direct: true
+            }
+        );
+        assert_eq!(Config::parse("").unwrap(), Config::default());
+        assert_eq!(Config::parse(" , ").unwrap(), Config::default());
+    }
+
+    #[test]
+    fn bad_keys_and_values_say_what_is_wrong() {
+        let err = |s: &str| Config::parse(s).unwrap_err();
+        assert!(err("speed=fast").contains("unknown key 'speed'"));
+        assert!(err("gds=maybe").contains("gds=maybe"));
+        assert!(err("block=3000").contains("multiple of 4096"));
+        assert!(err("block=lots").contains("expected a size"));
+        assert!(err("threads=0").contains("1 to 256"));
+        assert!(err("bounce=4KiB").contains("at least 65536"));
+        assert!(err("direct=yes").contains("on or off"));
+        assert!(err("gds").contains("not key=value"));
+        assert!(err("gds=on,gds=off").contains("twice"));
+    }
+}

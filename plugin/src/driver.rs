@@ -1,0 +1,396 @@
+//! The driver's callbacks and its class table. Every callback catches panics and reports
+//! failures on the HDF5 error stack (never `exit`, never a panic across the boundary).
+
+use crate::abi::*;
+use crate::config::Config;
+use crate::posix::{OpenMode, PosixFile};
+use crate::{host, log};
+use std::ffi::{c_char, c_int, c_ulong, c_void, CStr};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+/// An open file: HDF5's public part first, as the ABI requires, then ours.
+#[repr(C)]
+struct GdsFile {
+    public: H5FD_t,
+    name: String,
+    file: PosixFile,
+    #[allow(dead_code)]
+    config: Config,
+}
+
+/// Runs a callback body; an error or a panic is pushed on the HDF5 error stack and `failed`
+/// is returned instead.
+fn guard<T>(func: &str, failed: T, body: impl FnOnce() -> Result<T, String>) -> T {
+    match catch_unwind(AssertUnwindSafe(body)) {
+        Ok(Ok(v)) => v,
+        Ok(Err(message)) => {
+            host::push_error(func, &message);
+            failed
+        }
+        Err(_) => {
+            host::push_error(
+                func,
+                "internal error (please report): panic in the h5tile_gds driver",
+            );
+            failed
+        }
+    }
+}
+
+unsafe fn file<'a>(f: *const H5FD_t) -> &'a GdsFile {
+    &*(f as *const GdsFile)
+}
+
+unsafe fn file_mut<'a>(f: *mut H5FD_t) -> &'a mut GdsFile {
+    &mut *(f as *mut GdsFile)
+}
+
+/// `addr..addr+size` must lie below the EOA, as in sec2.
+fn check_range(f: &GdsFile, addr: haddr_t, size: usize) -> Result<(), String> {
+    let end = addr
+        .checked_add(size as u64)
+        .filter(|&e| addr != HADDR_UNDEF && e <= MAXADDR);
+    match end {
+        None => Err(format!(
+            "'{}': address {addr} + size {size} overflows",
+            f.name
+        )),
+        Some(end) if end > f.file.eoa => Err(format!(
+            "'{}': address {addr} + size {size} is past the end of allocated space {}",
+            f.name, f.file.eoa
+        )),
+        _ => Ok(()),
+    }
+}
+
+unsafe extern "C" fn open(
+    name: *const c_char,
+    flags: u32,
+    fapl: hid_t,
+    maxaddr: haddr_t,
+) -> *mut H5FD_t {
+    guard("h5tile_gds_open", std::ptr::null_mut(), || {
+        if name.is_null() {
+            return Err("file name is NULL".into());
+        }
+        let name = CStr::from_ptr(name).to_string_lossy().into_owned();
+        if maxaddr == 0 || maxaddr == HADDR_UNDEF || maxaddr > MAXADDR {
+            return Err(format!("'{name}': bogus maximum address {maxaddr}"));
+        }
+        let config_text = host::driver_config(fapl).unwrap_or_default();
+        let config = Config::parse(&config_text)
+            .map_err(|e| format!("bad h5tile_gds configuration '{config_text}': {e}"))?;
+        let mode = OpenMode {
+            write: flags & H5F_ACC_RDWR != 0,
+            create: flags & H5F_ACC_CREAT != 0,
+            truncate: flags & H5F_ACC_TRUNC != 0,
+            exclusive: flags & H5F_ACC_EXCL != 0,
+        };
+        let file =
+            PosixFile::open(&name, mode).map_err(|e| format!("cannot open '{name}': {e}"))?;
+        log::info(&format!(
+            "opened '{name}' ({}) path=posix config='{config_text}'",
+            if mode.write {
+                "read-write"
+            } else {
+                "read-only"
+            }
+        ));
+        let public: H5FD_t = std::mem::zeroed();
+        Ok(Box::into_raw(Box::new(GdsFile {
+            public,
+            name,
+            file,
+            config,
+        })) as *mut H5FD_t)
+    })
+}
+
+unsafe extern "C" fn close(f: *mut H5FD_t) -> herr_t {
+    guard("h5tile_gds_close", -1, || {
+        let f = Box::from_raw(f as *mut GdsFile);
+        log::debug(&format!("closed '{}'", f.name));
+        drop(f);
+        Ok(0)
+    })
+}
+
+unsafe extern "C" fn cmp(a: *const H5FD_t, b: *const H5FD_t) -> c_int {
+    let (a, b) = (&file(a).file, &file(b).file);
+    match (a.device, a.inode).cmp(&(b.device, b.inode)) {
+        std::cmp::Ordering::Less => -1,
+        std::cmp::Ordering::Equal => 0,
+        std::cmp::Ordering::Greater => 1,
+    }
+}
+
+unsafe extern "C" fn query(_f: *const H5FD_t, flags: *mut c_ulong) -> herr_t {
+    if !flags.is_null() {
+        *flags = H5FD_FEAT_AGGREGATE_METADATA
+            | H5FD_FEAT_ACCUMULATE_METADATA
+            | H5FD_FEAT_DATA_SIEVE
+            | H5FD_FEAT_AGGREGATE_SMALLDATA
+            | H5FD_FEAT_POSIX_COMPAT_HANDLE
+            | H5FD_FEAT_SUPPORTS_SWMR_IO
+            | H5FD_FEAT_DEFAULT_VFD_COMPATIBLE;
+    }
+    0
+}
+
+unsafe extern "C" fn get_eoa(f: *const H5FD_t, _type: H5FD_mem_t) -> haddr_t {
+    file(f).file.eoa
+}
+
+unsafe extern "C" fn set_eoa(f: *mut H5FD_t, _type: H5FD_mem_t, addr: haddr_t) -> herr_t {
+    guard("h5tile_gds_set_eoa", -1, || {
+        if addr == HADDR_UNDEF || addr > MAXADDR {
+            return Err(format!("bogus end of allocated space {addr}"));
+        }
+        file_mut(f).file.eoa = addr;
+        Ok(0)
+    })
+}
+
+unsafe extern "C" fn get_eof(f: *const H5FD_t, _type: H5FD_mem_t) -> haddr_t {
+    file(f).file.eof
+}
+
+unsafe extern "C" fn get_handle(f: *mut H5FD_t, _fapl: hid_t, handle: *mut *mut c_void) -> herr_t {
+    guard("h5tile_gds_get_handle", -1, || {
+        if handle.is_null() {
+            return Err("file handle pointer is NULL".into());
+        }
+        // A POSIX descriptor, as H5FD_FEAT_POSIX_COMPAT_HANDLE promises.
+        *handle = &file(f).file as *const PosixFile as *mut c_void;
+        Ok(0)
+    })
+}
+
+unsafe extern "C" fn read(
+    f: *mut H5FD_t,
+    _type: H5FD_mem_t,
+    _dxpl: hid_t,
+    addr: haddr_t,
+    size: usize,
+    buf: *mut c_void,
+) -> herr_t {
+    guard("h5tile_gds_read", -1, || {
+        let f = file(f);
+        check_range(f, addr, size)?;
+        let bytes = std::slice::from_raw_parts_mut(buf as *mut u8, size);
+        f.file
+            .read_at(addr, bytes)
+            .map_err(|e| format!("cannot read {size} bytes at {addr} of '{}': {e}", f.name))?;
+        Ok(0)
+    })
+}
+
+unsafe extern "C" fn write(
+    f: *mut H5FD_t,
+    _type: H5FD_mem_t,
+    _dxpl: hid_t,
+    addr: haddr_t,
+    size: usize,
+    buf: *const c_void,
+) -> herr_t {
+    guard("h5tile_gds_write", -1, || {
+        let f = file_mut(f);
+        check_range(f, addr, size)?;
+        let bytes = std::slice::from_raw_parts(buf as *const u8, size);
+        f.file
+            .write_at(addr, bytes)
+            .map_err(|e| format!("cannot write {size} bytes at {addr} of '{}': {e}", f.name))?;
+        Ok(0)
+    })
+}
+
+/// Entry `i` of a vector argument: HDF5 ends the list early by repeating the last entry
+/// (a size of 0, or a type of `H5FD_MEM_NOLIST`, means "as the previous one from here on").
+fn vector_entry<T: Copy + PartialEq>(values: &[T], i: usize, stop: T) -> T {
+    let end = values
+        .iter()
+        .position(|&v| v == stop)
+        .unwrap_or(values.len());
+    values[i.min(end.saturating_sub(1))]
+}
+
+unsafe extern "C" fn read_vector(
+    f: *mut H5FD_t,
+    dxpl: hid_t,
+    count: u32,
+    types: *mut H5FD_mem_t,
+    addrs: *mut haddr_t,
+    sizes: *mut usize,
+    bufs: *mut *mut c_void,
+) -> herr_t {
+    let n = count as usize;
+    if n == 0 {
+        return 0;
+    }
+    let (types, addrs, sizes, bufs) = (
+        std::slice::from_raw_parts(types, n),
+        std::slice::from_raw_parts(addrs, n),
+        std::slice::from_raw_parts(sizes, n),
+        std::slice::from_raw_parts(bufs, n),
+    );
+    for i in 0..n {
+        let (t, size) = (
+            vector_entry(types, i, H5FD_MEM_NOLIST),
+            vector_entry(sizes, i, 0),
+        );
+        if read(f, t, dxpl, addrs[i], size, bufs[i]) < 0 {
+            return -1;
+        }
+    }
+    0
+}
+
+unsafe extern "C" fn write_vector(
+    f: *mut H5FD_t,
+    dxpl: hid_t,
+    count: u32,
+    types: *mut H5FD_mem_t,
+    addrs: *mut haddr_t,
+    sizes: *mut usize,
+    bufs: *mut *const c_void,
+) -> herr_t {
+    let n = count as usize;
+    if n == 0 {
+        return 0;
+    }
+    let (types, addrs, sizes, bufs) = (
+        std::slice::from_raw_parts(types, n),
+        std::slice::from_raw_parts(addrs, n),
+        std::slice::from_raw_parts(sizes, n),
+        std::slice::from_raw_parts(bufs, n),
+    );
+    for i in 0..n {
+        let (t, size) = (
+            vector_entry(types, i, H5FD_MEM_NOLIST),
+            vector_entry(sizes, i, 0),
+        );
+        if write(f, t, dxpl, addrs[i], size, bufs[i]) < 0 {
+            return -1;
+        }
+    }
+    0
+}
+
+unsafe extern "C" fn truncate(f: *mut H5FD_t, _dxpl: hid_t, _closing: bool) -> herr_t {
+    guard("h5tile_gds_truncate", -1, || {
+        let f = file_mut(f);
+        f.file
+            .truncate_to_eoa()
+            .map_err(|e| format!("cannot set the size of '{}' to {}: {e}", f.name, f.file.eoa))?;
+        Ok(0)
+    })
+}
+
+unsafe extern "C" fn lock(f: *mut H5FD_t, rw: bool) -> herr_t {
+    guard("h5tile_gds_lock", -1, || {
+        let f = file(f);
+        f.file
+            .lock(rw)
+            .map_err(|e| format!("cannot lock '{}': {e}", f.name))?;
+        Ok(0)
+    })
+}
+
+unsafe extern "C" fn unlock(f: *mut H5FD_t) -> herr_t {
+    guard("h5tile_gds_unlock", -1, || {
+        let f = file(f);
+        f.file
+            .unlock()
+            .map_err(|e| format!("cannot unlock '{}': {e}", f.name))?;
+        Ok(0)
+    })
+}
+
+unsafe extern "C" fn delete(name: *const c_char, _fapl: hid_t) -> herr_t {
+    guard("h5tile_gds_delete", -1, || {
+        let name = CStr::from_ptr(name).to_string_lossy().into_owned();
+        std::fs::remove_file(&name).map_err(|e| format!("cannot delete '{name}': {e}"))?;
+        Ok(0)
+    })
+}
+
+unsafe extern "C" fn ctl(
+    _f: *mut H5FD_t,
+    op: u64,
+    flags: u64,
+    _input: *const c_void,
+    _output: *mut *mut c_void,
+) -> herr_t {
+    // No operation codes are understood; fail only when the caller asks to.
+    if flags & H5FD_CTL_FAIL_IF_UNKNOWN_FLAG != 0 {
+        host::push_error("h5tile_gds_ctl", &format!("unknown operation code {op}"));
+        return -1;
+    }
+    0
+}
+
+unsafe extern "C" fn terminate() -> herr_t {
+    host::release_error_class();
+    0
+}
+
+/// The `h5tile_gds` driver class.
+pub static CLASS: H5FD_class_t = H5FD_class_t {
+    version: H5FD_CLASS_VERSION,
+    value: H5TILE_GDS_VALUE,
+    name: c"h5tile_gds".as_ptr(),
+    maxaddr: MAXADDR,
+    fc_degree: H5F_CLOSE_WEAK,
+    terminate: Some(terminate),
+    sb_size: None,
+    sb_encode: None,
+    sb_decode: None,
+    fapl_size: 0,
+    fapl_get: None,
+    fapl_copy: None,
+    fapl_free: None,
+    dxpl_size: 0,
+    dxpl_copy: None,
+    dxpl_free: None,
+    open: Some(open),
+    close: Some(close),
+    cmp: Some(cmp),
+    query: Some(query),
+    get_type_map: None,
+    alloc: None,
+    free: None,
+    get_eoa: Some(get_eoa),
+    set_eoa: Some(set_eoa),
+    get_eof: Some(get_eof),
+    get_handle: Some(get_handle),
+    read: Some(read),
+    write: Some(write),
+    read_vector: Some(read_vector),
+    write_vector: Some(write_vector),
+    read_selection: None,
+    write_selection: None,
+    flush: None,
+    truncate: Some(truncate),
+    lock: Some(lock),
+    unlock: Some(unlock),
+    del: Some(delete),
+    ctl: Some(ctl),
+    fl_map: H5FD_FLMAP_DICHOTOMY,
+};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn vector_entries_repeat_the_last_one_after_the_stop_value() {
+        assert_eq!(vector_entry(&[5usize, 7, 0, 9], 0, 0), 5);
+        assert_eq!(vector_entry(&[5usize, 7, 0, 9], 1, 0), 7);
+        assert_eq!(vector_entry(&[5usize, 7, 0, 9], 3, 0), 7);
+        assert_eq!(
+            vector_entry(&[3, H5FD_MEM_NOLIST, 1], 2, H5FD_MEM_NOLIST),
+            3
+        );
+        assert_eq!(vector_entry(&[4usize, 4, 4], 2, 0), 4);
+    }
+}

@@ -1,0 +1,174 @@
+//! The few HDF5 functions the driver calls, found at run time in the libhdf5 already loaded
+//! into the host process. Linking libhdf5 would make the loader bring a second copy beside the
+//! host's (a site's 1.14 module, h5py's renamed copy, Legate's), so the plugin never links it.
+
+use crate::abi::{herr_t, hid_t};
+use std::ffi::{c_char, c_int, c_uint, c_void, CStr, CString};
+use std::sync::Mutex;
+
+type ConfigStr = unsafe extern "C" fn(hid_t, *mut c_char, usize) -> isize;
+type RegisterClass = unsafe extern "C" fn(*const c_char, *const c_char, *const c_char) -> hid_t;
+type CreateMsg = unsafe extern "C" fn(hid_t, c_int, *const c_char) -> hid_t;
+type Push = unsafe extern "C" fn(
+    hid_t,
+    *const c_char,
+    *const c_char,
+    c_uint,
+    hid_t,
+    hid_t,
+    hid_t,
+    *const c_char,
+    ...
+) -> herr_t;
+type UnregisterClass = unsafe extern "C" fn(hid_t) -> herr_t;
+
+/// Address of `name` in the host's libhdf5: first through the global namespace, then in each
+/// loaded object whose name mentions hdf5 (a library loaded with RTLD_LOCAL, as Python does).
+pub fn symbol(name: &CStr) -> *mut c_void {
+    let p = unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) };
+    if !p.is_null() {
+        return p;
+    }
+    for object in loaded_hdf5_objects() {
+        let Ok(path) = CString::new(object) else {
+            continue;
+        };
+        let handle = unsafe { libc::dlopen(path.as_ptr(), libc::RTLD_LAZY | libc::RTLD_NOLOAD) };
+        if handle.is_null() {
+            continue;
+        }
+        let p = unsafe { libc::dlsym(handle, name.as_ptr()) };
+        // RTLD_NOLOAD took a reference to an object that stays loaded anyway.
+        unsafe { libc::dlclose(handle) };
+        if !p.is_null() {
+            return p;
+        }
+    }
+    std::ptr::null_mut()
+}
+
+fn loaded_hdf5_objects() -> Vec<String> {
+    unsafe extern "C" fn visit(
+        info: *mut libc::dl_phdr_info,
+        _size: usize,
+        data: *mut c_void,
+    ) -> c_int {
+        let names = &mut *(data as *mut Vec<String>);
+        let name = (*info).dlpi_name;
+        if !name.is_null() {
+            let name = CStr::from_ptr(name).to_string_lossy();
+            let file = name.rsplit('/').next().unwrap_or("");
+            if file.contains("hdf5") && !file.contains("h5tile") {
+                names.push(name.into_owned());
+            }
+        }
+        0
+    }
+    let mut names: Vec<String> = Vec::new();
+    unsafe { libc::dl_iterate_phdr(Some(visit), &mut names as *mut Vec<String> as *mut c_void) };
+    names
+}
+
+/// The configuration string given with `H5Pset_driver_by_name` or `HDF5_DRIVER_CONFIG`.
+pub fn driver_config(fapl: hid_t) -> Option<String> {
+    let f = symbol(c"H5Pget_driver_config_str");
+    if f.is_null() {
+        return None;
+    }
+    let get: ConfigStr = unsafe { std::mem::transmute(f) };
+    let n = unsafe { get(fapl, std::ptr::null_mut(), 0) };
+    if n <= 0 {
+        return None;
+    }
+    let mut buf = vec![0u8; n as usize + 1];
+    let n = unsafe { get(fapl, buf.as_mut_ptr() as *mut c_char, buf.len()) };
+    if n <= 0 {
+        return None;
+    }
+    buf.truncate(n as usize);
+    Some(String::from_utf8_lossy(&buf).into_owned())
+}
+
+/// The driver's own HDF5 error class and its messages, registered on first use.
+struct ErrorClass {
+    class: hid_t,
+    major: hid_t,
+    minor: hid_t,
+}
+
+static ERROR_CLASS: Mutex<Option<ErrorClass>> = Mutex::new(None);
+
+fn error_class() -> Option<(hid_t, hid_t, hid_t)> {
+    let mut guard = ERROR_CLASS.lock().ok()?;
+    if guard.is_none() {
+        let (register, create) = (symbol(c"H5Eregister_class"), symbol(c"H5Ecreate_msg"));
+        if register.is_null() || create.is_null() {
+            return None;
+        }
+        let register: RegisterClass = unsafe { std::mem::transmute(register) };
+        let create: CreateMsg = unsafe { std::mem::transmute(create) };
+        let version = CString::new(env!("CARGO_PKG_VERSION")).ok()?;
+        let class = unsafe {
+            register(
+                c"h5tile_gds".as_ptr(),
+                c"h5tile_gds VFD".as_ptr(),
+                version.as_ptr(),
+            )
+        };
+        if class < 0 {
+            return None;
+        }
+        let major = unsafe { create(class, 0, c"h5tile_gds virtual file driver".as_ptr()) };
+        let minor = unsafe { create(class, 1, c"driver error".as_ptr()) };
+        *guard = Some(ErrorClass {
+            class,
+            major,
+            minor,
+        });
+    }
+    guard.as_ref().map(|e| (e.class, e.major, e.minor))
+}
+
+/// Pushes `message` onto the HDF5 error stack under the driver's error class, so the caller's
+/// HDF5 error report says what went wrong in the driver.
+pub fn push_error(func: &str, message: &str) {
+    // Not logged as an error: HDF5 itself tries opens that may fail (a file not there yet)
+    // and reports the failures that matter, with this message on its stack.
+    crate::log::debug(message);
+    let push = symbol(c"H5Epush2");
+    let Some((class, major, minor)) = error_class() else {
+        return;
+    };
+    if push.is_null() {
+        return;
+    }
+    let push: Push = unsafe { std::mem::transmute(push) };
+    let func = CString::new(func).unwrap_or_default();
+    let message = CString::new(message.replace('\0', " ")).unwrap_or_default();
+    unsafe {
+        push(
+            0,
+            c"h5tile_gds".as_ptr(),
+            func.as_ptr(),
+            0,
+            class,
+            major,
+            minor,
+            c"%s".as_ptr(),
+            message.as_ptr(),
+        );
+    }
+}
+
+/// Forgets the error class (HDF5 is shutting down; its ids die with it).
+pub fn release_error_class() {
+    if let Ok(mut guard) = ERROR_CLASS.lock() {
+        if let Some(e) = guard.take() {
+            let f = symbol(c"H5Eunregister_class");
+            if !f.is_null() {
+                let unregister: UnregisterClass = unsafe { std::mem::transmute(f) };
+                unsafe { unregister(e.class) };
+            }
+        }
+    }
+}

@@ -1,0 +1,60 @@
+//! `H5TILE_LOG=error|warn|info|debug`: what the driver prints to standard error. Unset (or any
+//! other value) prints nothing, so a successful run is silent unless asked.
+
+use std::sync::OnceLock;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Level {
+    Off,
+    Error,
+    Warn,
+    Info,
+    Debug,
+}
+
+impl Level {
+    pub fn parse(value: Option<&str>) -> Level {
+        match value.map(|v| v.trim().to_ascii_lowercase()).as_deref() {
+            Some("error") => Level::Error,
+            Some("warn") | Some("warning") => Level::Warn,
+            Some("info") => Level::Info,
+            Some("debug") => Level::Debug,
+            _ => Level::Off,
+        }
+    }
+}
+
+fn level() -> Level {
+    static LEVEL: OnceLock<Level> = OnceLock::new();
+    *LEVEL.get_or_init(|| Level::parse(std::env::var("H5TILE_LOG").ok().as_deref()))
+}
+
+fn emit(at: Level, tag: &str, message: &str) {
+    if level() >= at {
+        eprintln!("h5tile_gds {tag}: {message}");
+    }
+}
+
+pub fn info(message: &str) {
+    emit(Level::Info, "info", message);
+}
+
+pub fn debug(message: &str) {
+    emit(Level::Debug, "debug", message);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn levels_parse_and_order() {
+        assert_eq!(Level::parse(None), Level::Off);
+        assert_eq!(Level::parse(Some("INFO")), Level::Info);
+        assert_eq!(Level::parse(Some(" debug ")), Level::Debug);
+        assert_eq!(Level::parse(Some("loud")), Level::Off);
+        assert!(
+            Level::Debug > Level::Info && Level::Info > Level::Warn && Level::Error > Level::Off
+        );
+    }
+}
