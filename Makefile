@@ -75,6 +75,9 @@ test-c: stage
 	@echo "--- the suite again, every file h5tile touches going through the h5tile_gds driver"
 	cd $(BUILD)/c-tests && HDF5_PLUGIN_PATH=$(STAGE)/lib/h5tile/plugins HDF5_DRIVER=h5tile_gds \
 	  $(CTEST) --output-on-failure -E '^plugin_'
+	@echo "--- and once more with O_DIRECT and parallel pieces (direct=on,threads=3)"
+	cd $(BUILD)/c-tests && HDF5_PLUGIN_PATH=$(STAGE)/lib/h5tile/plugins HDF5_DRIVER=h5tile_gds \
+	  HDF5_DRIVER_CONFIG=direct=on,threads=3,block=64KiB,bounce=128KiB $(CTEST) --output-on-failure -E '^plugin_'
 
 demo: stage
 	$(CMAKE) -S examples -B $(BUILD)/examples -DCMAKE_PREFIX_PATH=$(STAGE) >/dev/null

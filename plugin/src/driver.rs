@@ -2,7 +2,7 @@
 //! failures on the HDF5 error stack (never `exit`, never a panic across the boundary).
 
 use crate::abi::*;
-use crate::config::Config;
+use crate::config::{Config, Gds};
 use crate::posix::{OpenMode, PosixFile};
 use crate::{host, log};
 use std::ffi::{c_char, c_int, c_ulong, c_void, CStr};
@@ -14,7 +14,6 @@ struct GdsFile {
     public: H5FD_t,
     name: String,
     file: PosixFile,
-    #[allow(dead_code)]
     config: Config,
 }
 
@@ -80,21 +79,31 @@ unsafe extern "C" fn open(
         let config_text = host::driver_config(fapl).unwrap_or_default();
         let config = Config::parse(&config_text)
             .map_err(|e| format!("bad h5tile_gds configuration '{config_text}': {e}"))?;
+        if config.gds == Gds::On {
+            return Err(format!(
+                "'{name}': gds=on asks for cuFile, which this build of h5tile_gds cannot use yet"
+            ));
+        }
         let mode = OpenMode {
             write: flags & H5F_ACC_RDWR != 0,
             create: flags & H5F_ACC_CREAT != 0,
             truncate: flags & H5F_ACC_TRUNC != 0,
             exclusive: flags & H5F_ACC_EXCL != 0,
         };
-        let file =
-            PosixFile::open(&name, mode).map_err(|e| format!("cannot open '{name}': {e}"))?;
+        let file = PosixFile::open_with(&name, mode, config.direct, config.bounce)
+            .map_err(|e| format!("cannot open '{name}': {e}"))?;
+        let access = if mode.write {
+            "read-write"
+        } else {
+            "read-only"
+        };
+        let direct = if config.direct {
+            " (O_DIRECT for raw data)"
+        } else {
+            ""
+        };
         log::info(&format!(
-            "opened '{name}' ({}) path=posix config='{config_text}'",
-            if mode.write {
-                "read-write"
-            } else {
-                "read-only"
-            }
+            "opened '{name}' ({access}) path=posix{direct} config='{config_text}'"
         ));
         let public: H5FD_t = std::mem::zeroed();
         Ok(Box::into_raw(Box::new(GdsFile {

@@ -12,6 +12,7 @@ pub mod config;
 pub mod driver;
 pub mod host;
 pub mod log;
+pub mod plan;
 pub mod posix;
 
 use std::ffi::c_int;
