@@ -6,7 +6,7 @@
 #                             against the installed package, h5py interop
 #   make install PREFIX=dir   lib/libh5tile.so, include/h5tile.h, CMake config, pkg-config file
 #   make header               regenerate include/h5tile.h after changing the C API
-#   make bench                batched against whole reads: throughput ratio and peak memory
+#   make bench                h5tile beside POSIX and h5py: throughput, memory, tile count
 #
 # HDF5_VERSION=2.2.0 (default) or 1.14.5 picks the HDF5 line built into .deps/; HDF5_DIR=<prefix>
 # uses an HDF5 >= 1.14 already installed instead.
@@ -86,11 +86,12 @@ demo: stage
 	@echo "--- the same program with no launcher (one process):"
 	$(BUILD)/examples/heat2d $(BUILD)/demo/heat-serial.h5
 
-# Speed and memory, measured side by side in one run (see bench/run.sh for the knobs).
+# Speed and memory beside the baselines, measured side by side in one run (bench/suite.py
+# says what and the knobs); prints ratios, writes target/bench/suite.json and suite.png.
 bench: stage
 	$(CMAKE) -S bench -B $(BUILD)/bench -DCMAKE_PREFIX_PATH=$(STAGE) >/dev/null
 	$(CMAKE) --build $(BUILD)/bench
-	bench/run.sh $(BUILD)/bench/bench_batches $(PYTHON) $(CURDIR)/target/bench/batches.json
+	$(PYTHON) bench/suite.py $(BUILD)/bench/bench_h5tile $$(command -v $(MPIRUN)) $(CURDIR)/target/bench
 
 clean:
 	rm -rf build target

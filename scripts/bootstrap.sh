@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs everything h5tile needs on a fresh Debian 12 machine, once:
 #   - Debian packages: OpenMPI, libclang (rsmpi's bindgen), zlib, pkg-config, gfortran;
-#   - a project-local Python venv (.deps/venv) with CMake >= 3.26, h5py and numpy from PyPI;
+#   - a project-local Python venv (.deps/venv) with CMake >= 3.26, h5py, numpy and matplotlib
+#     (for make bench's plot) from PyPI;
 #   - HDF5 as a shared library with deflate, built from the source the published crate
 #     hdf5-metno-src ships (scripts/build-hdf5.sh), unless HDF5_DIR already names one >= 1.14.
 # Every step is skipped when its result is already there, so a second run takes seconds.
@@ -27,10 +28,10 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 venv="$deps/venv"
-if ! "$venv/bin/python" -c 'import h5py, numpy, cmake' 2>/dev/null; then
-  echo "bootstrap: creating $venv (cmake, h5py, numpy from PyPI)"
+if ! "$venv/bin/python" -c 'import h5py, numpy, cmake, matplotlib' 2>/dev/null; then
+  echo "bootstrap: creating $venv (cmake, h5py, numpy, matplotlib from PyPI)"
   python3 -m venv "$venv"
-  "$venv/bin/pip" install -q --disable-pip-version-check 'cmake>=3.26' h5py numpy
+  "$venv/bin/pip" install -q --disable-pip-version-check 'cmake>=3.26' h5py numpy matplotlib
 fi
 
 "$root/scripts/build-hdf5.sh"

@@ -91,6 +91,8 @@ unsafe fn write_vds(
 ) -> Result<()> {
     let dir = layout::tile_dir(args.path);
     let mut written: Vec<PathBuf> = Vec::new();
+    // [data offset, file size] of each tile written here, for the master (see vds::TileBytes).
+    let mut bytes: Vec<u64> = Vec::new();
     let result = comm.agree_on(|| {
         for (k, local) in args
             .tiles
@@ -105,30 +107,42 @@ unsafe fn write_vds(
                 k,
             ));
             written.push(path.clone());
-            vds::write_tile(&path, args.dtype, &local.tile, args.global, local.buf)?;
+            let b = vds::write_tile(&path, args.dtype, &local.tile, args.global, local.buf)?;
+            bytes.extend([b.data_offset, b.file_size]);
         }
         Ok(())
     });
+    let bytes_by_rank = if result.is_ok() {
+        comm.gather_varcount_to_root(&bytes)
+    } else {
+        None
+    };
     let finish = |tmp: &Path| {
         let dir_name = dir
             .file_name()
             .unwrap_or_default()
             .to_string_lossy()
             .into_owned();
-        let sources: Vec<(Tile, String)> = all_tiles
+        let bytes_by_rank = bytes_by_rank.unwrap_or_default();
+        let mut next = vec![0usize; bytes_by_rank.len()];
+        let mut sources: Vec<(Tile, String, vds::TileBytes)> = Vec::new();
+        for (rank, k, t) in all_tiles
             .into_iter()
             .flatten()
             .filter(|(_, _, t)| !t.is_empty())
-            .map(|(rank, k, t)| {
-                (
-                    t,
-                    format!(
-                        "{dir_name}/{}",
-                        layout::tile_file_name(args.dataset, generation, rank, k)
-                    ),
-                )
-            })
-            .collect();
+        {
+            let i = next[rank];
+            next[rank] += 2;
+            let b = vds::TileBytes {
+                data_offset: bytes_by_rank[rank][i],
+                file_size: bytes_by_rank[rank][i + 1],
+            };
+            let name = format!(
+                "{dir_name}/{}",
+                layout::tile_file_name(args.dataset, generation, rank, k)
+            );
+            sources.push((t, name, b));
+        }
         vds::write_master(tmp, args.dataset, args.dtype, args.global, &sources)
     };
     let (result, committed) = match result {
