@@ -31,7 +31,6 @@ pub const H5F_ACC_EXCL: c_uint = 0x0004;
 pub const H5F_ACC_CREAT: c_uint = 0x0010;
 
 pub const H5FD_MEM_NOLIST: H5FD_mem_t = -1;
-pub const H5FD_MEM_SUPER: H5FD_mem_t = 1;
 pub const H5FD_MEM_DRAW: H5FD_mem_t = 3;
 pub const H5FD_MEM_NTYPES: usize = 7;
 /// Metadata and raw data in separate free-list pools, as sec2 does.

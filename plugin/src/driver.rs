@@ -223,6 +223,34 @@ fn vector_entry<T: Copy + PartialEq>(values: &[T], i: usize, stop: T) -> T {
     values[i.min(end.saturating_sub(1))]
 }
 
+/// Calls `op(type, addr, size, i)` for each of the `count` entries of a vector request,
+/// stopping at the first failure.
+unsafe fn each_entry(
+    count: u32,
+    types: *const H5FD_mem_t,
+    addrs: *const haddr_t,
+    sizes: *const usize,
+    mut op: impl FnMut(H5FD_mem_t, haddr_t, usize, usize) -> herr_t,
+) -> herr_t {
+    let n = count as usize;
+    if n == 0 {
+        return 0;
+    }
+    let types = std::slice::from_raw_parts(types, n);
+    let addrs = std::slice::from_raw_parts(addrs, n);
+    let sizes = std::slice::from_raw_parts(sizes, n);
+    for (i, &addr) in addrs.iter().enumerate() {
+        let (t, size) = (
+            vector_entry(types, i, H5FD_MEM_NOLIST),
+            vector_entry(sizes, i, 0),
+        );
+        if op(t, addr, size, i) < 0 {
+            return -1;
+        }
+    }
+    0
+}
+
 unsafe extern "C" fn read_vector(
     f: *mut H5FD_t,
     dxpl: hid_t,
@@ -232,26 +260,9 @@ unsafe extern "C" fn read_vector(
     sizes: *mut usize,
     bufs: *mut *mut c_void,
 ) -> herr_t {
-    let n = count as usize;
-    if n == 0 {
-        return 0;
-    }
-    let (types, addrs, sizes, bufs) = (
-        std::slice::from_raw_parts(types, n),
-        std::slice::from_raw_parts(addrs, n),
-        std::slice::from_raw_parts(sizes, n),
-        std::slice::from_raw_parts(bufs, n),
-    );
-    for i in 0..n {
-        let (t, size) = (
-            vector_entry(types, i, H5FD_MEM_NOLIST),
-            vector_entry(sizes, i, 0),
-        );
-        if read(f, t, dxpl, addrs[i], size, bufs[i]) < 0 {
-            return -1;
-        }
-    }
-    0
+    each_entry(count, types, addrs, sizes, |t, addr, size, i| {
+        read(f, t, dxpl, addr, size, *bufs.add(i))
+    })
 }
 
 unsafe extern "C" fn write_vector(
@@ -263,26 +274,9 @@ unsafe extern "C" fn write_vector(
     sizes: *mut usize,
     bufs: *mut *const c_void,
 ) -> herr_t {
-    let n = count as usize;
-    if n == 0 {
-        return 0;
-    }
-    let (types, addrs, sizes, bufs) = (
-        std::slice::from_raw_parts(types, n),
-        std::slice::from_raw_parts(addrs, n),
-        std::slice::from_raw_parts(sizes, n),
-        std::slice::from_raw_parts(bufs, n),
-    );
-    for i in 0..n {
-        let (t, size) = (
-            vector_entry(types, i, H5FD_MEM_NOLIST),
-            vector_entry(sizes, i, 0),
-        );
-        if write(f, t, dxpl, addrs[i], size, bufs[i]) < 0 {
-            return -1;
-        }
-    }
-    0
+    each_entry(count, types, addrs, sizes, |t, addr, size, i| {
+        write(f, t, dxpl, addr, size, *bufs.add(i))
+    })
 }
 
 unsafe extern "C" fn truncate(f: *mut H5FD_t, _dxpl: hid_t, _closing: bool) -> herr_t {

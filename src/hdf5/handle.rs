@@ -7,7 +7,6 @@ use crate::status::Result;
 use hdf5_sys::h5::{hsize_t, htri_t};
 use hdf5_sys::h5d::*;
 use hdf5_sys::h5f::*;
-use hdf5_sys::h5g::*;
 use hdf5_sys::h5i::hid_t;
 use hdf5_sys::h5p::*;
 use hdf5_sys::h5s::*;
@@ -47,10 +46,6 @@ macro_rules! handle {
 handle!(
     /// An open HDF5 file.
     File, H5Fclose
-);
-handle!(
-    /// An open group.
-    Group, H5Gclose
 );
 handle!(
     /// An open dataset.

@@ -4,7 +4,7 @@
 
 mod handle;
 
-pub use handle::{Attribute, Dataset, File, Group, Plist, Space, Type};
+pub use handle::{Attribute, Dataset, File, Plist, Space, Type};
 
 use crate::status::{Error, Result, H5TILE_ERR_HDF5};
 use hdf5_sys::h5::herr_t;
@@ -30,14 +30,6 @@ pub fn lock() -> Lock {
         H5Eset_auto2(H5E_DEFAULT, None, std::ptr::null_mut());
     });
     Lock(guard)
-}
-
-/// The version of the libhdf5 actually loaded, as "major.minor.release".
-pub fn library_version() -> String {
-    let _l = lock();
-    let (mut a, mut b, mut c) = (0, 0, 0);
-    unsafe { hdf5_sys::h5::H5get_libversion(&mut a, &mut b, &mut c) };
-    format!("{a}.{b}.{c}")
 }
 
 /// Turns a negative HDF5 return value into `H5TILE_ERR_HDF5` whose message is `what` followed

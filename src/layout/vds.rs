@@ -273,6 +273,24 @@ fn missing_tile(path: &Path, region: &Tile, dataset: &str, master: &Path, why: &
     )
 }
 
+/// The file holding `region` of `dataset` in `master`, as HDF5 would find it (`file` "."
+/// is the master itself), or `H5TILE_ERR_MISSING_TILE` when it does not exist.
+fn locate_source(master: &Path, file: &str, region: &Tile, dataset: &str) -> Result<PathBuf> {
+    if file == "." {
+        return Ok(master.to_path_buf());
+    }
+    match resolve_source(master, file) {
+        (path, true) => Ok(path),
+        (path, false) => Err(missing_tile(
+            &path,
+            region,
+            dataset,
+            master,
+            "does not exist",
+        )),
+    }
+}
+
 /// Checks that every source of virtual dataset `dset` (in `master`) whose elements meet `want`
 /// exists and opens, since HDF5 alone would read fill values in place of a lost tile.
 /// Sources named with printf-style patterns are left to HDF5.
@@ -280,23 +298,20 @@ pub fn check_sources(master: &Path, dataset: &str, dset: &Dataset, want: &Tile) 
     let _l = hdf5::lock();
     for src in sources(dset, want.ndim())? {
         let Some(region) = &src.region else { continue };
-        if src.file.contains('%')
-            || src.dataset.contains('%')
-            || want.intersection(region).is_none()
-        {
+        let names = (
+            unescape_source_name(&src.file),
+            unescape_source_name(&src.dataset),
+        );
+        let (Some(file), Some(source_dataset)) = names else {
+            continue;
+        };
+        if want.intersection(region).is_none() {
             continue;
         }
-        let (path, found) = if src.file == "." {
-            (master.to_path_buf(), true)
-        } else {
-            resolve_source(master, &src.file)
-        };
+        let path = locate_source(master, &file, region, dataset)?;
         let missing = |why: String| missing_tile(&path, region, dataset, master, &why);
-        if !found {
-            return Err(missing("does not exist".into()));
-        }
         let opened = File::open_read(&path)
-            .and_then(|f| Dataset::open(f.id(), &src.dataset).map(|d| (f, d)));
+            .and_then(|f| Dataset::open(f.id(), &source_dataset).map(|d| (f, d)));
         if let Err(e) = opened {
             return Err(missing(format!("cannot be read ({})", e.message)));
         }
@@ -543,16 +558,9 @@ impl DirectReader {
         if bytes.data_offset == HADDR_UNDEF {
             return Ok(false);
         }
-        let (path, found) = if m.file == "." {
-            (self.master.clone(), true)
-        } else {
-            resolve_source(&self.master, &m.file)
-        };
+        let path = locate_source(&self.master, &m.file, &m.region, &self.dataset)?;
         let missing =
             |why: String| missing_tile(&path, &m.region, &self.dataset, &self.master, &why);
-        if !found {
-            return Err(missing("does not exist".into()));
-        }
         let file =
             std::fs::File::open(&path).map_err(|e| missing(format!("cannot be read ({e})")))?;
         if file.metadata().map(|md| md.len()).ok() != Some(bytes.file_size) {
@@ -636,16 +644,9 @@ impl DirectReader {
             return Ok(0);
         }
         let m = &self.mappings[i];
-        let (path, found) = if m.file == "." {
-            (self.master.clone(), true)
-        } else {
-            resolve_source(&self.master, &m.file)
-        };
+        let path = locate_source(&self.master, &m.file, &m.region, &self.dataset)?;
         let missing =
             |why: String| missing_tile(&path, &m.region, &self.dataset, &self.master, &why);
-        if !found {
-            return Err(missing("does not exist".into()));
-        }
         let file = File::open_read(&path)
             .map_err(|e| missing(format!("cannot be read ({})", e.message)))?;
         let dset = Dataset::open(file.id(), &m.dataset)
