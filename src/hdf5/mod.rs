@@ -2,6 +2,7 @@
 //! library's one-time set-up, turning HDF5 failures into `H5TILE_ERR_HDF5` with the error
 //! stack, and small RAII handle types (`handle`).
 
+pub mod gds;
 mod handle;
 
 pub use handle::{Attribute, Dataset, File, Plist, Space, Type};
