@@ -1,7 +1,8 @@
 #!/bin/sh
 # The driver is silent unless asked: without H5TILE_LOG a successful run prints nothing on
 # standard error; with H5TILE_LOG=info it prints exactly one "opened" line per file opened
-# through it, naming the path taken (posix on this machine).
+# through it, naming the path taken (posix on this machine); at debug, closes report how raw
+# data moved, so direct=on and threads=N are seen to take effect.
 # usage: plugin_log.sh PLUGIN_HDF5_PROGRAM SCRATCH_DIR
 set -eu
 prog=$1 dir=$2
@@ -23,4 +24,16 @@ if [ -z "$opens" ] || [ "$opens" -lt 1 ] || [ "$lines" != "$opens" ] || [ "$othe
     cat "$dir/err2" >&2
     exit 1
 fi
+# At debug, each close reports the raw-data routes taken: each configuration key must show.
+route() { # CONFIG PATTERN
+    H5TILE_LOG=debug "$prog" by-name "$dir/route" "$1" > "$dir/out3" 2> "$dir/err3"
+    if ! grep -Eq "^h5tile_gds debug: closed .*$2" "$dir/err3"; then
+        echo "plugin_log: with '$1' no close reported /$2/:" >&2
+        cat "$dir/err3" >&2
+        exit 1
+    fi
+}
+route "direct=on,bounce=64KiB" "\\(raw data: [1-9][0-9]* O_DIRECT pieces"
+route "threads=4,block=4KiB" "[1-9][0-9]* transfers split over workers"
+route "gds=off" "\\(raw data: 0 O_DIRECT pieces, 0 transfers split"
 echo "plugin_log: OK"

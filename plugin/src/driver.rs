@@ -118,7 +118,11 @@ unsafe extern "C" fn open(
 unsafe extern "C" fn close(f: *mut H5FD_t) -> herr_t {
     guard("h5tile_gds_close", -1, || {
         let f = Box::from_raw(f as *mut GdsFile);
-        log::debug(&format!("closed '{}'", f.name));
+        let stats = f.file.stats;
+        log::debug(&format!(
+            "closed '{}' (raw data: {} O_DIRECT pieces, {} transfers split over workers)",
+            f.name, stats.direct_pieces, stats.split_transfers
+        ));
         drop(f);
         Ok(0)
     })
@@ -177,18 +181,17 @@ unsafe extern "C" fn get_handle(f: *mut H5FD_t, _fapl: hid_t, handle: *mut *mut 
 
 unsafe extern "C" fn read(
     f: *mut H5FD_t,
-    _type: H5FD_mem_t,
+    kind: H5FD_mem_t,
     _dxpl: hid_t,
     addr: haddr_t,
     size: usize,
     buf: *mut c_void,
 ) -> herr_t {
     guard("h5tile_gds_read", -1, || {
-        let f = file(f);
+        let f = file_mut(f);
         check_range(f, addr, size)?;
         let bytes = std::slice::from_raw_parts_mut(buf as *mut u8, size);
-        f.file
-            .read_at(addr, bytes)
+        f.read_bytes(kind, addr, bytes)
             .map_err(|e| format!("cannot read {size} bytes at {addr} of '{}': {e}", f.name))?;
         Ok(0)
     })
@@ -196,7 +199,7 @@ unsafe extern "C" fn read(
 
 unsafe extern "C" fn write(
     f: *mut H5FD_t,
-    _type: H5FD_mem_t,
+    kind: H5FD_mem_t,
     _dxpl: hid_t,
     addr: haddr_t,
     size: usize,
@@ -206,11 +209,28 @@ unsafe extern "C" fn write(
         let f = file_mut(f);
         check_range(f, addr, size)?;
         let bytes = std::slice::from_raw_parts(buf as *const u8, size);
-        f.file
-            .write_at(addr, bytes)
+        f.write_bytes(kind, addr, bytes)
             .map_err(|e| format!("cannot write {size} bytes at {addr} of '{}': {e}", f.name))?;
         Ok(0)
     })
+}
+
+impl GdsFile {
+    /// Raw data takes the configured route (O_DIRECT, or pieces over workers); metadata is
+    /// read and written plainly.
+    fn read_bytes(&mut self, kind: H5FD_mem_t, addr: u64, buf: &mut [u8]) -> std::io::Result<()> {
+        match kind {
+            H5FD_MEM_DRAW => self.file.read_raw(addr, buf, &self.config),
+            _ => self.file.read_at(addr, buf),
+        }
+    }
+
+    fn write_bytes(&mut self, kind: H5FD_mem_t, addr: u64, buf: &[u8]) -> std::io::Result<()> {
+        match kind {
+            H5FD_MEM_DRAW => self.file.write_raw(addr, buf, &self.config),
+            _ => self.file.write_at(addr, buf),
+        }
+    }
 }
 
 /// Entry `i` of a vector argument: HDF5 ends the list early by repeating the last entry

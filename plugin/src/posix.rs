@@ -28,6 +28,17 @@ pub struct PosixFile {
     pub inode: u64,
     /// The O_DIRECT descriptor and its bounce buffer, with `direct=on`.
     direct: Option<(OwnedFd, AlignedBuffer)>,
+    /// What the raw-data routes did, for the debug log and the tests.
+    pub stats: RawStats,
+}
+
+/// Counts of raw-data transfers by route.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RawStats {
+    /// Aligned pieces moved through the O_DIRECT descriptor.
+    pub direct_pieces: u64,
+    /// Transfers cut into `block` pieces and moved by more than one worker.
+    pub split_transfers: u64,
 }
 
 /// A zeroed buffer aligned for O_DIRECT.
@@ -131,17 +142,18 @@ fn pwrite_full(fd: i32, addr: u64, buf: &[u8]) -> io::Result<()> {
 }
 
 /// Runs `work(piece_start, piece_end)` over the `block`-sized pieces of `0..len` on up to
-/// `threads` workers (inline when one would do); the first error wins.
+/// `threads` workers (inline when one would do); the first error wins. Returns the number of
+/// workers used.
 fn in_pieces(
     len: usize,
     block: usize,
     threads: usize,
     work: impl Fn(usize, usize) -> io::Result<()> + Sync,
-) -> io::Result<()> {
+) -> io::Result<usize> {
     let count = len.div_ceil(block.max(1));
     let workers = threads.min(count);
     if workers <= 1 {
-        return work(0, len);
+        return work(0, len).map(|()| 1);
     }
     let next = AtomicUsize::new(0);
     std::thread::scope(|scope| {
@@ -159,7 +171,8 @@ fn in_pieces(
         handles.into_iter().try_for_each(|h| {
             h.join()
                 .unwrap_or_else(|_| Err(io::Error::other("worker panicked")))
-        })
+        })?;
+        Ok(workers)
     })
 }
 
@@ -219,6 +232,7 @@ impl PosixFile {
             device: st.st_dev,
             inode: st.st_ino,
             direct,
+            stats: RawStats::default(),
         })
     }
 
@@ -248,13 +262,15 @@ impl PosixFile {
         }
         let fd = self.raw_fd();
         let base = buf.as_mut_ptr() as usize;
-        in_pieces(buf.len(), config.block, config.threads, |a, b| {
+        let workers = in_pieces(buf.len(), config.block, config.threads, |a, b| {
             // Each worker fills its own disjoint part of `buf`.
             let part = unsafe { std::slice::from_raw_parts_mut((base + a) as *mut u8, b - a) };
             let n = pread_full(fd, addr + a as u64, part)?;
             part[n..].fill(0);
             Ok(())
-        })
+        })?;
+        self.stats.split_transfers += u64::from(workers > 1);
+        Ok(())
     }
 
     pub fn write_raw(&mut self, addr: u64, buf: &[u8], config: &Config) -> io::Result<()> {
@@ -262,9 +278,10 @@ impl PosixFile {
             return self.write_direct(addr, buf);
         }
         let fd = self.raw_fd();
-        in_pieces(buf.len(), config.block, config.threads, |a, b| {
+        let workers = in_pieces(buf.len(), config.block, config.threads, |a, b| {
             pwrite_full(fd, addr + a as u64, &buf[a..b])
         })?;
+        self.stats.split_transfers += u64::from(workers > 1);
         self.eof = self.eof.max(addr + buf.len() as u64);
         Ok(())
     }
@@ -281,6 +298,7 @@ impl PosixFile {
             if let Some((from, to, count)) = plan::overlap(p0, p1, addr, len) {
                 buf[to..to + count].copy_from_slice(&staged[from..from + count]);
             }
+            self.stats.direct_pieces += 1;
         }
         Ok(())
     }
@@ -303,6 +321,7 @@ impl PosixFile {
             pwrite_full(dfd.as_raw_fd(), p0, staged)?;
             // The file now reaches the aligned end: truncate trims it back to the EOA.
             self.eof = self.eof.max(p1);
+            self.stats.direct_pieces += 1;
         }
         Ok(())
     }
@@ -442,6 +461,11 @@ mod tests {
                 PosixFile::open_with(path.to_str().unwrap(), mode, direct, 64 << 10).unwrap();
             // Unaligned pieces, overlapping rewrites, a hole, writes past the end.
             f.write_raw(10, &data[..70_000], &parallel).unwrap();
+            // The route taken shows in the counts: O_DIRECT pieces, or transfers over workers.
+            assert_eq!(
+                (f.stats.direct_pieces > 0, f.stats.split_transfers > 0),
+                (direct, !direct)
+            );
             f.write_raw(5000, &data[100..9000], &parallel).unwrap();
             f.write_raw(250_001, &data[..33_333], &parallel).unwrap();
             f.eoa = 283_334;
