@@ -168,6 +168,13 @@ static void conversion(const char *scratch) {
             }
     }
     h5tile_batches_free(it);
+    /* h5tile_read takes its type as an argument: opts->dtype must agree with it */
+    int32_t one[1];
+    const uint64_t z[2] = {0, 0}, e[2] = {1, 1};
+    EXPECT_STATUS(h5tile_read(MPI_COMM_WORLD, path, "/data", H5TILE_INT32, 2, z, e, one, &o),
+                  H5TILE_ERR_INVALID_ARGUMENT);
+    o.dtype = H5TILE_INT32;
+    EXPECT_OK(h5tile_read(MPI_COMM_WORLD, path, "/data", H5TILE_INT32, 2, z, e, one, &o));
     o.dtype = H5TILE_COMPLEX128; /* int32 cannot become complex */
     it = (h5tile_batches *)&o;   /* must be reset to NULL on failure */
     EXPECT_STATUS(h5tile_batches_open(MPI_COMM_WORLD, path, "/data", 2, c, &o, &it),
