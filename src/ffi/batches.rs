@@ -27,7 +27,8 @@ pub struct h5tile_batches(Batches);
 /// next is read by a background thread; an open iterator holds about one chunk of memory (two
 /// for chunked files whose storage chunks straddle the requested ones), whatever the dataset
 /// size. Elements come in the dataset's type, or in `opts->dtype` (converted by HDF5). Reads
-/// every layout `h5tile_read` reads; missing virtual-dataset sources are detected here.
+/// every layout `h5tile_read` reads; a missing virtual-dataset source fails the chunk that
+/// needs it with `H5TILE_ERR_MISSING_TILE` (unless `H5TILE_READ_FILL_MISSING`).
 /// On success `*out` is the iterator; on failure it is NULL.
 ///
 /// # Safety
