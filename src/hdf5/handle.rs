@@ -1,6 +1,6 @@
-//! RAII wrappers for HDF5 identifiers: each closes its id when dropped (taking the HDF5 lock),
-//! so no other module calls an `H5*close` function. Use them only while holding
-//! `hdf5::lock()`.
+//! RAII wrappers for HDF5 identifiers: each closes its id when dropped, so no other module
+//! calls an `H5*close` function. Every method (and the drop) takes the process-wide HDF5 lock
+//! itself, so no HDF5 call here can race another thread's.
 
 use super::{check, cstr};
 use crate::status::Result;
@@ -75,6 +75,7 @@ fn path_str(path: &Path) -> std::ffi::CString {
 impl File {
     /// Creates (truncating) the file at `path`.
     pub fn create(path: &Path) -> Result<File> {
+        let _l = super::lock();
         let id = unsafe {
             H5Fcreate(
                 path_str(path).as_ptr(),
@@ -90,12 +91,14 @@ impl File {
 
     /// Opens `path` read-only.
     pub fn open_read(path: &Path) -> Result<File> {
+        let _l = super::lock();
         let id = unsafe { H5Fopen(path_str(path).as_ptr(), H5F_ACC_RDONLY, H5P_DEFAULT) };
         File::from_id(id, || format!("cannot open HDF5 file '{}'", path.display()))
     }
 
     /// Closes the file and reports a failure to flush it, which dropping would hide.
     pub fn close(mut self) -> Result<()> {
+        let _l = super::lock();
         let id = std::mem::replace(&mut self.0, -1);
         check(unsafe { H5Fclose(id) }, || {
             "cannot close HDF5 file".to_string()
@@ -113,6 +116,7 @@ impl Dataset {
         space: &Space,
         dcpl: &Plist,
     ) -> Result<Dataset> {
+        let _l = super::lock();
         let lcpl = Plist::create(*H5P_CLS_LINK_CREATE)?;
         check(
             unsafe { H5Pset_create_intermediate_group(lcpl.id(), 1) },
@@ -134,29 +138,34 @@ impl Dataset {
 
     /// Opens dataset `name` in `loc` with the default access properties.
     pub fn open(loc: hid_t, name: &str) -> Result<Dataset> {
+        let _l = super::lock();
         let id = unsafe { H5Dopen2(loc, cstr(name).as_ptr(), H5P_DEFAULT) };
         Dataset::from_id(id, || format!("cannot open dataset '{name}'"))
     }
 
     /// Opens dataset `name` in `loc` with access properties `dapl` (e.g. a chunk cache).
     pub fn open_with_access(loc: hid_t, name: &str, dapl: &Plist) -> Result<Dataset> {
+        let _l = super::lock();
         let id = unsafe { H5Dopen2(loc, cstr(name).as_ptr(), dapl.id()) };
         Dataset::from_id(id, || format!("cannot open dataset '{name}'"))
     }
 
     pub fn space(&self) -> Result<Space> {
+        let _l = super::lock();
         Space::from_id(unsafe { H5Dget_space(self.0) }, || {
             "cannot get dataset dataspace".into()
         })
     }
 
     pub fn dtype(&self) -> Result<Type> {
+        let _l = super::lock();
         Type::from_id(unsafe { H5Dget_type(self.0) }, || {
             "cannot get dataset datatype".into()
         })
     }
 
     pub fn create_plist(&self) -> Result<Plist> {
+        let _l = super::lock();
         Plist::from_id(unsafe { H5Dget_create_plist(self.0) }, || {
             "cannot get dataset creation properties".into()
         })
@@ -173,6 +182,7 @@ impl Dataset {
         file_space: hid_t,
         buf: *const c_void,
     ) -> Result<()> {
+        let _l = super::lock();
         check(
             H5Dwrite(
                 self.0,
@@ -198,6 +208,7 @@ impl Dataset {
         file_space: hid_t,
         buf: *mut c_void,
     ) -> Result<()> {
+        let _l = super::lock();
         check(
             H5Dread(
                 self.0,
@@ -216,12 +227,14 @@ impl Dataset {
 impl Space {
     /// A simple dataspace of the given extents, everything selected.
     pub fn simple(dims: &[u64]) -> Result<Space> {
+        let _l = super::lock();
         let id = unsafe { H5Screate_simple(dims.len() as i32, dims.as_ptr(), std::ptr::null()) };
         Space::from_id(id, || format!("cannot create dataspace {dims:?}"))
     }
 
     /// Extents of the dataspace (empty for a scalar).
     pub fn dims(&self) -> Result<Vec<u64>> {
+        let _l = super::lock();
         let n = check(unsafe { H5Sget_simple_extent_ndims(self.0) }, || {
             "cannot get rank".into()
         })?;
@@ -235,6 +248,7 @@ impl Space {
 
     /// Selects only the block at `offset` of extent `count`.
     pub fn select_block(&self, offset: &[u64], count: &[u64]) -> Result<()> {
+        let _l = super::lock();
         check(
             unsafe {
                 H5Sselect_hyperslab(
@@ -253,6 +267,7 @@ impl Space {
 
     /// Bounding box of the selection: (start, end inclusive); None when nothing is selected.
     pub fn selection_bounds(&self, ndim: usize) -> Option<(Vec<u64>, Vec<u64>)> {
+        let _l = super::lock();
         if unsafe { H5Sget_select_npoints(self.0) } <= 0 {
             return None;
         }
@@ -271,6 +286,7 @@ impl Space {
     /// The selection as one box (offset, shape) when it is one: everything, or a hyperslab of a
     /// single block. None for point selections, several blocks, or nothing selected.
     pub fn single_block(&self) -> Option<(Vec<u64>, Vec<u64>)> {
+        let _l = super::lock();
         let dims = self.dims().ok()?;
         match unsafe { H5Sget_select_type(self.0) } {
             H5S_sel_type::H5S_SEL_ALL => Some((vec![0; dims.len()], dims)),
@@ -298,6 +314,7 @@ impl Space {
 impl Plist {
     /// A new property list of `class` (one of the `H5P_CLS_*` globals).
     pub fn create(class: hid_t) -> Result<Plist> {
+        let _l = super::lock();
         Plist::from_id(unsafe { H5Pcreate(class) }, || {
             "cannot create property list".into()
         })
@@ -307,19 +324,23 @@ impl Plist {
 impl Type {
     /// A private copy of a predefined or existing type, which can then be modified.
     pub fn copy(id: hid_t) -> Result<Type> {
+        let _l = super::lock();
         Type::from_id(unsafe { H5Tcopy(id) }, || "cannot copy datatype".into())
     }
 
     pub fn class(&self) -> H5T_class_t {
+        let _l = super::lock();
         unsafe { H5Tget_class(self.0) }
     }
 
     pub fn size(&self) -> usize {
+        let _l = super::lock();
         unsafe { H5Tget_size(self.0) }
     }
 
     /// True when HDF5 has a conversion path from this type to `dst`.
     pub fn converts_to(&self, dst: &Type) -> bool {
+        let _l = super::lock();
         let mut cdata: *mut H5T_cdata_t = std::ptr::null_mut();
         let found = unsafe { H5Tfind(self.0, dst.id(), &mut cdata) };
         if found.is_none() {
@@ -329,6 +350,7 @@ impl Type {
     }
 
     pub fn equal(&self, other: &Type) -> bool {
+        let _l = super::lock();
         let r: htri_t = unsafe { H5Tequal(self.0, other.id()) };
         r > 0
     }
