@@ -23,6 +23,9 @@ pub struct Config {
     pub bounce: usize,
     /// O_DIRECT for raw data, through an aligned bounce buffer for unaligned ends.
     pub direct: bool,
+    /// Start the disk writing each raw-data piece as soon as it is written, so a later fsync
+    /// waits for the tail only instead of the whole transfer (writes overlap the disk).
+    pub writeback: bool,
 }
 
 impl Default for Config {
@@ -33,6 +36,7 @@ impl Default for Config {
             threads: 1,
             bounce: 16 << 20,
             direct: false,
+            writeback: false,
         }
     }
 }
@@ -62,13 +66,8 @@ impl Config {
                         _ => return Err(format!("gds={value}: expected auto, on or off")),
                     }
                 }
-                "direct" => {
-                    config.direct = match value {
-                        "on" => true,
-                        "off" => false,
-                        _ => return Err(format!("direct={value}: expected on or off")),
-                    }
-                }
+                "direct" => config.direct = on_off(key, value)?,
+                "writeback" => config.writeback = on_off(key, value)?,
                 "block" => config.block = aligned_size(key, value, ALIGN)?,
                 "bounce" => config.bounce = aligned_size(key, value, 64 << 10)?,
                 "threads" => {
@@ -80,12 +79,20 @@ impl Config {
                 }
                 _ => {
                     return Err(format!(
-                        "unknown key '{key}' (known: gds=auto|on|off, block=SIZE, threads=N, bounce=SIZE, direct=on|off)"
+                        "unknown key '{key}' (known: gds=auto|on|off, block=SIZE, threads=N, bounce=SIZE, direct=on|off, writeback=on|off)"
                     ))
                 }
             }
         }
         Ok(config)
+    }
+}
+
+fn on_off(key: &str, value: &str) -> Result<bool, String> {
+    match value {
+        "on" => Ok(true),
+        "off" => Ok(false),
+        _ => Err(format!("{key}={value}: expected on or off")),
     }
 }
 
@@ -137,7 +144,8 @@ mod tests {
 
     #[test]
     fn a_full_config_parses_and_the_empty_one_is_the_default() {
-        let c = Config::parse("gds=off, block=4MiB,threads=4,bounce=16MiB,direct=on").unwrap();
+        let c = Config::parse("gds=off, block=4MiB,threads=4,bounce=16MiB,direct=on,writeback=on")
+            .unwrap();
         assert_eq!(
             c,
             Config {
@@ -145,7 +153,8 @@ mod tests {
                 block: 4 << 20,
                 threads: 4,
                 bounce: 16 << 20,
-                direct: true
+                direct: true,
+                writeback: true,
             }
         );
         assert_eq!(Config::parse("").unwrap(), Config::default());
@@ -162,6 +171,7 @@ mod tests {
         assert!(err("threads=0").contains("1 to 256"));
         assert!(err("bounce=4KiB").contains("at least 65536"));
         assert!(err("direct=yes").contains("on or off"));
+        assert!(err("writeback=1").contains("writeback=1: expected on or off"));
         assert!(err("gds").contains("not key=value"));
         assert!(err("gds=on,gds=off").contains("twice"));
     }

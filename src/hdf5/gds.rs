@@ -6,7 +6,7 @@ use super::{check, cstr, Plist};
 use crate::status::Result;
 use hdf5_sys::h5fd::{H5FD_class_t, H5FDregister};
 use hdf5_sys::h5i::hid_t;
-use hdf5_sys::h5p::{H5Pset_driver_by_name, H5P_CLS_FILE_ACCESS};
+use hdf5_sys::h5p::{H5Pset_alignment, H5Pset_driver_by_name, H5P_CLS_FILE_ACCESS};
 use std::sync::OnceLock;
 
 /// The driver's id in this process's HDF5, registering the class on first use.
@@ -32,6 +32,20 @@ pub fn file_access(config: &str) -> Result<Plist> {
     check(
         unsafe { H5Pset_driver_by_name(fapl.id(), c"h5tile_gds".as_ptr(), cstr(config).as_ptr()) },
         || format!("cannot select the h5tile_gds driver with '{config}'"),
+    )?;
+    Ok(fapl)
+}
+
+/// File-access properties for the tile files h5tile writes: through h5tile_gds, raw data in
+/// pieces whose writeback starts at once (the final fsync then waits for the tail only, and
+/// the copy into the page cache overlaps the disk), and the tile's data aligned to 4 KiB in
+/// the file, as O_DIRECT and cuFile want it.
+pub fn tile_access() -> Result<Plist> {
+    let fapl = file_access("block=8MiB,writeback=on")?;
+    let _l = super::lock();
+    check(
+        unsafe { H5Pset_alignment(fapl.id(), 64 << 10, 4096) },
+        || "cannot set the tile files' alignment".into(),
     )?;
     Ok(fapl)
 }

@@ -75,15 +75,17 @@ fn path_str(path: &Path) -> std::ffi::CString {
 impl File {
     /// Creates (truncating) the file at `path`.
     pub fn create(path: &Path) -> Result<File> {
+        File::create_raw(path, H5P_DEFAULT)
+    }
+
+    /// Creates (truncating) the file at `path` with file-access properties `fapl` (a driver).
+    pub fn create_with(path: &Path, fapl: &Plist) -> Result<File> {
+        File::create_raw(path, fapl.id())
+    }
+
+    fn create_raw(path: &Path, fapl: hid_t) -> Result<File> {
         let _l = super::lock();
-        let id = unsafe {
-            H5Fcreate(
-                path_str(path).as_ptr(),
-                H5F_ACC_TRUNC,
-                H5P_DEFAULT,
-                H5P_DEFAULT,
-            )
-        };
+        let id = unsafe { H5Fcreate(path_str(path).as_ptr(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl) };
         File::from_id(id, || {
             format!("cannot create HDF5 file '{}'", path.display())
         })

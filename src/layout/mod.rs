@@ -9,6 +9,7 @@
 //! then are the previous generation's tiles deleted. A crash at any moment therefore leaves a
 //! readable dataset, old or new.
 
+pub mod pieces;
 pub mod single;
 pub mod vds;
 

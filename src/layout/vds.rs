@@ -44,7 +44,7 @@ pub unsafe fn write_tile(
 ) -> Result<TileBytes> {
     let data_offset = {
         let _l = hdf5::lock();
-        let file = File::create(path)?;
+        let file = File::create_with(path, &hdf5::gds::tile_access()?)?;
         let t = dtype.hdf5_type()?;
         let space = Space::simple(&tile.shape)?;
         let dcpl = Plist::create(*H5P_CLS_DATASET_CREATE)?;
@@ -595,7 +595,7 @@ impl DirectReader {
                 let contiguous = batch.windows(2).all(|w| w[1] == w[0] + row as u64);
                 let read = if contiguous {
                     let start = batch[0] as usize * elem;
-                    file.read_exact_at(&mut out[start..start + len], at)
+                    super::pieces::read_exact_at(&file, &mut out[start..start + len], at)
                 } else {
                     scratch.resize(len, 0);
                     file.read_exact_at(&mut scratch[..len], at).map(|()| {
@@ -611,15 +611,24 @@ impl DirectReader {
                 Ok(())
             };
         let mut scratch = std::mem::take(&mut self.scratch);
+        let mut batch_in_place = true;
         for _ in 0..rows {
             let s = linear(src_shape, &src, &idx);
             let d = linear(&want.shape, &dst, &idx);
             let follows = s == batch_src + (batch.len() * row) as u64;
-            if !batch.is_empty() && (!follows || (batch.len() + 1) * row * elem > SCRATCH_BYTES) {
+            // Rows consecutive in the buffer too are read in place however many; others go
+            // through the scratch buffer, which bounds their batch.
+            let in_place = batch_in_place && batch.last().is_none_or(|&l| d == l + row as u64);
+            if !batch.is_empty()
+                && (!follows || (!in_place && (batch.len() + 1) * row * elem > SCRATCH_BYTES))
+            {
                 flush(&mut batch, batch_src, &mut scratch)?;
             }
             if batch.is_empty() {
                 batch_src = s;
+                batch_in_place = true;
+            } else {
+                batch_in_place = in_place;
             }
             batch.push(d);
             for a in (0..n - 1).rev() {
