@@ -67,7 +67,9 @@ class Bench:
     def h5tile(self, name, mode, file, extra=(), ranks=None):
         cmd = [self.binary, mode, self.path(file), str(self.rows), str(self.cols), *map(str, extra)]
         if ranks:
-            cmd = [self.mpirun, "-n", str(ranks), *cmd]
+            # Unbound, as one would launch a rank alone on a node: bound to one core it could
+            # not use the node's others (h5py's process is not bound either).
+            cmd = [self.mpirun, "--bind-to", "none", "-n", str(ranks), *cmd]
         out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
         self.record(name, json.loads(out.strip().splitlines()[-1]))
 

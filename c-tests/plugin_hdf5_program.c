@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #define NR 100
 #define NC 37
@@ -202,6 +203,7 @@ int main(int argc, char **argv) {
         check_file(path, sec2, 0);
         H5Pclose(sec2), H5Pclose(fapl);
     } else if (strcmp(mode, "bad-config") == 0) {
+        unlink(path); /* whatever an earlier run left */
         hid_t fapl = H5Pcreate(H5P_FILE_ACCESS);
         CHECK(argc > 4);
         CHECK(H5Pset_driver_by_name(fapl, "h5tile_gds", argv[3]) >= 0);

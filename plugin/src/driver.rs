@@ -3,6 +3,7 @@
 
 use crate::abi::*;
 use crate::config::{Config, Gds};
+use crate::device::{self, DeviceIo};
 use crate::posix::{OpenMode, PosixFile};
 use crate::{host, log};
 use std::ffi::{c_char, c_int, c_ulong, c_void, CStr};
@@ -15,6 +16,7 @@ struct GdsFile {
     name: String,
     file: PosixFile,
     config: Config,
+    device: DeviceIo,
 }
 
 /// Runs a callback body; an error or a panic is pushed on the HDF5 error stack and `failed`
@@ -79,19 +81,29 @@ unsafe extern "C" fn open(
         let config_text = host::driver_config(fapl).unwrap_or_default();
         let config = Config::parse(&config_text)
             .map_err(|e| format!("bad h5tile_gds configuration '{config_text}': {e}"))?;
-        if config.gds == Gds::On {
-            return Err(format!(
-                "'{name}': gds=on asks for cuFile, which this build of h5tile_gds cannot use yet"
-            ));
-        }
         let mode = OpenMode {
             write: flags & H5F_ACC_RDWR != 0,
             create: flags & H5F_ACC_CREAT != 0,
             truncate: flags & H5F_ACC_TRUNC != 0,
             exclusive: flags & H5F_ACC_EXCL != 0,
         };
+        if config.gds == Gds::On {
+            // Before anything is created: a refused open leaves no file behind.
+            device::cufile::driver()
+                .map_err(|why| format!("'{name}': gds=on, but cuFile cannot be used: {why}"))?;
+        }
+        let existed = std::path::Path::new(&name).exists();
         let file = PosixFile::open_with(&name, mode, config.direct, config.bounce)
             .map_err(|e| format!("cannot open '{name}': {e}"))?;
+        let mut device = DeviceIo::new(&name, mode.write);
+        if config.gds == Gds::On {
+            if let Err(e) = device.require_gds() {
+                if !existed {
+                    let _ = std::fs::remove_file(&name);
+                }
+                return Err(e);
+            }
+        }
         let access = if mode.write {
             "read-write"
         } else {
@@ -102,8 +114,12 @@ unsafe extern "C" fn open(
         } else {
             ""
         };
+        let path = match device.uses_gds() {
+            Some(gds) => device::path_name(gds),
+            None => "posix",
+        };
         log::info(&format!(
-            "opened '{name}' ({access}) path=posix{direct} config='{config_text}'"
+            "opened '{name}' ({access}) path={path}{direct} config='{config_text}'"
         ));
         let public: H5FD_t = std::mem::zeroed();
         Ok(Box::into_raw(Box::new(GdsFile {
@@ -111,6 +127,7 @@ unsafe extern "C" fn open(
             name,
             file,
             config,
+            device,
         })) as *mut H5FD_t)
     })
 }
@@ -139,9 +156,15 @@ unsafe extern "C" fn cmp(a: *const H5FD_t, b: *const H5FD_t) -> c_int {
 
 unsafe extern "C" fn query(_f: *const H5FD_t, flags: *mut c_ulong) -> herr_t {
     if !flags.is_null() {
+        // HDF5 copies small raw reads and writes through its sieve buffer with memcpy, which
+        // device memory would not survive: no sieving in a process where CUDA is loaded.
+        let sieve = match device::cuda::in_process() {
+            true => 0,
+            false => H5FD_FEAT_DATA_SIEVE,
+        };
         *flags = H5FD_FEAT_AGGREGATE_METADATA
             | H5FD_FEAT_ACCUMULATE_METADATA
-            | H5FD_FEAT_DATA_SIEVE
+            | sieve
             | H5FD_FEAT_AGGREGATE_SMALLDATA
             | H5FD_FEAT_POSIX_COMPAT_HANDLE
             | H5FD_FEAT_SUPPORTS_SWMR_IO
@@ -190,6 +213,21 @@ unsafe extern "C" fn read(
     guard("h5tile_gds_read", -1, || {
         let f = file_mut(f);
         check_range(f, addr, size)?;
+        if let Some(dst) = raw_device_memory(kind, buf) {
+            let GdsFile {
+                name,
+                file,
+                config,
+                device,
+                ..
+            } = f;
+            return device
+                .read(file, config, addr, dst, size)
+                .map(|()| 0)
+                .map_err(|e| {
+                    format!("cannot read {size} bytes of device memory at {addr} of '{name}': {e}")
+                });
+        }
         let bytes = std::slice::from_raw_parts_mut(buf as *mut u8, size);
         f.read_bytes(kind, addr, bytes)
             .map_err(|e| format!("cannot read {size} bytes at {addr} of '{}': {e}", f.name))?;
@@ -208,11 +246,34 @@ unsafe extern "C" fn write(
     guard("h5tile_gds_write", -1, || {
         let f = file_mut(f);
         check_range(f, addr, size)?;
+        if let Some(src) = raw_device_memory(kind, buf) {
+            let GdsFile {
+                name,
+                file,
+                config,
+                device,
+                ..
+            } = f;
+            return device
+                .write(file, config, addr, src, size)
+                .map(|()| 0)
+                .map_err(|e| {
+                    format!("cannot write {size} bytes of device memory at {addr} of '{name}': {e}")
+                });
+        }
         let bytes = std::slice::from_raw_parts(buf as *const u8, size);
         f.write_bytes(kind, addr, bytes)
             .map_err(|e| format!("cannot write {size} bytes at {addr} of '{}': {e}", f.name))?;
         Ok(0)
     })
+}
+
+/// Device memory behind a raw-data buffer (metadata buffers are always HDF5's own host memory).
+fn raw_device_memory(kind: H5FD_mem_t, buf: *const c_void) -> Option<device::DevicePtr> {
+    match kind {
+        H5FD_MEM_DRAW => device::device_memory(buf),
+        _ => None,
+    }
 }
 
 impl GdsFile {

@@ -2,13 +2,14 @@
 //! program (`HDF5_PLUGIN_PATH=<dir> HDF5_DRIVER=h5tile_gds`, or
 //! `H5Pset_driver_by_name(fapl, "h5tile_gds", config)`).
 //!
-//! This version moves host memory with POSIX I/O, as HDF5's sec2 driver does (see `posix`);
-//! the device-memory paths (cuFile, and bounded bounce buffers where cuFile cannot be used)
-//! come next. The plugin links no libhdf5: the few HDF5 functions it calls are found in the
-//! host process at run time (`host`).
+//! Host memory moves with POSIX I/O, as HDF5's sec2 driver does (`posix`). Device memory,
+//! recognised by asking CUDA (`device`), moves by cuFile where it can be used and otherwise
+//! through two pinned staging buffers. The plugin links no libhdf5: the few HDF5 functions it
+//! calls are found in the host process at run time (`host`).
 
 pub mod abi;
 pub mod config;
+pub mod device;
 pub mod driver;
 pub mod host;
 pub mod log;

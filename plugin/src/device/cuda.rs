@@ -1,0 +1,239 @@
+//! The few CUDA driver calls the device paths make, through cudarc's dynamically loaded
+//! bindings. libcuda is never loaded by h5tile on its own initiative: a process that has not
+//! loaded it holds no device memory, so every buffer is host memory there.
+
+use cudarc::driver::sys as cu;
+use std::ffi::c_void;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Whether libcuda is already loaded in this process (asked without loading it).
+pub fn in_process() -> bool {
+    static SEEN: AtomicBool = AtomicBool::new(false);
+    if SEEN.load(Ordering::Relaxed) {
+        return true;
+    }
+    let loaded = [c"libcuda.so.1", c"libcuda.so"].iter().any(|name| unsafe {
+        let handle = libc::dlopen(name.as_ptr(), libc::RTLD_NOW | libc::RTLD_NOLOAD);
+        if !handle.is_null() {
+            libc::dlclose(handle);
+        }
+        !handle.is_null()
+    });
+    if loaded {
+        SEEN.store(true, Ordering::Relaxed);
+    }
+    loaded
+}
+
+/// Loads libcuda (when `gds=on` asks for cuFile before any device buffer was seen) and
+/// initialises the driver.
+pub fn load() -> Result<(), String> {
+    let present = std::panic::catch_unwind(|| unsafe { cu::is_culib_present() }).unwrap_or(false);
+    if !present {
+        return Err("the CUDA driver library (libcuda.so) is not installed".into());
+    }
+    check("cuInit", unsafe { cu::cuInit(0) })
+}
+
+/// A failed driver call as a message naming the call.
+pub fn check(call: &str, result: cu::CUresult) -> Result<(), String> {
+    if result == cu::CUresult::CUDA_SUCCESS {
+        Ok(())
+    } else {
+        Err(format!("{call} failed: {result:?}"))
+    }
+}
+
+/// Device memory, with the context it belongs to (current on every thread touching it).
+#[derive(Clone, Copy, Debug)]
+pub struct DevicePtr {
+    pub addr: u64,
+    pub context: cu::CUcontext,
+}
+
+unsafe impl Send for DevicePtr {}
+unsafe impl Sync for DevicePtr {}
+
+impl DevicePtr {
+    pub fn offset(self, bytes: usize) -> DevicePtr {
+        DevicePtr {
+            addr: self.addr + bytes as u64,
+            ..self
+        }
+    }
+
+    /// Makes this memory's context current on the calling thread.
+    pub fn bind(self) -> Result<(), String> {
+        check("cuCtxSetCurrent", unsafe {
+            cu::cuCtxSetCurrent(self.context)
+        })
+    }
+
+    /// Sets `len` bytes to zero and waits for it.
+    pub fn zero(self, len: usize) -> Result<(), String> {
+        if len == 0 {
+            return Ok(());
+        }
+        self.bind()?;
+        check("cuMemsetD8", unsafe {
+            cu::cuMemsetD8_v2(self.addr, 0, len)
+        })?;
+        check("cuCtxSynchronize", unsafe { cu::cuCtxSynchronize() })
+    }
+}
+
+/// `Some(device memory)` when CUDA says `ptr` is device memory; None for host memory
+/// (pageable, pinned or managed, which the CPU can touch), and whenever CUDA is not loaded
+/// or cannot tell.
+pub fn device_memory(ptr: *const c_void) -> Option<DevicePtr> {
+    if ptr.is_null() || !in_process() {
+        return None;
+    }
+    let addr = ptr as u64;
+    let attribute = |what: cu::CUpointer_attribute, out: *mut c_void| unsafe {
+        cu::cuPointerGetAttribute(out, what, addr) == cu::CUresult::CUDA_SUCCESS
+    };
+    let found = std::panic::catch_unwind(|| {
+        let mut kind: u32 = 0;
+        let mut managed: u32 = 0;
+        let mut context: cu::CUcontext = std::ptr::null_mut();
+        use cu::CUpointer_attribute::*;
+        let device = attribute(
+            CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+            &mut kind as *mut u32 as *mut c_void,
+        ) && kind == cu::CUmemorytype::CU_MEMORYTYPE_DEVICE as u32;
+        if !device
+            || !attribute(
+                CU_POINTER_ATTRIBUTE_IS_MANAGED,
+                &mut managed as *mut u32 as *mut c_void,
+            )
+            || managed != 0
+            || !attribute(
+                CU_POINTER_ATTRIBUTE_CONTEXT,
+                &mut context as *mut _ as *mut c_void,
+            )
+        {
+            return None;
+        }
+        Some(context as usize)
+    });
+    found.ok().flatten().map(|context| DevicePtr {
+        addr,
+        context: context as cu::CUcontext,
+    })
+}
+
+/// Page-locked host memory, so copies to and from the device run asynchronously.
+pub struct Pinned {
+    ptr: *mut u8,
+    len: usize,
+}
+
+unsafe impl Send for Pinned {}
+
+impl Pinned {
+    pub fn new(len: usize) -> Result<Pinned, String> {
+        let mut ptr: *mut c_void = std::ptr::null_mut();
+        check("cuMemHostAlloc", unsafe {
+            cu::cuMemHostAlloc(&mut ptr, len, cu::CU_MEMHOSTALLOC_PORTABLE)
+        })?;
+        Ok(Pinned {
+            ptr: ptr as *mut u8,
+            len,
+        })
+    }
+
+    pub fn bytes(&mut self, len: usize) -> &mut [u8] {
+        assert!(len <= self.len, "staging piece larger than its buffer");
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, len) }
+    }
+}
+
+impl Drop for Pinned {
+    fn drop(&mut self) {
+        unsafe {
+            cu::cuMemFreeHost(self.ptr as *mut c_void);
+        }
+    }
+}
+
+/// A stream with one event per staging buffer, on the device memory's context.
+pub struct Stream {
+    stream: cu::CUstream,
+    events: [cu::CUevent; 2],
+}
+
+unsafe impl Send for Stream {}
+
+impl Stream {
+    pub fn new() -> Result<Stream, String> {
+        let mut stream: cu::CUstream = std::ptr::null_mut();
+        check("cuStreamCreate", unsafe {
+            cu::cuStreamCreate(
+                &mut stream,
+                cu::CUstream_flags::CU_STREAM_NON_BLOCKING as u32,
+            )
+        })?;
+        let mut s = Stream {
+            stream,
+            events: [std::ptr::null_mut(); 2],
+        };
+        for e in &mut s.events {
+            check("cuEventCreate", unsafe {
+                cu::cuEventCreate(e, cu::CUevent_flags::CU_EVENT_DISABLE_TIMING as u32)
+            })?;
+        }
+        Ok(s)
+    }
+
+    pub fn to_device(
+        &mut self,
+        slot: usize,
+        dst: DevicePtr,
+        src: *const u8,
+        len: usize,
+    ) -> Result<(), String> {
+        check("cuMemcpyHtoDAsync", unsafe {
+            cu::cuMemcpyHtoDAsync_v2(dst.addr, src as *const c_void, len, self.stream)
+        })?;
+        self.record(slot)
+    }
+
+    pub fn from_device(
+        &mut self,
+        slot: usize,
+        dst: *mut u8,
+        src: DevicePtr,
+        len: usize,
+    ) -> Result<(), String> {
+        check("cuMemcpyDtoHAsync", unsafe {
+            cu::cuMemcpyDtoHAsync_v2(dst as *mut c_void, src.addr, len, self.stream)
+        })?;
+        self.record(slot)
+    }
+
+    fn record(&mut self, slot: usize) -> Result<(), String> {
+        check("cuEventRecord", unsafe {
+            cu::cuEventRecord(self.events[slot], self.stream)
+        })
+    }
+
+    pub fn wait(&mut self, slot: usize) -> Result<(), String> {
+        check("cuEventSynchronize", unsafe {
+            cu::cuEventSynchronize(self.events[slot])
+        })
+    }
+}
+
+impl Drop for Stream {
+    fn drop(&mut self) {
+        unsafe {
+            for e in self.events {
+                if !e.is_null() {
+                    cu::cuEventDestroy_v2(e);
+                }
+            }
+            cu::cuStreamDestroy_v2(self.stream);
+        }
+    }
+}

@@ -1,0 +1,132 @@
+//! NVIDIA cuFile (GPUDirect Storage): the driver opened once per process, a file handle
+//! registered per open file, reads and writes straight between the file and device memory.
+
+use super::cuda::{self, DevicePtr};
+use cudarc::cufile::sys as cf;
+use std::ffi::c_void;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::sync::OnceLock;
+
+fn check(call: &str, e: cf::CUfileError_t) -> Result<(), String> {
+    if e.err == cf::CUfileOpError::CU_FILE_SUCCESS {
+        Ok(())
+    } else {
+        Err(format!("{call} failed: {:?} (CUDA: {:?})", e.err, e.cu_err))
+    }
+}
+
+/// Loads libcufile and opens its driver, once per process; the error says why cuFile cannot
+/// be used (not installed, no nvidia-fs, unsupported system).
+pub fn driver() -> Result<(), String> {
+    static DRIVER: OnceLock<Result<(), String>> = OnceLock::new();
+    DRIVER
+        .get_or_init(|| {
+            let present =
+                std::panic::catch_unwind(|| unsafe { cf::is_culib_present() }).unwrap_or(false);
+            if !present {
+                return Err("libcufile.so (GPUDirect Storage) is not installed".into());
+            }
+            cuda::load()?;
+            std::panic::catch_unwind(|| {
+                check("cuFileDriverOpen", unsafe { cf::cuFileDriverOpen() })
+            })
+            .unwrap_or_else(|_| Err("libcufile.so lacks cuFileDriverOpen".into()))
+        })
+        .clone()
+}
+
+/// An open file registered with cuFile, through a descriptor of its own opened with
+/// O_DIRECT (which GPUDirect needs).
+pub struct Handle {
+    handle: cf::CUfileHandle_t,
+    _fd: OwnedFd,
+}
+
+unsafe impl Send for Handle {}
+unsafe impl Sync for Handle {}
+
+impl Handle {
+    pub fn register(fd: OwnedFd) -> Result<Handle, String> {
+        driver()?;
+        let mut descr: cf::CUfileDescr_t = unsafe { std::mem::zeroed() };
+        descr.type_ = cf::CUfileFileHandleType::CU_FILE_HANDLE_TYPE_OPAQUE_FD;
+        descr.handle.fd = fd.as_raw_fd();
+        let mut handle: cf::CUfileHandle_t = std::ptr::null_mut();
+        check("cuFileHandleRegister", unsafe {
+            cf::cuFileHandleRegister(&mut handle, &mut descr)
+        })?;
+        Ok(Handle { handle, _fd: fd })
+    }
+
+    /// Reads `len` bytes at file offset `addr` into `dst`, looping on short reads; bytes past
+    /// the end of the file are zeroed on the device.
+    pub fn read(&self, addr: u64, dst: DevicePtr, len: usize) -> Result<(), String> {
+        dst.bind()?;
+        let mut done = 0;
+        while done < len {
+            let n = unsafe {
+                cf::cuFileRead(
+                    self.handle,
+                    dst.addr as *mut c_void,
+                    len - done,
+                    (addr + done as u64) as libc::off_t,
+                    done as libc::off_t,
+                )
+            };
+            match n {
+                n if n < 0 => {
+                    return Err(io_error("cuFileRead", n, len - done, addr + done as u64))
+                }
+                0 => return dst.offset(done).zero(len - done),
+                n => done += n as usize,
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes `len` bytes from `src` at file offset `addr`, looping on short writes.
+    pub fn write(&self, addr: u64, src: DevicePtr, len: usize) -> Result<(), String> {
+        src.bind()?;
+        let mut done = 0;
+        while done < len {
+            let n = unsafe {
+                cf::cuFileWrite(
+                    self.handle,
+                    src.addr as *const c_void,
+                    len - done,
+                    (addr + done as u64) as libc::off_t,
+                    done as libc::off_t,
+                )
+            };
+            match n {
+                n if n < 0 => {
+                    return Err(io_error("cuFileWrite", n, len - done, addr + done as u64))
+                }
+                0 => {
+                    return Err(format!(
+                        "cuFileWrite wrote nothing at {}",
+                        addr + done as u64
+                    ))
+                }
+                n => done += n as usize,
+            }
+        }
+        Ok(())
+    }
+}
+
+/// cuFile returns -1 with errno set for a system error, or minus a cuFile error code.
+fn io_error(call: &str, n: isize, len: usize, at: u64) -> String {
+    let why = if n == -1 {
+        std::io::Error::last_os_error().to_string()
+    } else {
+        format!("cuFile error {}", -n)
+    };
+    format!("{call} of {len} bytes at {at} failed: {why}")
+}
+
+impl Drop for Handle {
+    fn drop(&mut self) {
+        unsafe { cf::cuFileHandleDeregister(self.handle) }
+    }
+}
