@@ -14,6 +14,18 @@
 #define H5TILE_VERSION_PATCH 0
 
 
+// Options field `gds`: take `H5TILE_GDS` from the environment (else `auto`).
+#define H5TILE_GDS_FROM_ENVIRONMENT 0
+
+// cuFile when usable, the bounded compat path otherwise.
+#define H5TILE_GDS_AUTO 1
+
+// cuFile or `H5TILE_ERR_CUDA`.
+#define H5TILE_GDS_ON 2
+
+// Always the compat path.
+#define H5TILE_GDS_OFF 3
+
 // `h5tile_write_options.flags`: fail with `H5TILE_ERR_EXISTS` if `path` exists.
 #define H5TILE_NO_OVERWRITE 1
 
@@ -70,6 +82,10 @@ typedef struct {
   h5tile_layout layout;
   // Bitwise OR of `H5TILE_NO_OVERWRITE`, `H5TILE_ALLOW_PARTIAL` (default 0).
   uint32_t flags;
+  // How tiles in device memory move: `H5TILE_GDS_FROM_ENVIRONMENT` (default: the
+  // environment variable `H5TILE_GDS`, else auto), `H5TILE_GDS_AUTO`, `H5TILE_GDS_ON` or
+  // `H5TILE_GDS_OFF`. Host buffers ignore it.
+  uint32_t gds;
 } h5tile_write_options;
 
 // Element type codes of the C API (`H5TILE_BOOL` … `H5TILE_COMPLEX128`).
@@ -83,6 +99,8 @@ typedef struct {
   // dataset's own type, or a type HDF5 converts to. `h5tile_read` takes its type as an
   // argument; for it this field must be `H5TILE_AS_STORED` or that same type.
   h5tile_dtype dtype;
+  // How reads into device memory move, as `h5tile_write_options.gds`.
+  uint32_t gds;
 } h5tile_read_options;
 
 // C `bool` (one byte, 0 or 1), stored as h5py's enum.
@@ -278,7 +296,8 @@ h5tile_status h5tile_batches_open_f(MPI_Fint comm,
                                     const h5tile_read_options *opts,
                                     h5tile_batches **out);
 
-// Delivers this rank's next chunk: copies it (dense, row-major) into `buf`, writes its offset
+// Delivers this rank's next chunk: copies it (dense, row-major) into `buf` (host or device
+// memory; a chunk for device memory is read ahead in host memory and copied over), writes its offset
 // and (clipped) shape to `chunk_offset` and `chunk_shape` (room for ndim values each), and sets
 // `*done` to false; once every chunk was delivered, sets `*done` to true and writes nothing
 // else. A `buf_bytes` smaller than the chunk fails with `H5TILE_ERR_INVALID_ARGUMENT` and does

@@ -1,71 +1,108 @@
 #!/usr/bin/env bash
-# GPU check of h5tile's device paths, for a machine with an NVIDIA GPU, the CUDA toolkit
-# (nvcc) and, for the gds path, cuFile. CI has no GPU: there this script says so and exits 0.
+# GPU check of h5tile's device paths, for a machine with an NVIDIA GPU and the CUDA toolkit
+# (nvcc); the gds path also needs cuFile. CI has no GPU: there this script says so and exits 0.
 #
-# It carries its own build: on the build machine run `make stage` (HDF5 2.2.0), then on the GPU
-# machine, from the repository root, with the two build folders beside the sources:
+# The GPU machine has no Rust, HDF5 or MPI: this script carries its own build.
+#   1. here:            make stage && bash scripts/gpu-check.sh --pack
+#                       (copies the libraries and headers into target/gpu-carry, about 25 MiB)
+#   2. on the GPU box:  bash scripts/gpu-check.sh          (with target/gpu-carry beside it)
 #
-#   bash scripts/gpu-check.sh        (carry .deps/hdf5-2.2.0 and build/hdf5-2.2.0/prefix)
-#
-# For each size in GPU_CHECK_MIB (64 1024 4096) and each of gds=on and gds=off (the compat
-# path), an ordinary HDF5 program writes a device buffer through the h5tile_gds plugin, reads
-# it back into other device memory, compares the bytes on the device, and prints bandwidth
-# beside plain POSIX pread + cudaMemcpy of the same file; the driver's log (H5TILE_LOG=info)
-# must name the path taken. Results go to $OUT (or target/gpu-check): one JSON line per run in
-# results.jsonl, the logs, and a summary. Exit status 0 only if every run matched and took
-# the path it was asked for.
+# What it runs (about 5 minutes on an H200; sizes in GPU_CHECK_MIB and GPU_CHECK_GIB):
+#   - the plugin alone: an ordinary HDF5 program writes a device buffer of 64 MiB, 1 GiB and
+#     4 GiB through h5tile_gds and reads it back into device memory, with gds=on and with
+#     gds=off (compat), bytes compared on the device, bandwidth beside pread + cudaMemcpy;
+#   - h5tile's API: a 4 GiB float64 field written from device memory as 4 tiles and read back
+#     as 4 column slabs, and one 1 GiB tile, with H5TILE_GDS=auto, on and off;
+#   - in every run the driver's log (H5TILE_LOG=info) must name the path asked for.
+# Results go to $OUT (or target/gpu-check): results.jsonl, one log per run, summary.txt.
+# Exit status 0 only if every run matched and took the path it was asked for.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
+CARRY=$ROOT/target/gpu-carry
+
+if [ "${1:-}" = --pack ]; then
+  HDF5=${HDF5_DIR:-$ROOT/.deps/hdf5-2.2.0}
+  STAGE=${STAGE:-$ROOT/build/hdf5-2.2.0/prefix}
+  MPI_INC=$(mpicc --showme:incdirs | awk '{print $1}')
+  rm -rf "$CARRY" && mkdir -p "$CARRY/lib/plugins" "$CARRY/include"
+  cp -L "$STAGE/lib/libh5tile.so" "$CARRY/lib/"
+  for f in "$HDF5"/lib/libhdf5.so.*; do # the soname only (libhdf5.so.320), not its target
+    case ${f##*/} in libhdf5.so.*.*) ;; *) cp -L "$f" "$CARRY/lib/" ;; esac
+  done
+  cp -L "$STAGE/lib/h5tile/plugins/libh5tile_gds.so" "$CARRY/lib/plugins/"
+  # Open MPI's libraries, for libh5tile's link (the checks run without MPI: MPI_COMM_NULL).
+  ldd "$STAGE/lib/libh5tile.so" | awk '/libmpi|libopen-|libhwloc|libevent|libudev/ {print $3}' |
+    xargs -I{} cp -L {} "$CARRY/lib/"
+  strip --strip-debug "$CARRY"/lib/*.so* "$CARRY"/lib/plugins/*.so
+  cp "$STAGE/include/h5tile.h" "$HDF5"/include/*.h "$CARRY/include/"
+  cp "$MPI_INC"/mpi.h "$MPI_INC"/mpi_portable_platform.h "$MPI_INC"/mpi-ext.h "$CARRY/include/" 2>/dev/null
+  du -sh "$CARRY"
+  echo "carry target/gpu-carry to the GPU machine and run: bash scripts/gpu-check.sh"
+  exit 0
+fi
+
 OUT=${OUT:-$ROOT/target/gpu-check}
-mkdir -p "$OUT"
-HDF5=${GPU_CHECK_HDF5:-$ROOT/.deps/hdf5-2.2.0}
-PREFIX=${GPU_CHECK_PREFIX:-$ROOT/build/hdf5-2.2.0/prefix}
 WORK=${GPU_CHECK_DIR:-$ROOT/target/gpu-check-data}
 SIZES=${GPU_CHECK_MIB:-64 1024 4096}
+GIB=${GPU_CHECK_GIB:-4}
+mkdir -p "$OUT"
 
 if ! command -v nvidia-smi >/dev/null || ! nvidia-smi -L >/dev/null 2>&1; then
   echo "gpu-check: no NVIDIA GPU on this machine: the device checks are skipped (not run)."
   exit 0
 fi
-for need in "$HDF5/include/hdf5.h" "$PREFIX/lib/h5tile/plugins/libh5tile_gds.so"; do
-  [ -e "$need" ] || { echo "gpu-check: $need is missing (run 'make stage' and carry it)"; exit 2; }
-done
+[ -e "$CARRY/lib/libh5tile.so" ] || { echo "gpu-check: $CARRY is missing (run --pack where h5tile was built)"; exit 2; }
 command -v nvcc >/dev/null || { echo "gpu-check: nvcc not found"; exit 2; }
 
 {
   nvidia-smi -L
   nvcc --version | tail -2
   echo "cuFile libraries the loader knows:"; ldconfig -p | grep -i cufile || echo "  (none)"
-  uname -r
+  uname -r; df -h "$ROOT" | tail -1
 } 2>&1 | tee "$OUT/machine.txt"
 
 mkdir -p "$WORK"
-nvcc -O2 -o "$WORK/plugin_device" scripts/gpu/plugin_device.cu -I"$HDF5/include" \
-  -L"$HDF5/lib" -lhdf5 -Xlinker -rpath="$HDF5/lib" 2>&1 | tee "$OUT/build.log" || exit 2
-[ -x "$WORK/plugin_device" ] || { echo "gpu-check: build failed"; exit 2; }
+LIBS=$(ls "$CARRY"/lib/*.so*)
+build() {
+  nvcc -O2 -DOMPI_SKIP_MPICXX -o "$WORK/$1" "scripts/gpu/$1.cu" -I"$CARRY/include" $LIBS \
+    -Xlinker -rpath="$CARRY/lib" 2>&1 | tee -a "$OUT/build.log"
+  [ -x "$WORK/$1" ] || { echo "gpu-check: building $1 failed"; exit 2; }
+}
+build plugin_device
+build h5tile_device
 
-export HDF5_PLUGIN_PATH="$PREFIX/lib/h5tile/plugins" H5TILE_LOG=info
+export HDF5_PLUGIN_PATH="$CARRY/lib/plugins" H5TILE_LOG=info LD_LIBRARY_PATH="$CARRY/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 : > "$OUT/results.jsonl"
 failures=0
+# check NAME PATH COMMAND...: runs COMMAND, its JSON line to results.jsonl, its stderr to a log
+# that must show "device memory path=PATH".
+check() {
+  local name=$1 path=$2; shift 2
+  local log="$OUT/log-$name.txt"
+  timeout 300 "$@" >>"$OUT/results.jsonl" 2>"$log"
+  local status=$?
+  if [ $status -ne 0 ]; then
+    echo "FAIL  $name: exit $status"; tail -15 "$log" | sed 's/^/      /'
+    failures=$((failures + 1))
+  elif ! grep -q "device memory path=$path" "$log"; then
+    echo "FAIL  $name: the log does not show path=$path"; tail -5 "$log" | sed 's/^/      /'
+    failures=$((failures + 1))
+  else
+    echo "ok    $name: $(tail -1 "$OUT/results.jsonl")"
+  fi
+}
 for mib in $SIZES; do
-  for config in gds=on gds=off; do
-    path=compat; [ "$config" = gds=on ] && path=gds
-    log="$OUT/log-$mib-${config/=/_}.txt"
-    timeout 240 "$WORK/plugin_device" "$WORK/check.h5" "$mib" "$config" \
-      >>"$OUT/results.jsonl" 2>"$log"
-    status=$?
-    if [ $status -ne 0 ]; then
-      echo "FAIL  $mib MiB $config: exit $status"; sed 's/^/      /' "$log" | tail -15
-      failures=$((failures + 1))
-    elif ! grep -q "device memory path=$path" "$log"; then
-      echo "FAIL  $mib MiB $config: the log does not show path=$path"; tail -5 "$log"
-      failures=$((failures + 1))
-    else
-      echo "ok    $mib MiB $config: $(tail -1 "$OUT/results.jsonl")"
-    fi
-  done
+  check "plugin-$mib-gds_on" gds "$WORK/plugin_device" "$WORK/check.h5" "$mib" gds=on
+  check "plugin-$mib-gds_off" compat "$WORK/plugin_device" "$WORK/check.h5" "$mib" gds=off
 done
-rm -rf "$WORK/check.h5"
+for mode in auto on off; do
+  path=gds; [ $mode = off ] && path=compat
+  # auto takes gds where cuFile works; the log says which, and the JSON line records it.
+  [ $mode = auto ] && ! grep -q "device memory path=gds" "$OUT"/log-plugin-*-gds_on.txt 2>/dev/null && path=compat
+  rm -rf "$WORK/h5tile" && mkdir -p "$WORK/h5tile"
+  H5TILE_GDS=$mode check "h5tile-$mode" $path "$WORK/h5tile_device" "$WORK/h5tile" "$GIB"
+done
+rm -rf "$WORK/check.h5" "$WORK/h5tile"
 echo "gpu-check: $failures failed" | tee "$OUT/summary.txt"
 [ $failures -eq 0 ]

@@ -269,15 +269,28 @@ impl Batches {
     /// Copies the next chunk into `buf` and returns its place, or None when done. A `buf` too
     /// small for the chunk fails with `H5TILE_ERR_INVALID_ARGUMENT` and does not advance.
     pub fn next(&mut self, buf: &mut [u8]) -> Result<Option<Tile>> {
+        let room = buf.len();
+        self.next_into(room, |chunk| {
+            buf[..chunk.len()].copy_from_slice(chunk);
+            Ok(())
+        })
+    }
+
+    /// `next` for a buffer of `room` bytes that `deliver` copies the chunk's bytes into (device
+    /// memory, say).
+    pub fn next_into(
+        &mut self,
+        room: usize,
+        deliver: impl FnOnce(&[u8]) -> Result<()>,
+    ) -> Result<Option<Tile>> {
         let Some(need) = self.next_bytes() else {
             return Ok(None);
         };
-        if buf.len() < need {
+        if room < need {
             return fail(
                 H5TILE_ERR_INVALID_ARGUMENT,
                 format!(
-                    "buffer of {} bytes is too small for chunk {} ({need} bytes of {})",
-                    buf.len(),
+                    "buffer of {room} bytes is too small for chunk {} ({need} bytes of {})",
                     self.grid.chunk(self.next),
                     self.dtype.name()
                 ),
@@ -296,10 +309,9 @@ impl Batches {
             );
         };
         self.next += 1;
-        let outcome = result.map(|()| {
-            buf[..need].copy_from_slice(&buffer[..need]);
-            tile
-        });
+        let outcome = result
+            .and_then(|()| deliver(&buffer[..need]))
+            .map(|()| tile);
         if self.next < self.end {
             if let Some(tx) = &self.free {
                 let _ = tx.send(buffer);

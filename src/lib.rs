@@ -3,13 +3,14 @@
 //! Each MPI rank writes its own tile of an N-dimensional array, and the tiles appear as one
 //! HDF5 dataset; any rank reads any tile back. The modules, from the bottom up:
 //! `status` (status codes and errors), `tile`, `coverage` and `partition` (pure geometry),
-//! `dtype` (element types in HDF5), `hdf5` (the lock and RAII handles: the only code calling
+//! `dtype` (element types in HDF5), `device` (recognising device buffers and routing them), `hdf5` (the lock and RAII handles: the only code calling
 //! libhdf5), `comm` (every MPI call), `layout` (where bytes live and how a write commits),
 //! `write`, `read` and `batches` (the collective operations), `ffi` (the C ABI).
 
 pub mod batches;
 pub mod comm;
 pub mod coverage;
+pub mod device;
 pub mod dtype;
 pub mod ffi;
 pub mod hdf5;

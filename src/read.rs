@@ -2,19 +2,23 @@
 //! virtual — ours, Legate's or h5py's) and read one tile of it, converting the element type
 //! where HDF5 can. A virtual dataset is read from its sources directly when its mappings are
 //! plain boxes (opening only the sources a tile needs), and otherwise by HDF5 after checking its
-//! sources, since HDF5 alone would read fill values in place of a missing tile file.
+//! sources, since HDF5 alone would read fill values in place of a missing tile file. A device
+//! buffer is read in the dataset's own type through the h5tile_gds device paths.
 
 use crate::comm::Comm;
+use crate::device::{self, DeviceFile, DevicePtr, Route};
 use crate::dtype::Dtype;
-use crate::hdf5::{self, cstr, Dataset, File, Space};
+use crate::hdf5::{self, cstr, Dataset, File, Space, Type};
+use crate::layout::runs::box_runs;
 use crate::layout::vds;
 use crate::status::*;
 use crate::tile::Tile;
-use hdf5_sys::h5d::H5D_layout_t;
+use hdf5_sys::h5::HADDR_UNDEF;
+use hdf5_sys::h5d::{H5D_layout_t, H5Dget_offset};
 use hdf5_sys::h5f::H5Fis_accessible;
 use hdf5_sys::h5l::H5Lexists;
 use hdf5_sys::h5o::{H5O_info2_t, H5O_type_t, H5Oget_info_by_name3, H5O_INFO_BASIC};
-use hdf5_sys::h5p::{H5Pget_layout, H5P_DEFAULT};
+use hdf5_sys::h5p::{H5Pget_external_count, H5Pget_layout, H5P_DEFAULT};
 use std::ffi::c_void;
 use std::path::Path;
 
@@ -25,6 +29,8 @@ pub struct ReadOptions {
     pub fill_missing: bool,
     /// Element type to deliver when the call takes none (batches); None: as stored.
     pub dtype: Option<Dtype>,
+    /// How reads into device memory move.
+    pub gds: crate::device::Gds,
 }
 
 /// An open dataset and the file holding it (closed together).
@@ -200,6 +206,28 @@ unsafe fn read_local(
     }
     let file_type = open.dataset.dtype()?;
     let mem_type = dtype.hdf5_type()?;
+    let route = device::route(buf, options.gds)?;
+    if let Route::Device(dst, _) = route {
+        let stored = Dtype::of_hdf5(&file_type).ok();
+        if stored != Some(dtype) || !file_type.equal(&mem_type) {
+            return fail(
+                H5TILE_ERR_DTYPE,
+                format!(
+                    "device memory is read in the dataset's own type, and '{dataset}' in '{}' \
+                     holds {}, not {}: ask for that type, or read into host memory to convert",
+                    path.display(),
+                    stored
+                        .map(|d| d.name())
+                        .unwrap_or("a type h5tile does not know"),
+                    dtype.name()
+                ),
+            );
+        }
+        if tile.is_empty() {
+            return Ok(());
+        }
+        return read_into_device(&open, path, dataset, dtype, tile, dst, &route, options);
+    }
     if !file_type.converts_to(&mem_type) {
         let stored = Dtype::of_hdf5(&file_type)
             .map(|d| d.name())
@@ -216,6 +244,22 @@ unsafe fn read_local(
     if tile.is_empty() {
         return Ok(());
     }
+    read_host(&open, path, dataset, &mem_type, dtype, tile, buf, options)
+}
+
+/// The read itself, into host memory, the checks done.
+#[allow(clippy::too_many_arguments)]
+unsafe fn read_host(
+    open: &OpenDataset,
+    path: &Path,
+    dataset: &str,
+    mem_type: &Type,
+    dtype: Dtype,
+    tile: &Tile,
+    buf: *mut c_void,
+    options: ReadOptions,
+) -> Result<()> {
+    let file_space = open.dataset.space()?;
     let dcpl = open.dataset.create_plist()?;
     if H5Pget_layout(dcpl.id()) == H5D_layout_t::H5D_VIRTUAL {
         if let Some(mappings) = vds::block_mappings(&open.dataset, tile.ndim())? {
@@ -229,5 +273,89 @@ unsafe fn read_local(
     file_space.select_block(&tile.offset, &tile.shape)?;
     let mem_space = Space::simple(&tile.shape)?;
     open.dataset
-        .read(&mem_type, mem_space.id(), file_space.id(), buf)
+        .read(mem_type, mem_space.id(), file_space.id(), buf)
+}
+
+/// Largest host staging slab of a device read that cannot go straight to the device.
+const STAGE_BYTES: usize = 64 << 20;
+
+/// A read into device memory, in the dataset's own type. h5tile's tiles and contiguous
+/// datasets go from the file to the device through the h5tile_gds device paths; anything else
+/// (chunked or compressed storage, other virtual datasets) is read in slabs of at most
+/// `STAGE_BYTES` (or one index of the first dimension) through host memory and copied over.
+#[allow(clippy::too_many_arguments)]
+unsafe fn read_into_device(
+    open: &OpenDataset,
+    path: &Path,
+    dataset: &str,
+    dtype: Dtype,
+    tile: &Tile,
+    dst: DevicePtr,
+    route: &Route,
+    options: ReadOptions,
+) -> Result<()> {
+    let dcpl = open.dataset.create_plist()?;
+    let elem = dtype.size();
+    match H5Pget_layout(dcpl.id()) {
+        H5D_layout_t::H5D_VIRTUAL => {
+            if let Some(mappings) = vds::block_mappings(&open.dataset, tile.ndim())? {
+                let mut direct = vds::DirectReader::new(path, dataset, &open.dataset, mappings)?;
+                if direct.read_device(tile, dtype, dst, route, options.fill_missing)? {
+                    return Ok(());
+                }
+            }
+        }
+        H5D_layout_t::H5D_CONTIGUOUS if H5Pget_external_count(dcpl.id()) == 0 => {
+            let offset = H5Dget_offset(open.dataset.id());
+            if offset != HADDR_UNDEF {
+                let dims = open.dataset.space()?.dims()?;
+                let zero = vec![0u64; tile.ndim()];
+                let mut file = DeviceFile::open(path, false, route)?;
+                for (s, d, len) in
+                    box_runs(&dims, &tile.offset, &tile.shape, &zero, &tile.shape, elem)
+                {
+                    file.read(offset + s, dst.offset(d as usize), len)?;
+                }
+                return Ok(());
+            }
+        }
+        _ => {}
+    }
+    // Staged: slabs along the first dimension, each contiguous in the caller's buffer.
+    let slab_bytes = (tile.volume() / tile.shape[0] as u128) as usize * elem;
+    let per_slab = (STAGE_BYTES / slab_bytes.max(1)).max(1) as u64;
+    log_info(&format!(
+        "'{dataset}' in '{}': read into device memory through host staging ({} MiB slabs): its \
+         storage cannot go to the device directly",
+        path.display(),
+        (per_slab as usize * slab_bytes) >> 20
+    ));
+    let mem_type = dtype.hdf5_type()?;
+    let mut host: Vec<u8> = Vec::new();
+    let mut first = 0u64;
+    while first < tile.shape[0] {
+        let rows = per_slab.min(tile.shape[0] - first);
+        let mut slab = tile.clone();
+        slab.offset[0] += first;
+        slab.shape[0] = rows;
+        host.resize(rows as usize * slab_bytes, 0);
+        read_host(
+            open,
+            path,
+            dataset,
+            &mem_type,
+            dtype,
+            &slab,
+            host.as_mut_ptr().cast(),
+            options,
+        )?;
+        device::copy_to_device(dst.offset(first as usize * slab_bytes), &host)?;
+        first += rows;
+    }
+    Ok(())
+}
+
+/// One line on stderr at `H5TILE_LOG=info` or `debug`, as the driver logs.
+fn log_info(line: &str) {
+    h5tile_gds::log::info(line);
 }

@@ -12,6 +12,7 @@
 
 use crate::comm::Comm;
 use crate::coverage::{self, Coverage};
+use crate::device;
 use crate::dtype::Dtype;
 use crate::layout::{self, single, vds};
 use crate::status::*;
@@ -38,6 +39,8 @@ pub struct WriteOptions {
     pub no_overwrite: bool,
     /// Tiles may leave gaps, which read back as zero.
     pub allow_partial: bool,
+    /// How tiles in device memory move.
+    pub gds: crate::device::Gds,
 }
 
 impl Default for WriteOptions {
@@ -46,6 +49,7 @@ impl Default for WriteOptions {
             layout: Layout::Vds,
             no_overwrite: false,
             allow_partial: false,
+            gds: crate::device::Gds::Auto,
         }
     }
 }
@@ -107,7 +111,15 @@ unsafe fn write_vds(
                 k,
             ));
             written.push(path.clone());
-            let b = vds::write_tile(&path, args.dtype, &local.tile, args.global, local.buf)?;
+            let route = device::route(local.buf, args.options.gds)?;
+            let b = vds::write_tile(
+                &path,
+                args.dtype,
+                &local.tile,
+                args.global,
+                local.buf,
+                &route,
+            )?;
             bytes.extend([b.data_offset, b.file_size]);
         }
         Ok(())
@@ -175,7 +187,8 @@ unsafe fn write_single(comm: &Comm, args: &WriteArgs, generation: u64) -> Result
         comm.agree_on(|| {
             for local in args.tiles.iter().filter(|t| !t.tile.is_empty()) {
                 let (elem, buf) = (args.dtype.size(), local.buf.cast());
-                single::write_tile(&tmp, shared[0], args.global, &local.tile, elem, buf)?;
+                let route = device::route(local.buf, args.options.gds)?;
+                single::write_tile(&tmp, shared[0], args.global, &local.tile, elem, buf, &route)?;
             }
             Ok(())
         })
@@ -222,6 +235,10 @@ fn validate(args: &WriteArgs) -> Result<()> {
                 H5TILE_ERR_INVALID_ARGUMENT,
                 format!("buffer of non-empty tile {k} {} is NULL", local.tile),
             );
+        }
+        if !local.tile.is_empty() {
+            // gds=on without a usable cuFile fails here, before anything is written.
+            device::route(local.buf, args.options.gds)?;
         }
     }
     Ok(())
@@ -561,6 +578,7 @@ mod tests {
                 &Tile::new(vec![0, 0], vec![6, 4]),
                 &[6, 4],
                 data.as_ptr().cast(),
+                &device::Route::Host,
             )
         }
         .unwrap();

@@ -2,9 +2,10 @@
 //! `H5Pset_driver_by_name`): comma-separated `key=value`, sizes like `8MiB`. An unknown key or
 //! a bad value fails the open with a message saying which and why.
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Gds {
     /// cuFile when usable, the compat path otherwise.
+    #[default]
     Auto,
     /// cuFile or fail.
     On,

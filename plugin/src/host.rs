@@ -48,25 +48,38 @@ pub fn symbol(name: &CStr) -> *mut c_void {
 }
 
 fn loaded_hdf5_objects() -> Vec<String> {
+    loaded_objects(|file| file.contains("hdf5") && !file.contains("h5tile"))
+}
+
+/// Paths of the shared objects loaded in this process whose file name passes `wanted`
+/// (walking the loader's list: no file is opened, nothing is loaded).
+pub fn loaded_objects(wanted: fn(&str) -> bool) -> Vec<String> {
+    struct Walk {
+        wanted: fn(&str) -> bool,
+        names: Vec<String>,
+    }
     unsafe extern "C" fn visit(
         info: *mut libc::dl_phdr_info,
         _size: usize,
         data: *mut c_void,
     ) -> c_int {
-        let names = &mut *(data as *mut Vec<String>);
+        let walk = &mut *(data as *mut Walk);
         let name = (*info).dlpi_name;
         if !name.is_null() {
             let name = CStr::from_ptr(name).to_string_lossy();
             let file = name.rsplit('/').next().unwrap_or("");
-            if file.contains("hdf5") && !file.contains("h5tile") {
-                names.push(name.into_owned());
+            if (walk.wanted)(file) {
+                walk.names.push(name.into_owned());
             }
         }
         0
     }
-    let mut names: Vec<String> = Vec::new();
-    unsafe { libc::dl_iterate_phdr(Some(visit), &mut names as *mut Vec<String> as *mut c_void) };
-    names
+    let mut walk = Walk {
+        wanted,
+        names: Vec::new(),
+    };
+    unsafe { libc::dl_iterate_phdr(Some(visit), &mut walk as *mut Walk as *mut c_void) };
+    walk.names
 }
 
 /// The configuration string given with `H5Pset_driver_by_name` or `HDF5_DRIVER_CONFIG`.

@@ -91,7 +91,8 @@ pub unsafe extern "C" fn h5tile_batches_open_f(
     }
 }
 
-/// Delivers this rank's next chunk: copies it (dense, row-major) into `buf`, writes its offset
+/// Delivers this rank's next chunk: copies it (dense, row-major) into `buf` (host or device
+/// memory; a chunk for device memory is read ahead in host memory and copied over), writes its offset
 /// and (clipped) shape to `chunk_offset` and `chunk_shape` (room for ndim values each), and sets
 /// `*done` to false; once every chunk was delivered, sets `*done` to true and writes nothing
 /// else. A `buf_bytes` smaller than the chunk fails with `H5TILE_ERR_INVALID_ARGUMENT` and does
@@ -122,8 +123,11 @@ pub unsafe extern "C" fn h5tile_batches_next(
                 "buf, chunk_offset or chunk_shape is NULL",
             );
         }
-        let bytes = std::slice::from_raw_parts_mut(buf as *mut u8, buf_bytes);
-        if let Some(tile) = it.next(bytes)? {
+        let delivered = match h5tile_gds::device::device_memory(buf) {
+            Some(dst) => it.next_into(buf_bytes, |chunk| crate::device::copy_to_device(dst, chunk)),
+            None => it.next(std::slice::from_raw_parts_mut(buf as *mut u8, buf_bytes)),
+        };
+        if let Some(tile) = delivered? {
             let n = tile.ndim();
             std::slice::from_raw_parts_mut(chunk_offset, n).copy_from_slice(&tile.offset);
             std::slice::from_raw_parts_mut(chunk_shape, n).copy_from_slice(&tile.shape);

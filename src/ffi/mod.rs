@@ -46,6 +46,10 @@ pub struct h5tile_write_options {
     pub layout: h5tile_layout,
     /// Bitwise OR of `H5TILE_NO_OVERWRITE`, `H5TILE_ALLOW_PARTIAL` (default 0).
     pub flags: u32,
+    /// How tiles in device memory move: `H5TILE_GDS_FROM_ENVIRONMENT` (default: the
+    /// environment variable `H5TILE_GDS`, else auto), `H5TILE_GDS_AUTO`, `H5TILE_GDS_ON` or
+    /// `H5TILE_GDS_OFF`. Host buffers ignore it.
+    pub gds: u32,
 }
 
 /// Options of `h5tile_read`; start from `h5tile_read_options_default()`.
@@ -59,6 +63,8 @@ pub struct h5tile_read_options {
     /// dataset's own type, or a type HDF5 converts to. `h5tile_read` takes its type as an
     /// argument; for it this field must be `H5TILE_AS_STORED` or that same type.
     pub dtype: h5tile_dtype,
+    /// How reads into device memory move, as `h5tile_write_options.gds`.
+    pub gds: u32,
 }
 
 impl h5tile_write_options {
@@ -87,6 +93,7 @@ impl h5tile_write_options {
             layout,
             no_overwrite: o.flags & H5TILE_NO_OVERWRITE != 0,
             allow_partial: o.flags & H5TILE_ALLOW_PARTIAL != 0,
+            gds: crate::device::mode_from_options(o.gds)?,
         })
     }
 }
@@ -109,6 +116,7 @@ impl h5tile_read_options {
         Ok(ReadOptions {
             fill_missing: o.flags & H5TILE_READ_FILL_MISSING != 0,
             dtype,
+            gds: crate::device::mode_from_options(o.gds)?,
         })
     }
 }
@@ -158,6 +166,7 @@ pub extern "C" fn h5tile_write_options_default() -> h5tile_write_options {
     h5tile_write_options {
         layout: H5TILE_LAYOUT_VDS,
         flags: 0,
+        gds: crate::device::H5TILE_GDS_FROM_ENVIRONMENT,
     }
 }
 
@@ -167,6 +176,7 @@ pub extern "C" fn h5tile_read_options_default() -> h5tile_read_options {
     h5tile_read_options {
         flags: 0,
         dtype: H5TILE_AS_STORED,
+        gds: crate::device::H5TILE_GDS_FROM_ENVIRONMENT,
     }
 }
 

@@ -36,12 +36,13 @@ pub fn file_access(config: &str) -> Result<Plist> {
     Ok(fapl)
 }
 
-/// File-access properties for the tile files h5tile writes: through h5tile_gds, raw data in
-/// pieces whose writeback starts at once (the final fsync then waits for the tail only, and
-/// the copy into the page cache overlaps the disk), and the tile's data aligned to 4 KiB in
-/// the file, as O_DIRECT and cuFile want it.
-pub fn tile_access() -> Result<Plist> {
-    let fapl = file_access("block=8MiB,writeback=on")?;
+/// File-access properties for the tile files h5tile writes: through h5tile_gds configured
+/// with `config` (see `device::Route::driver_config`: raw data in pieces whose writeback starts
+/// at once, so the final fsync waits for the tail only and the copy into the page cache
+/// overlaps the disk; device memory by the mode asked for), and the tile's data aligned to
+/// 4 KiB in the file, as O_DIRECT and cuFile want it.
+pub fn tile_access(config: &str) -> Result<Plist> {
+    let fapl = file_access(config)?;
     let _l = super::lock();
     check(
         unsafe { H5Pset_alignment(fapl.id(), 64 << 10, 4096) },

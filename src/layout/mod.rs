@@ -10,6 +10,7 @@
 //! readable dataset, old or new.
 
 pub mod pieces;
+pub mod runs;
 pub mod single;
 pub mod vds;
 

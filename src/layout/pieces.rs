@@ -6,14 +6,20 @@ use std::fs::File;
 use std::io;
 use std::os::unix::fs::FileExt;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::OnceLock;
 
 /// Bytes per piece of a parallel read.
 const PIECE: usize = 8 << 20;
 
 /// Threads a rank uses for one large read: `H5TILE_THREADS` when set, else the CPUs this
 /// process may run on shared among the ranks of its node (as the MPI launcher reports them),
-/// at most 8.
+/// at most 8. Worked out once per process (asking for the CPUs reads cgroup files).
 pub fn io_threads() -> usize {
+    static THREADS: OnceLock<usize> = OnceLock::new();
+    *THREADS.get_or_init(threads_from_environment)
+}
+
+fn threads_from_environment() -> usize {
     if let Some(n) = std::env::var("H5TILE_THREADS")
         .ok()
         .and_then(|v| v.trim().parse::<usize>().ok())
@@ -37,6 +43,9 @@ pub fn io_threads() -> usize {
 /// Fills all of `buf` from `file` at byte `at`, in `PIECE`-sized pieces over up to
 /// `io_threads()` threads; a short file is an `UnexpectedEof` error.
 pub fn read_exact_at(file: &File, buf: &mut [u8], at: u64) -> io::Result<()> {
+    if buf.len() <= PIECE {
+        return file.read_exact_at(buf, at);
+    }
     read_exact_at_over(file, buf, at, io_threads())
 }
 

@@ -5,6 +5,7 @@
 //! region with `pwrite`, from the caller's buffer.
 
 use super::sync_path;
+use crate::device::{DeviceFile, Route};
 use crate::dtype::Dtype;
 use crate::hdf5::{self, Dataset, File, Plist, Space};
 use crate::status::{fail, Error, Result, H5TILE_ERR_HDF5};
@@ -50,7 +51,8 @@ pub fn create(path: &Path, dataset: &str, dtype: Dtype, global: &[u64]) -> Resul
 }
 
 /// Writes `tile` (dense, row-major, `elem` bytes per element, at `buf`) into the contiguous
-/// storage at byte `data_offset` of the file at `path`, one `pwrite` per contiguous run.
+/// storage at byte `data_offset` of the file at `path`, one `pwrite` per contiguous run (from
+/// device memory: one h5tile_gds device transfer per run).
 ///
 /// # Safety
 /// `buf` must hold `tile.volume()` elements of `elem` bytes.
@@ -61,7 +63,18 @@ pub unsafe fn write_tile(
     tile: &Tile,
     elem: usize,
     buf: *const u8,
+    route: &Route,
 ) -> Result<()> {
+    if let Route::Device(ptr, _) = route {
+        let mut io = DeviceFile::open(path, true, route)?;
+        for (file_element, buf_element, run) in runs(global, tile) {
+            let at = data_offset + file_element * elem as u64;
+            let start = buf_element as usize * elem;
+            io.write(at, ptr.offset(start), run as usize * elem)?;
+        }
+        drop(io);
+        return sync_path(path);
+    }
     let file = std::fs::OpenOptions::new()
         .write(true)
         .open(path)

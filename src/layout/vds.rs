@@ -4,9 +4,10 @@
 //! needs is really there before HDF5 reads it (`check_sources`).
 
 use super::sync_path;
+use crate::device::{DeviceFile, DevicePtr, Route};
 use crate::dtype::Dtype;
 use crate::hdf5::{self, cstr, Dataset, File, Plist, Space, Type};
-use crate::status::{Error, Result, H5TILE_ERR_MISSING_TILE};
+use crate::status::{Error, Result, H5TILE_ERR_CUDA, H5TILE_ERR_MISSING_TILE};
 use crate::tile::Tile;
 use hdf5_sys::h5::HADDR_UNDEF;
 use hdf5_sys::h5a::{H5Acreate2, H5Awrite};
@@ -41,10 +42,11 @@ pub unsafe fn write_tile(
     tile: &Tile,
     global: &[u64],
     buf: *const c_void,
+    route: &Route,
 ) -> Result<TileBytes> {
     let data_offset = {
         let _l = hdf5::lock();
-        let file = File::create_with(path, &hdf5::gds::tile_access()?)?;
+        let file = File::create_with(path, &hdf5::gds::tile_access(&route.driver_config())?)?;
         let t = dtype.hdf5_type()?;
         let space = Space::simple(&tile.shape)?;
         let dcpl = Plist::create(*H5P_CLS_DATASET_CREATE)?;
@@ -680,6 +682,21 @@ impl DirectReader {
     /// Fills `buf` with the dataset's fill value in `dtype` (zero unless the file sets one).
     unsafe fn prefill(&mut self, want: &Tile, dtype: Dtype, buf: *mut u8) -> Result<()> {
         let size = dtype.size();
+        let element = self.fill_element(dtype)?;
+        let bytes = std::slice::from_raw_parts_mut(buf, want.volume() as usize * size);
+        if element.iter().all(|&b| b == 0) {
+            bytes.fill(0);
+        } else {
+            bytes
+                .chunks_exact_mut(size)
+                .for_each(|e| e.copy_from_slice(&element));
+        }
+        Ok(())
+    }
+
+    /// The dataset's fill value as one element of `dtype`.
+    unsafe fn fill_element(&mut self, dtype: Dtype) -> Result<Vec<u8>> {
+        let size = dtype.size();
         if !self.fill.iter().any(|(d, _)| *d == dtype) {
             let mut element = vec![0u8; size];
             let mem_type = dtype.hdf5_type()?;
@@ -695,15 +712,85 @@ impl DirectReader {
             .find(|(d, _)| *d == dtype)
             .expect("just added")
             .1;
-        let bytes = std::slice::from_raw_parts_mut(buf, want.volume() as usize * size);
-        if element.iter().all(|&b| b == 0) {
-            bytes.fill(0);
-        } else {
-            bytes
-                .chunks_exact_mut(size)
-                .for_each(|e| e.copy_from_slice(element));
+        Ok(element.clone())
+    }
+
+    /// Reads `want` (stored as `dtype`) into device memory `dst` straight from the tile files'
+    /// recorded bytes, through the h5tile_gds device paths. Returns false, having read nothing,
+    /// where it cannot: the master records no tile bytes, a tile file has changed, or elements
+    /// to fill would need a fill value other than zero. Then the caller stages.
+    pub fn read_device(
+        &mut self,
+        want: &Tile,
+        dtype: Dtype,
+        dst: DevicePtr,
+        route: &Route,
+        fill_missing: bool,
+    ) -> Result<bool> {
+        let _l = hdf5::lock();
+        let Some(tile_bytes) = self.tile_bytes.clone() else {
+            return Ok(false);
+        };
+        if !matches!(&self.stored, Some((d, _)) if *d == dtype) {
+            return Ok(false);
         }
-        Ok(())
+        // Every part's file first: nothing is read unless all of it can be read this way.
+        let mut plan: Vec<(usize, Tile, PathBuf)> = Vec::new();
+        let mut missing = false;
+        for (i, m) in self.mappings.iter().enumerate() {
+            let Some(common) = want.intersection(&m.region) else {
+                continue;
+            };
+            if tile_bytes[i].data_offset == HADDR_UNDEF {
+                return Ok(false);
+            }
+            let path = locate_source(&self.master, &m.file, &m.region, &self.dataset);
+            let size = path
+                .as_ref()
+                .ok()
+                .and_then(|p| std::fs::metadata(p).ok())
+                .map(|md| md.len());
+            match (path, size) {
+                (Ok(p), Some(size)) if size == tile_bytes[i].file_size => plan.push((i, common, p)),
+                (Ok(_), Some(_)) => return Ok(false),
+                _ if fill_missing => missing = true,
+                (Ok(p), None) => {
+                    return Err(missing_tile(
+                        &p,
+                        &m.region,
+                        &self.dataset,
+                        &self.master,
+                        "does not exist",
+                    ))
+                }
+                (Err(e), _) => return Err(e),
+            }
+        }
+        let covered: u128 = plan.iter().map(|(_, c, _)| c.volume()).sum();
+        let elem = dtype.size();
+        if missing || covered < want.volume() {
+            if unsafe { self.fill_element(dtype)? }.iter().any(|&b| b != 0) {
+                return Ok(false);
+            }
+            dst.zero(want.volume() as usize * elem).map_err(|e| {
+                Error::new(H5TILE_ERR_CUDA, format!("cannot zero device memory: {e}"))
+            })?;
+        }
+        for (i, common, path) in plan {
+            let m = &self.mappings[i];
+            let n = want.ndim();
+            let src: Vec<u64> = (0..n)
+                .map(|a| m.source_offset[a] + common.offset[a] - m.region.offset[a])
+                .collect();
+            let at: Vec<u64> = (0..n).map(|a| common.offset[a] - want.offset[a]).collect();
+            let mut file = DeviceFile::open(&path, false, route)?;
+            for (s, d, len) in
+                super::runs::box_runs(&m.region.shape, &src, &want.shape, &at, &common.shape, elem)
+            {
+                file.read(tile_bytes[i].data_offset + s, dst.offset(d as usize), len)?;
+            }
+        }
+        Ok(true)
     }
 }
 

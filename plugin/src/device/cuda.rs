@@ -6,19 +6,14 @@ use cudarc::driver::sys as cu;
 use std::ffi::c_void;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-/// Whether libcuda is already loaded in this process (asked without loading it).
+/// Whether libcuda is already loaded in this process (asked of the loader's list of loaded
+/// objects: no file is opened, nothing is loaded; cheap enough for every raw transfer).
 pub fn in_process() -> bool {
     static SEEN: AtomicBool = AtomicBool::new(false);
     if SEEN.load(Ordering::Relaxed) {
         return true;
     }
-    let loaded = [c"libcuda.so.1", c"libcuda.so"].iter().any(|name| unsafe {
-        let handle = libc::dlopen(name.as_ptr(), libc::RTLD_NOW | libc::RTLD_NOLOAD);
-        if !handle.is_null() {
-            libc::dlclose(handle);
-        }
-        !handle.is_null()
-    });
+    let loaded = !crate::host::loaded_objects(|file| file.starts_with("libcuda.so")).is_empty();
     if loaded {
         SEEN.store(true, Ordering::Relaxed);
     }
@@ -80,6 +75,14 @@ impl DevicePtr {
         })?;
         check("cuCtxSynchronize", unsafe { cu::cuCtxSynchronize() })
     }
+}
+
+/// Copies `src` from host memory into device memory `dst`, waiting for it.
+pub fn copy_to_device(dst: DevicePtr, src: &[u8]) -> Result<(), String> {
+    dst.bind()?;
+    check("cuMemcpyHtoD", unsafe {
+        cu::cuMemcpyHtoD_v2(dst.addr, src.as_ptr() as *const c_void, src.len())
+    })
 }
 
 /// `Some(device memory)` when CUDA says `ptr` is device memory; None for host memory

@@ -1,0 +1,232 @@
+/* GPU check of h5tile_write / h5tile_read with device pointers (built and run by
+ * scripts/gpu-check.sh). One process, no MPI launcher (MPI_COMM_NULL):
+ *
+ *   h5tile_device DIR GIB
+ *
+ * 1. writes a GIB GiB float64 field from device memory as 4 row-slab tiles
+ *    (h5tile_write_tiles), reads it back into device memory as 4 column slabs (another
+ *    decomposition), and checks every element on the device against its formula;
+ * 2. writes and reads back one 1 GiB tile (far above the 128 MiB that stalls the reference);
+ * 3. reads the same bytes from a plain file with pread + cudaMemcpy, for comparison.
+ * The routing mode comes from H5TILE_GDS (the script runs auto, on and off). Prints one JSON
+ * line; exit status 0 only if every element matched. */
+#include <cuda_runtime.h>
+#include <h5tile.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define CUDA(call)                                                                      \
+    do {                                                                                \
+        cudaError_t e_ = (call);                                                        \
+        if (e_ != cudaSuccess) {                                                        \
+            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call,               \
+                    cudaGetErrorString(e_));                                            \
+            exit(2);                                                                    \
+        }                                                                               \
+    } while (0)
+#define H5TILE(call)                                                                    \
+    do {                                                                                \
+        h5tile_status s_ = (call);                                                      \
+        if (s_ != H5TILE_OK) {                                                          \
+            fprintf(stderr, "%s:%d: %s: %s: %s\n", __FILE__, __LINE__, #call,           \
+                    h5tile_status_name(s_), h5tile_last_error());                       \
+            exit(3);                                                                    \
+        }                                                                               \
+    } while (0)
+
+static double now(void) {
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+/* The field: element (r, c) of a global rows x cols array. */
+__host__ __device__ static double value(uint64_t r, uint64_t c, uint64_t cols) {
+    return (double)((r * cols + c) % 1000003) * 0.25;
+}
+
+/* Fills a box (offset r0, c0; shape nr x nc) of the field, row-major. */
+__global__ void fill_box(double *x, uint64_t r0, uint64_t c0, uint64_t nr, uint64_t nc,
+                         uint64_t cols) {
+    for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < nr * nc;
+         i += (uint64_t)gridDim.x * blockDim.x)
+        x[i] = value(r0 + i / nc, c0 + i % nc, cols);
+}
+
+/* Counts elements of a box that differ from the field. */
+__global__ void check_box(const double *x, uint64_t r0, uint64_t c0, uint64_t nr, uint64_t nc,
+                          uint64_t cols, unsigned long long *bad) {
+    for (uint64_t i = blockIdx.x * (uint64_t)blockDim.x + threadIdx.x; i < nr * nc;
+         i += (uint64_t)gridDim.x * blockDim.x)
+        if (x[i] != value(r0 + i / nc, c0 + i % nc, cols)) atomicAdd(bad, 1ull);
+}
+
+static unsigned long long count_bad(const double *x, uint64_t r0, uint64_t c0, uint64_t nr,
+                                    uint64_t nc, uint64_t cols) {
+    unsigned long long *d, h = 0;
+    CUDA(cudaMalloc(&d, sizeof *d));
+    CUDA(cudaMemset(d, 0, sizeof *d));
+    check_box<<<2048, 256>>>(x, r0, c0, nr, nc, cols, d);
+    CUDA(cudaDeviceSynchronize());
+    CUDA(cudaMemcpy(&h, d, sizeof h, cudaMemcpyDeviceToHost));
+    CUDA(cudaFree(d));
+    return h;
+}
+
+/* Drops a file's clean pages from the page cache, so reads come from storage. */
+static void uncache(const char *path) {
+    int fd = open(path, O_RDONLY);
+    if (fd >= 0) {
+        fsync(fd);
+        posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+        close(fd);
+    }
+}
+
+/* Drops the cache of the master and of every file in its tile folder. */
+static void uncache_dataset(const char *master) {
+    char cmd[8192];
+    uncache(master);
+    snprintf(cmd, sizeof cmd, "%s.tiles", master);
+    char list[8192];
+    snprintf(list, sizeof list, "ls -1 '%s' 2>/dev/null", cmd);
+    FILE *p = popen(list, "r");
+    char name[4096];
+    while (p && fgets(name, sizeof name, p)) {
+        name[strcspn(name, "\n")] = 0;
+        char full[8192 + 4096];
+        snprintf(full, sizeof full, "%s/%s", cmd, name);
+        uncache(full);
+    }
+    if (p) pclose(p);
+}
+
+int main(int argc, char **argv) {
+    if (argc != 3) {
+        fprintf(stderr, "usage: %s DIR GIB\n", argv[0]);
+        return 1;
+    }
+    const char *dir = argv[1];
+    uint64_t gib = (uint64_t)atol(argv[2]);
+    const uint64_t cols = 32768, rows = gib * (1ull << 30) / 8 / cols;
+    const uint64_t g[2] = {rows, cols};
+    const size_t total = rows * cols * 8;
+    char path[4096], single[4096], plain[4096];
+    snprintf(path, sizeof path, "%s/field.h5", dir);
+    snprintf(single, sizeof single, "%s/single.h5", dir);
+    snprintf(plain, sizeof plain, "%s/plain.bin", dir);
+    unsigned long long bad = 0;
+
+    /* 1. Four row slabs written from device memory ... */
+    double *rowbuf[4], *colbuf[4];
+    uint64_t roff[4][2], rshape[4][2], coff[4][2], cshape[4][2];
+    const void *bufs[4];
+    for (int k = 0; k < 4; k++) {
+        uint64_t r0 = rows * k / 4, r1 = rows * (k + 1) / 4;
+        roff[k][0] = r0, roff[k][1] = 0, rshape[k][0] = r1 - r0, rshape[k][1] = cols;
+        uint64_t c0 = cols * k / 4, c1 = cols * (k + 1) / 4;
+        coff[k][0] = 0, coff[k][1] = c0, cshape[k][0] = rows, cshape[k][1] = c1 - c0;
+        CUDA(cudaMalloc(&rowbuf[k], rshape[k][0] * cols * 8));
+        CUDA(cudaMalloc(&colbuf[k], rows * cshape[k][1] * 8));
+        fill_box<<<2048, 256>>>(rowbuf[k], r0, 0, rshape[k][0], cols, cols);
+        CUDA(cudaMemset(colbuf[k], 0xFF, rows * cshape[k][1] * 8));
+        bufs[k] = rowbuf[k];
+    }
+    CUDA(cudaDeviceSynchronize());
+    double t0 = now();
+    H5TILE(h5tile_write_tiles(MPI_COMM_NULL, path, "/field", H5TILE_FLOAT64, 2, g, 4, &roff[0][0],
+                              &rshape[0][0], bufs, NULL));
+    double t_write = now() - t0;
+    /* ... read back as four column slabs. */
+    uncache_dataset(path);
+    t0 = now();
+    for (int k = 0; k < 4; k++)
+        H5TILE(h5tile_read(MPI_COMM_NULL, path, "/field", H5TILE_FLOAT64, 2, coff[k], cshape[k],
+                           colbuf[k], NULL));
+    double t_read_cols = now() - t0;
+    for (int k = 0; k < 4; k++) bad += count_bad(colbuf[k], 0, coff[k][1], rows, cshape[k][1], cols);
+    /* ... and as the same row slabs (whole tiles: one run each). */
+    for (int k = 0; k < 4; k++) CUDA(cudaMemset(rowbuf[k], 0, rshape[k][0] * cols * 8));
+    uncache_dataset(path);
+    t0 = now();
+    for (int k = 0; k < 4; k++)
+        H5TILE(h5tile_read(MPI_COMM_NULL, path, "/field", H5TILE_FLOAT64, 2, roff[k], rshape[k],
+                           rowbuf[k], NULL));
+    double t_read_rows = now() - t0;
+    for (int k = 0; k < 4; k++) bad += count_bad(rowbuf[k], roff[k][0], 0, rshape[k][0], cols, cols);
+
+    /* 3. Baseline: the same bytes from a plain file, pread into pinned memory + cudaMemcpy. */
+    size_t piece = (size_t)64 << 20;
+    char *host;
+    CUDA(cudaMallocHost((void **)&host, piece));
+    int fd = open(plain, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    for (int k = 0; k < 4; k++) {
+        size_t len = rshape[k][0] * cols * 8;
+        for (size_t at = 0; at < len; at += piece) {
+            size_t n = len - at < piece ? len - at : piece;
+            CUDA(cudaMemcpy(host, (char *)rowbuf[k] + at, n, cudaMemcpyDeviceToHost));
+            if (write(fd, host, n) != (ssize_t)n) { perror("write"); return 4; }
+        }
+    }
+    close(fd);
+    uncache(plain);
+    t0 = now();
+    fd = open(plain, O_RDONLY);
+    off_t file_at = 0;
+    for (int k = 0; k < 4; k++) {
+        size_t len = rshape[k][0] * cols * 8;
+        for (size_t at = 0; at < len; at += piece) {
+            size_t n = len - at < piece ? len - at : piece, got = 0;
+            while (got < n) {
+                ssize_t r = pread(fd, host + got, n - got, file_at + (off_t)got);
+                if (r <= 0) { perror("pread"); return 4; }
+                got += (size_t)r;
+            }
+            file_at += (off_t)n;
+            CUDA(cudaMemcpy((char *)rowbuf[k] + at, host, n, cudaMemcpyHostToDevice));
+        }
+    }
+    close(fd);
+    double t_posix = now() - t0;
+    unlink(plain);
+    for (int k = 0; k < 4; k++) {
+        CUDA(cudaFree(rowbuf[k]));
+        CUDA(cudaFree(colbuf[k]));
+    }
+
+    /* 2. One 1 GiB tile, written and read back whole. */
+    const uint64_t g1[2] = {4096, 32768}, z[2] = {0, 0};
+    double *one, *back;
+    CUDA(cudaMalloc(&one, (size_t)1 << 30));
+    CUDA(cudaMalloc(&back, (size_t)1 << 30));
+    fill_box<<<2048, 256>>>(one, 0, 0, g1[0], g1[1], g1[1]);
+    CUDA(cudaMemset(back, 0, (size_t)1 << 30));
+    CUDA(cudaDeviceSynchronize());
+    t0 = now();
+    H5TILE(h5tile_write(MPI_COMM_NULL, single, "/one", H5TILE_FLOAT64, 2, g1, z, g1, one, NULL));
+    double t_write1 = now() - t0;
+    uncache_dataset(single);
+    t0 = now();
+    H5TILE(h5tile_read(MPI_COMM_NULL, single, "/one", H5TILE_FLOAT64, 2, z, g1, back, NULL));
+    double t_read1 = now() - t0;
+    bad += count_bad(back, 0, 0, g1[0], g1[1], g1[1]);
+    CUDA(cudaFree(one));
+    CUDA(cudaFree(back));
+    CUDA(cudaFreeHost(host));
+
+    const char *mode = getenv("H5TILE_GDS");
+    double G = (double)(1u << 30);
+    printf("{\"H5TILE_GDS\": \"%s\", \"GiB\": %llu, \"write_GiB_s\": %.3f, "
+           "\"read_columns_GiB_s\": %.3f, \"read_rows_GiB_s\": %.3f, \"posix_read_GiB_s\": %.3f, "
+           "\"read_rows_over_posix\": %.2f, \"tile_1GiB_write_s\": %.3f, \"tile_1GiB_read_s\": %.3f, "
+           "\"mismatches\": %llu}\n",
+           mode ? mode : "(unset)", (unsigned long long)gib, total / t_write / G,
+           total / t_read_cols / G, total / t_read_rows / G, total / t_posix / G,
+           t_posix / t_read_rows, t_write1, t_read1, bad);
+    return bad ? 5 : 0;
+}

@@ -1,0 +1,265 @@
+//! Device buffers: recognising a CUDA device pointer (through the h5tile_gds driver's
+//! detection, which loads nothing on a machine without CUDA) and deciding how its bytes move:
+//! `H5TILE_GDS=auto|on|off` in the environment, overridden by the options' `gds` field.
+
+use crate::status::*;
+pub use h5tile_gds::config::Gds;
+pub use h5tile_gds::device::DevicePtr;
+use std::ffi::c_void;
+
+/// Options field `gds`: take `H5TILE_GDS` from the environment (else `auto`).
+pub const H5TILE_GDS_FROM_ENVIRONMENT: u32 = 0;
+/// cuFile when usable, the bounded compat path otherwise.
+pub const H5TILE_GDS_AUTO: u32 = 1;
+/// cuFile or `H5TILE_ERR_CUDA`.
+pub const H5TILE_GDS_ON: u32 = 2;
+/// Always the compat path.
+pub const H5TILE_GDS_OFF: u32 = 3;
+
+/// The mode an options field asks for, `environment` being `H5TILE_GDS`'s value.
+pub fn mode(field: u32, environment: Option<&str>) -> Result<Gds> {
+    match field {
+        H5TILE_GDS_AUTO => Ok(Gds::Auto),
+        H5TILE_GDS_ON => Ok(Gds::On),
+        H5TILE_GDS_OFF => Ok(Gds::Off),
+        H5TILE_GDS_FROM_ENVIRONMENT => match environment.map(str::trim) {
+            None | Some("") | Some("auto") => Ok(Gds::Auto),
+            Some("on") => Ok(Gds::On),
+            Some("off") => Ok(Gds::Off),
+            Some(other) => fail(
+                H5TILE_ERR_INVALID_ARGUMENT,
+                format!("H5TILE_GDS={other}: expected auto, on or off"),
+            ),
+        },
+        other => fail(
+            H5TILE_ERR_INVALID_ARGUMENT,
+            format!("gds option {other}: expected H5TILE_GDS_FROM_ENVIRONMENT, _AUTO, _ON or _OFF"),
+        ),
+    }
+}
+
+/// The mode for an options field, reading `H5TILE_GDS` only when the field defers to it.
+pub fn mode_from_options(field: u32) -> Result<Gds> {
+    let environment = match field {
+        H5TILE_GDS_FROM_ENVIRONMENT => std::env::var("H5TILE_GDS").ok(),
+        _ => None,
+    };
+    mode(field, environment.as_deref())
+}
+
+/// Where a caller's buffer lives, and so how its bytes move.
+#[derive(Clone, Copy, Debug)]
+pub enum Route {
+    /// Host memory: HDF5 and POSIX I/O as for any buffer.
+    Host,
+    /// Device memory, through the h5tile_gds driver in this mode.
+    Device(DevicePtr, Gds),
+}
+
+impl Route {
+    /// The h5tile_gds configuration for files this route touches.
+    pub fn driver_config(&self) -> String {
+        let gds = match self {
+            Route::Host | Route::Device(_, Gds::Auto) => "auto",
+            Route::Device(_, Gds::On) => "on",
+            Route::Device(_, Gds::Off) => "off",
+        };
+        format!("block=8MiB,writeback=on,gds={gds}")
+    }
+
+    pub fn is_device(&self) -> bool {
+        matches!(self, Route::Device(..))
+    }
+}
+
+/// The route for `buf` in `mode`: host memory always takes the host route; device memory takes
+/// the device route, and with `on` only where cuFile can be used (`H5TILE_ERR_CUDA` saying why
+/// otherwise, before any file is touched).
+pub fn route(buf: *const c_void, mode: Gds) -> Result<Route> {
+    decide(h5tile_gds::device::device_memory(buf), mode, || {
+        h5tile_gds::device::cufile::driver()
+    })
+}
+
+/// The routing table itself, with cuFile's usability asked of `cufile` only when it matters.
+fn decide(
+    device: Option<DevicePtr>,
+    mode: Gds,
+    cufile: impl FnOnce() -> std::result::Result<(), String>,
+) -> Result<Route> {
+    match (device, mode) {
+        (None, _) => Ok(Route::Host),
+        (Some(ptr), Gds::On) => match cufile() {
+            Ok(()) => Ok(Route::Device(ptr, Gds::On)),
+            Err(why) => fail(
+                H5TILE_ERR_CUDA,
+                format!("gds=on asks for cuFile (GPUDirect Storage), which cannot be used: {why}"),
+            ),
+        },
+        (Some(ptr), mode) => Ok(Route::Device(ptr, mode)),
+    }
+}
+
+/// A file h5tile moves device memory to or from by itself (tile bytes at known offsets),
+/// through the driver's device paths: cuFile, or the bounded compat path.
+pub struct DeviceFile {
+    file: h5tile_gds::posix::PosixFile,
+    io: h5tile_gds::device::DeviceIo,
+    config: h5tile_gds::config::Config,
+    name: String,
+}
+
+impl DeviceFile {
+    pub fn open(path: &std::path::Path, write: bool, route: &Route) -> Result<DeviceFile> {
+        let name = path.to_string_lossy().into_owned();
+        let mode = h5tile_gds::posix::OpenMode {
+            write,
+            ..Default::default()
+        };
+        let file = h5tile_gds::posix::PosixFile::open(&name, mode)
+            .map_err(|e| Error::io("cannot open", path, &e))?;
+        let config = h5tile_gds::config::Config::parse(&route.driver_config())
+            .map_err(|e| Error::new(H5TILE_ERR_PANIC, format!("internal error: {e}")))?;
+        let io = h5tile_gds::device::DeviceIo::new(&name, write);
+        Ok(DeviceFile {
+            file,
+            io,
+            config,
+            name,
+        })
+    }
+
+    /// Reads `len` bytes at `at` into device memory `dst` (zeros past the end of the file).
+    pub fn read(&mut self, at: u64, dst: DevicePtr, len: usize) -> Result<()> {
+        self.io
+            .read(&self.file, &self.config, at, dst, len)
+            .map_err(|e| self.failed("read", at, len, e))
+    }
+
+    /// Writes `len` bytes of device memory `src` at `at`.
+    pub fn write(&mut self, at: u64, src: DevicePtr, len: usize) -> Result<()> {
+        self.io
+            .write(&mut self.file, &self.config, at, src, len)
+            .map_err(|e| self.failed("write", at, len, e))
+    }
+
+    fn failed(&self, what: &str, at: u64, len: usize, why: String) -> Error {
+        Error::new(
+            H5TILE_ERR_CUDA,
+            format!(
+                "cannot {what} {len} bytes of device memory at {at} of '{}': {why}",
+                self.name
+            ),
+        )
+    }
+}
+
+/// Copies host bytes into device memory (a batched chunk, a staged slab), waiting for it.
+pub fn copy_to_device(dst: DevicePtr, src: &[u8]) -> Result<()> {
+    h5tile_gds::device::cuda::copy_to_device(dst, src).map_err(|e| {
+        Error::new(
+            H5TILE_ERR_CUDA,
+            format!("cannot copy to device memory: {e}"),
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn options_win_over_the_environment_which_wins_over_the_default() {
+        assert_eq!(mode(H5TILE_GDS_FROM_ENVIRONMENT, None).unwrap(), Gds::Auto);
+        assert_eq!(
+            mode(H5TILE_GDS_FROM_ENVIRONMENT, Some("")).unwrap(),
+            Gds::Auto
+        );
+        assert_eq!(
+            mode(H5TILE_GDS_FROM_ENVIRONMENT, Some("on")).unwrap(),
+            Gds::On
+        );
+        assert_eq!(
+            mode(H5TILE_GDS_FROM_ENVIRONMENT, Some(" off ")).unwrap(),
+            Gds::Off
+        );
+        assert_eq!(mode(H5TILE_GDS_AUTO, Some("on")).unwrap(), Gds::Auto);
+        assert_eq!(mode(H5TILE_GDS_ON, Some("off")).unwrap(), Gds::On);
+        assert_eq!(mode(H5TILE_GDS_OFF, Some("bogus")).unwrap(), Gds::Off);
+    }
+
+    #[test]
+    fn a_bad_environment_value_or_field_is_an_invalid_argument_naming_it() {
+        let e = mode(H5TILE_GDS_FROM_ENVIRONMENT, Some("yes")).unwrap_err();
+        assert_eq!(e.status, H5TILE_ERR_INVALID_ARGUMENT);
+        assert!(e.message.contains("H5TILE_GDS=yes"), "{}", e.message);
+        let e = mode(7, None).unwrap_err();
+        assert_eq!(e.status, H5TILE_ERR_INVALID_ARGUMENT);
+        assert!(e.message.contains("gds option 7"), "{}", e.message);
+    }
+
+    fn fake_device() -> DevicePtr {
+        DevicePtr {
+            addr: 0x7000_0000_0000,
+            context: std::ptr::null_mut(),
+        }
+    }
+
+    #[test]
+    fn the_routing_table() {
+        let usable = || Ok(());
+        let unusable = || Err("libcufile.so is not installed".to_string());
+        for mode in [Gds::Auto, Gds::On, Gds::Off] {
+            // Host memory never needs cuFile, whatever the mode.
+            let r = decide(None, mode, || panic!("cuFile asked about for host memory"));
+            assert!(matches!(r, Ok(Route::Host)), "{mode:?}");
+        }
+        let d = Some(fake_device());
+        assert!(matches!(
+            decide(d, Gds::Auto, unusable),
+            Ok(Route::Device(_, Gds::Auto))
+        ));
+        assert!(matches!(
+            decide(d, Gds::Off, unusable),
+            Ok(Route::Device(_, Gds::Off))
+        ));
+        assert!(matches!(
+            decide(d, Gds::On, usable),
+            Ok(Route::Device(_, Gds::On))
+        ));
+        let e = decide(d, Gds::On, unusable).unwrap_err();
+        assert_eq!(e.status, H5TILE_ERR_CUDA);
+        assert!(
+            e.message.contains("libcufile.so is not installed"),
+            "{}",
+            e.message
+        );
+    }
+
+    #[test]
+    fn each_route_configures_the_driver_accordingly() {
+        assert_eq!(
+            Route::Host.driver_config(),
+            "block=8MiB,writeback=on,gds=auto"
+        );
+        let d = fake_device();
+        assert!(Route::Device(d, Gds::On)
+            .driver_config()
+            .ends_with("gds=on"));
+        assert!(Route::Device(d, Gds::Off)
+            .driver_config()
+            .ends_with("gds=off"));
+    }
+
+    #[test]
+    fn host_buffers_route_as_host_memory_without_loading_cuda() {
+        let data = [0u8; 64];
+        for mode in [Gds::Auto, Gds::On, Gds::Off] {
+            assert!(matches!(route(data.as_ptr().cast(), mode), Ok(Route::Host)));
+        }
+        if !h5tile_gds::device::cuda::in_process() {
+            let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+            assert!(!maps.contains("libcuda") && !maps.contains("libcufile"));
+        }
+    }
+}
