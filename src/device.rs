@@ -57,14 +57,16 @@ pub enum Route {
 }
 
 impl Route {
-    /// The h5tile_gds configuration for files this route touches.
+    /// The h5tile_gds configuration for files this route touches: raw data in 8 MiB pieces
+    /// over this rank's share of the node's cores, their writeback started at once.
     pub fn driver_config(&self) -> String {
         let gds = match self {
             Route::Host | Route::Device(_, Gds::Auto) => "auto",
             Route::Device(_, Gds::On) => "on",
             Route::Device(_, Gds::Off) => "off",
         };
-        format!("block=8MiB,writeback=on,gds={gds}")
+        let threads = crate::layout::pieces::io_threads();
+        format!("block=8MiB,writeback=on,threads={threads},gds={gds}")
     }
 
     pub fn is_device(&self) -> bool {
@@ -238,10 +240,13 @@ mod tests {
 
     #[test]
     fn each_route_configures_the_driver_accordingly() {
-        assert_eq!(
-            Route::Host.driver_config(),
-            "block=8MiB,writeback=on,gds=auto"
+        let host = Route::Host.driver_config();
+        assert!(
+            host.starts_with("block=8MiB,writeback=on,threads="),
+            "{host}"
         );
+        assert!(host.ends_with(",gds=auto"), "{host}");
+        h5tile_gds::config::Config::parse(&host).unwrap();
         let d = fake_device();
         assert!(Route::Device(d, Gds::On)
             .driver_config()

@@ -210,16 +210,20 @@ unsafe fn read_local(
     if let Route::Device(dst, _) = route {
         let stored = Dtype::of_hdf5(&file_type).ok();
         if stored != Some(dtype) || !file_type.equal(&mem_type) {
+            let holds = match stored {
+                Some(d) if d == dtype => format!(
+                    "holds {} in another byte order or layout than this machine's",
+                    d.name()
+                ),
+                Some(d) => format!("holds {}, not {}", d.name(), dtype.name()),
+                None => "holds a type h5tile does not know".to_string(),
+            };
             return fail(
                 H5TILE_ERR_DTYPE,
                 format!(
                     "device memory is read in the dataset's own type, and '{dataset}' in '{}' \
-                     holds {}, not {}: ask for that type, or read into host memory to convert",
-                    path.display(),
-                    stored
-                        .map(|d| d.name())
-                        .unwrap_or("a type h5tile does not know"),
-                    dtype.name()
+                     {holds}: read it into host memory to convert",
+                    path.display()
                 ),
             );
         }

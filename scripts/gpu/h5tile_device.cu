@@ -10,7 +10,7 @@
  * 3. reads the same bytes from a plain file with pread + cudaMemcpy, for comparison.
  * The routing mode comes from H5TILE_GDS (the script runs auto, on and off). Prints one JSON
  * line; exit status 0 only if every element matched. */
-#include <cuda_runtime.h>
+#include "common.h"
 #include <h5tile.h>
 #include <fcntl.h>
 #include <stdint.h>
@@ -20,15 +20,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#define CUDA(call)                                                                      \
-    do {                                                                                \
-        cudaError_t e_ = (call);                                                        \
-        if (e_ != cudaSuccess) {                                                        \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call,               \
-                    cudaGetErrorString(e_));                                            \
-            exit(2);                                                                    \
-        }                                                                               \
-    } while (0)
 #define H5TILE(call)                                                                    \
     do {                                                                                \
         h5tile_status s_ = (call);                                                      \
@@ -38,12 +29,6 @@
             exit(3);                                                                    \
         }                                                                               \
     } while (0)
-
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec + t.tv_nsec * 1e-9;
-}
 
 /* The field: element (r, c) of a global rows x cols array. */
 __host__ __device__ static double value(uint64_t r, uint64_t c, uint64_t cols) {
@@ -76,16 +61,6 @@ static unsigned long long count_bad(const double *x, uint64_t r0, uint64_t c0, u
     CUDA(cudaMemcpy(&h, d, sizeof h, cudaMemcpyDeviceToHost));
     CUDA(cudaFree(d));
     return h;
-}
-
-/* Drops a file's clean pages from the page cache, so reads come from storage. */
-static void uncache(const char *path) {
-    int fd = open(path, O_RDONLY);
-    if (fd >= 0) {
-        fsync(fd);
-        posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
-        close(fd);
-    }
 }
 
 /* Drops the cache of the master and of every file in its tile folder. */

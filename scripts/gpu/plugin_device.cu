@@ -7,7 +7,7 @@
  *
  *   plugin_device FILE MIB CONFIG        one JSON line; exit status 0 only if bytes match
  */
-#include <cuda_runtime.h>
+#include "common.h"
 #include <hdf5.h>
 #include <fcntl.h>
 #include <stdint.h>
@@ -17,15 +17,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#define CUDA(call)                                                                      \
-    do {                                                                                \
-        cudaError_t e_ = (call);                                                        \
-        if (e_ != cudaSuccess) {                                                        \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call,               \
-                    cudaGetErrorString(e_));                                            \
-            exit(2);                                                                    \
-        }                                                                               \
-    } while (0)
 #define H5(call)                                                                        \
     do {                                                                                \
         if ((call) < 0) {                                                               \
@@ -34,23 +25,6 @@
             exit(3);                                                                    \
         }                                                                               \
     } while (0)
-
-/* Drops the file's (clean) pages from the page cache, so every timed read comes from storage
- * as GPUDirect reads do. */
-static void uncache(const char *path) {
-    int fd = open(path, O_RDONLY);
-    if (fd >= 0) {
-        fsync(fd);
-        posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
-        close(fd);
-    }
-}
-
-static double now(void) {
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec + t.tv_nsec * 1e-9;
-}
 
 __global__ void fill(uint64_t *x, size_t n, uint64_t seed) {
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n;

@@ -11,7 +11,7 @@ use std::sync::OnceLock;
 /// Bytes per piece of a parallel read.
 const PIECE: usize = 8 << 20;
 
-/// Threads a rank uses for one large read: `H5TILE_THREADS` when set, else the CPUs this
+/// Threads a rank uses for one large read or write: `H5TILE_THREADS` when set, else the CPUs this
 /// process may run on shared among the ranks of its node (as the MPI launcher reports them),
 /// at most 8. Worked out once per process (asking for the CPUs reads cgroup files).
 pub fn io_threads() -> usize {

@@ -62,57 +62,59 @@ impl Handle {
     /// the end of the file are zeroed on the device.
     pub fn read(&self, addr: u64, dst: DevicePtr, len: usize) -> Result<(), String> {
         dst.bind()?;
-        let mut done = 0;
-        while done < len {
-            let n = unsafe {
-                cf::cuFileRead(
-                    self.handle,
-                    dst.addr as *mut c_void,
-                    len - done,
-                    (addr + done as u64) as libc::off_t,
-                    done as libc::off_t,
-                )
-            };
-            match n {
-                n if n < 0 => {
-                    return Err(io_error("cuFileRead", n, len - done, addr + done as u64))
-                }
-                0 => return dst.offset(done).zero(len - done),
-                n => done += n as usize,
-            }
-        }
-        Ok(())
+        let step = |done: usize| unsafe {
+            cf::cuFileRead(
+                self.handle,
+                dst.addr as *mut c_void,
+                len - done,
+                (addr + done as u64) as libc::off_t,
+                done as libc::off_t,
+            )
+        };
+        whole("cuFileRead", addr, len, step, |done| {
+            dst.offset(done).zero(len - done)
+        })
     }
 
     /// Writes `len` bytes from `src` at file offset `addr`, looping on short writes.
     pub fn write(&self, addr: u64, src: DevicePtr, len: usize) -> Result<(), String> {
         src.bind()?;
-        let mut done = 0;
-        while done < len {
-            let n = unsafe {
-                cf::cuFileWrite(
-                    self.handle,
-                    src.addr as *const c_void,
-                    len - done,
-                    (addr + done as u64) as libc::off_t,
-                    done as libc::off_t,
-                )
-            };
-            match n {
-                n if n < 0 => {
-                    return Err(io_error("cuFileWrite", n, len - done, addr + done as u64))
-                }
-                0 => {
-                    return Err(format!(
-                        "cuFileWrite wrote nothing at {}",
-                        addr + done as u64
-                    ))
-                }
-                n => done += n as usize,
-            }
-        }
-        Ok(())
+        let step = |done: usize| unsafe {
+            cf::cuFileWrite(
+                self.handle,
+                src.addr as *const c_void,
+                len - done,
+                (addr + done as u64) as libc::off_t,
+                done as libc::off_t,
+            )
+        };
+        whole("cuFileWrite", addr, len, step, |done| {
+            Err(format!(
+                "cuFileWrite wrote nothing at {}",
+                addr + done as u64
+            ))
+        })
     }
+}
+
+/// Repeats `step(done)` (one cuFile call starting `done` bytes in, returning the bytes it
+/// moved) until `len` bytes have moved; `nothing(done)` says what a call moving none means.
+fn whole(
+    call: &str,
+    addr: u64,
+    len: usize,
+    step: impl Fn(usize) -> isize,
+    nothing: impl FnOnce(usize) -> Result<(), String>,
+) -> Result<(), String> {
+    let mut done = 0;
+    while done < len {
+        match step(done) {
+            n if n < 0 => return Err(io_error(call, n, len - done, addr + done as u64)),
+            0 => return nothing(done),
+            n => done += n as usize,
+        }
+    }
+    Ok(())
 }
 
 /// cuFile returns -1 with errno set for a system error, or minus a cuFile error code.
