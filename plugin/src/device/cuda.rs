@@ -57,11 +57,10 @@ impl DevicePtr {
         }
     }
 
-    /// Makes this memory's context current on the calling thread.
-    pub fn bind(self) -> Result<(), String> {
-        check("cuCtxSetCurrent", unsafe {
-            cu::cuCtxSetCurrent(self.context)
-        })
+    /// Makes this memory's context current on the calling thread until the guard is dropped,
+    /// when the thread's own context comes back: a caller's thread is never left on another.
+    pub fn bind(self) -> Result<Bound, String> {
+        bind(self.context)
     }
 
     /// Sets `len` bytes to zero and waits for it.
@@ -69,7 +68,7 @@ impl DevicePtr {
         if len == 0 {
             return Ok(());
         }
-        self.bind()?;
+        let _bound = self.bind()?;
         check("cuMemsetD8", unsafe {
             cu::cuMemsetD8_v2(self.addr, 0, len)
         })?;
@@ -77,9 +76,26 @@ impl DevicePtr {
     }
 }
 
+/// A context pushed on this thread's stack, popped on drop.
+pub struct Bound(());
+
+fn bind(context: cu::CUcontext) -> Result<Bound, String> {
+    check("cuCtxPushCurrent", unsafe {
+        cu::cuCtxPushCurrent_v2(context)
+    })?;
+    Ok(Bound(()))
+}
+
+impl Drop for Bound {
+    fn drop(&mut self) {
+        let mut popped: cu::CUcontext = std::ptr::null_mut();
+        unsafe { cu::cuCtxPopCurrent_v2(&mut popped) };
+    }
+}
+
 /// Copies `src` from host memory into device memory `dst`, waiting for it.
 pub fn copy_to_device(dst: DevicePtr, src: &[u8]) -> Result<(), String> {
-    dst.bind()?;
+    let _bound = dst.bind()?;
     check("cuMemcpyHtoD", unsafe {
         cu::cuMemcpyHtoD_v2(dst.addr, src.as_ptr() as *const c_void, src.len())
     })
@@ -126,16 +142,19 @@ pub fn device_memory(ptr: *const c_void) -> Option<DevicePtr> {
     })
 }
 
-/// Page-locked host memory, so copies to and from the device run asynchronously.
+/// Page-locked host memory, so copies to and from the device run asynchronously; made and
+/// freed with its context current.
 pub struct Pinned {
     ptr: *mut u8,
     len: usize,
+    context: cu::CUcontext,
 }
 
 unsafe impl Send for Pinned {}
 
 impl Pinned {
-    pub fn new(len: usize) -> Result<Pinned, String> {
+    pub fn new(context: cu::CUcontext, len: usize) -> Result<Pinned, String> {
+        let _bound = bind(context)?;
         let mut ptr: *mut c_void = std::ptr::null_mut();
         check("cuMemHostAlloc", unsafe {
             cu::cuMemHostAlloc(&mut ptr, len, cu::CU_MEMHOSTALLOC_PORTABLE)
@@ -143,6 +162,7 @@ impl Pinned {
         Ok(Pinned {
             ptr: ptr as *mut u8,
             len,
+            context,
         })
     }
 
@@ -154,22 +174,26 @@ impl Pinned {
 
 impl Drop for Pinned {
     fn drop(&mut self) {
+        let _bound = bind(self.context);
         unsafe {
             cu::cuMemFreeHost(self.ptr as *mut c_void);
         }
     }
 }
 
-/// A stream with one event per staging buffer, on the device memory's context.
+/// A stream with one event per staging buffer, on the device memory's context (current
+/// whenever the stream is used or destroyed).
 pub struct Stream {
     stream: cu::CUstream,
     events: [cu::CUevent; 2],
+    context: cu::CUcontext,
 }
 
 unsafe impl Send for Stream {}
 
 impl Stream {
-    pub fn new() -> Result<Stream, String> {
+    pub fn new(context: cu::CUcontext) -> Result<Stream, String> {
+        let _bound = bind(context)?;
         let mut stream: cu::CUstream = std::ptr::null_mut();
         check("cuStreamCreate", unsafe {
             cu::cuStreamCreate(
@@ -180,6 +204,7 @@ impl Stream {
         let mut s = Stream {
             stream,
             events: [std::ptr::null_mut(); 2],
+            context,
         };
         for e in &mut s.events {
             check("cuEventCreate", unsafe {
@@ -230,6 +255,7 @@ impl Stream {
 
 impl Drop for Stream {
     fn drop(&mut self) {
+        let _bound = bind(self.context);
         unsafe {
             for e in self.events {
                 if !e.is_null() {

@@ -61,7 +61,7 @@ impl Handle {
     /// Reads `len` bytes at file offset `addr` into `dst`, looping on short reads; bytes past
     /// the end of the file are zeroed on the device.
     pub fn read(&self, addr: u64, dst: DevicePtr, len: usize) -> Result<(), String> {
-        dst.bind()?;
+        let _bound = dst.bind()?;
         let step = |done: usize| unsafe {
             cf::cuFileRead(
                 self.handle,
@@ -78,7 +78,7 @@ impl Handle {
 
     /// Writes `len` bytes from `src` at file offset `addr`, looping on short writes.
     pub fn write(&self, addr: u64, src: DevicePtr, len: usize) -> Result<(), String> {
-        src.bind()?;
+        let _bound = src.bind()?;
         let step = |done: usize| unsafe {
             cf::cuFileWrite(
                 self.handle,

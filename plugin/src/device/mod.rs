@@ -34,6 +34,8 @@ pub struct DeviceIo {
     /// Opened for writing: cuFile's own descriptor is opened the same way.
     write: bool,
     route: Route,
+    /// The path taken was logged (once, on the first device transfer).
+    logged: bool,
 }
 
 /// The path device memory takes, as the log names it.
@@ -51,6 +53,7 @@ impl DeviceIo {
             name: name.to_string(),
             write,
             route: Route::Undecided,
+            logged: false,
         }
     }
 
@@ -72,31 +75,39 @@ impl DeviceIo {
         }
     }
 
-    fn decide(&mut self, config: &Config) {
-        if !matches!(self.route, Route::Undecided) {
-            return;
-        }
+    /// Chooses the path on the first device transfer (`on`: cuFile or an error; `auto`: cuFile
+    /// where it can be used; `off`: compat) and logs it once at `info`.
+    fn decide(&mut self, config: &Config) -> Result<(), String> {
         let name = &self.name;
-        self.route = match config.gds {
-            Gds::Off => Route::Compat(None),
-            Gds::On | Gds::Auto => match register(name, self.write) {
-                Ok(handle) => Route::Gds(handle),
-                Err(why) => {
-                    log::info(&format!("'{name}': cuFile cannot be used ({why})"));
-                    Route::Compat(None)
-                }
-            },
-        };
-        let gds = matches!(self.route, Route::Gds(_));
-        let how = if gds {
-            format!("block={} threads={}", config.block, config.threads)
-        } else {
-            format!("two pinned buffers of {} bytes", config.bounce)
-        };
-        log::info(&format!(
-            "'{name}': device memory path={} ({how})",
-            path_name(gds)
-        ));
+        if matches!(self.route, Route::Undecided) {
+            self.route = match config.gds {
+                Gds::Off => Route::Compat(None),
+                Gds::On => Route::Gds(register(name, self.write).map_err(|why| {
+                    format!("'{name}': gds=on, but cuFile cannot be used: {why}")
+                })?),
+                Gds::Auto => match register(name, self.write) {
+                    Ok(handle) => Route::Gds(handle),
+                    Err(why) => {
+                        log::info(&format!("'{name}': cuFile cannot be used ({why})"));
+                        Route::Compat(None)
+                    }
+                },
+            };
+        }
+        if !self.logged {
+            self.logged = true;
+            let gds = matches!(self.route, Route::Gds(_));
+            let how = if gds {
+                format!("block={} threads={}", config.block, config.threads)
+            } else {
+                format!("two pinned buffers of {} bytes", config.bounce)
+            };
+            log::info(&format!(
+                "'{name}': device memory path={} ({how})",
+                path_name(gds)
+            ));
+        }
+        Ok(())
     }
 
     /// Reads `len` bytes at `addr` of `file` into device memory `dst`; bytes past the end of
@@ -109,7 +120,7 @@ impl DeviceIo {
         dst: DevicePtr,
         len: usize,
     ) -> Result<(), String> {
-        self.decide(config);
+        self.decide(config)?;
         match &mut self.route {
             Route::Gds(handle) => in_blocks(len, config, |off, n| {
                 handle.read(addr + off as u64, dst.offset(off), n)
@@ -134,7 +145,7 @@ impl DeviceIo {
         src: DevicePtr,
         len: usize,
     ) -> Result<(), String> {
-        self.decide(config);
+        self.decide(config)?;
         match &mut self.route {
             Route::Gds(handle) => {
                 in_blocks(len, config, |off, n| {
@@ -181,6 +192,8 @@ fn in_blocks(
 struct Engine<'a> {
     compat: &'a mut Compat,
     device: DevicePtr,
+    /// The memory's context stays current for the whole pipeline.
+    _bound: cuda::Bound,
 }
 
 impl<'a> Engine<'a> {
@@ -189,7 +202,7 @@ impl<'a> Engine<'a> {
         device: DevicePtr,
         bounce: usize,
     ) -> Result<Engine<'a>, String> {
-        device.bind()?;
+        let bound = device.bind()?;
         if compat
             .as_ref()
             .is_none_or(|c| c.context != device.context as usize)
@@ -197,13 +210,17 @@ impl<'a> Engine<'a> {
             *compat = None; // the old context's buffers go first: never more than two
             *compat = Some(Compat {
                 context: device.context as usize,
-                slots: [cuda::Pinned::new(bounce)?, cuda::Pinned::new(bounce)?],
-                stream: cuda::Stream::new()?,
+                slots: [
+                    cuda::Pinned::new(device.context, bounce)?,
+                    cuda::Pinned::new(device.context, bounce)?,
+                ],
+                stream: cuda::Stream::new(device.context)?,
             });
         }
         Ok(Engine {
             compat: compat.as_mut().expect("made above"),
             device,
+            _bound: bound,
         })
     }
 }
