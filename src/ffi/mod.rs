@@ -191,7 +191,8 @@ pub extern "C" fn h5tile_read_options_default() -> h5tile_read_options {
 /// replaced atomically: readers see the old dataset or the new one, a crash leaves the old one
 /// readable, and no tile file of the old one remains afterwards. When the call returns, the
 /// data is on disk and any process may open it. A failure on any rank is returned on every
-/// rank with the same status. `opts` may be NULL for the defaults.
+/// rank with the same status. `opts` may be NULL for the defaults. `buf` may be CUDA device
+/// memory, written straight from the device as `opts->gds` or `H5TILE_GDS` says.
 ///
 /// # Safety
 /// Pointers must be NULL or valid for the lengths given; `comm` a valid communicator.
@@ -294,6 +295,8 @@ pub unsafe extern "C" fn h5tile_write_tiles(
 /// Collective over `comm` (`MPI_COMM_NULL`: this process alone): each rank reads the tile it
 /// names, and a failure on any rank is returned on every rank. A tile that does not fit the
 /// dataset, or an `ndim` other than its rank, is `H5TILE_ERR_SHAPE`. `opts` may be NULL.
+/// `buf` may be CUDA device memory: it is then read in the dataset's own type (another `dtype`
+/// is `H5TILE_ERR_DTYPE`), moved as `opts->gds` or `H5TILE_GDS` says.
 ///
 /// # Safety
 /// Pointers must be NULL or valid for the lengths given; `buf` must have room for the tile.
