@@ -7,6 +7,7 @@
  *   bench_h5tile write_single FILE ROWS COLS         one process writes one contiguous file
  *   bench_h5tile read_whole  FILE ROWS COLS          one process opens and reads it all, sums it
  *   bench_h5tile batched     FILE ROWS COLS CHUNK    one process sums it in CHUNK x CHUNK chunks
+ *   bench_h5tile batched_view FILE ROWS COLS CHUNK   the same through h5tile_batches_next_view
  *
  * The write modes write float64 (g % 1000) * 0.5 (g the global linear index; the grid repeats
  * one tile's values) from buffers no larger than one tile. Times are wall time on rank 0
@@ -136,6 +137,22 @@ int main(int argc, char **argv) {
             check(h5tile_batches_next(it, buf, max_bytes, coff, cshp, &done), "next");
             if (done) break;
             total += sum(buf, cshp[0] * cshp[1]);
+        }
+        h5tile_batches_free(it);
+    } else if (strcmp(mode, "batched_view") == 0 && n > 0) {
+        const uint64_t chunk[2] = {n, n};
+        h5tile_batches *it;
+        check(h5tile_batches_open(MPI_COMM_NULL, path, "/data", 2, chunk, NULL, &it), "open");
+        size_t max_bytes;
+        check(h5tile_batches_info(it, NULL, &max_bytes, NULL), "info");
+        tile_bytes = max_bytes;
+        uint64_t coff[2], cshp[2];
+        bool done;
+        for (;;) {
+            const void *data;
+            check(h5tile_batches_next_view(it, &data, coff, cshp, &done), "next_view");
+            if (done) break;
+            total += sum((const double *)data, cshp[0] * cshp[1]);
         }
         h5tile_batches_free(it);
     } else {

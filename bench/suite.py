@@ -102,6 +102,8 @@ class Bench:
             self.h5tile(f"read h5tile {r} ranks", "read", f"tiled{r}.h5", ranks=r)
         self.h5tile("read whole (1 process)", "read_whole", f"tiled{self.ranks[0]}.h5")
         self.h5tile(f"batched {self.chunk}x{self.chunk}", "batched", f"tiled{self.ranks[0]}.h5", [self.chunk])
+        self.h5tile(f"batched view {self.chunk}x{self.chunk}", "batched_view", f"tiled{self.ranks[0]}.h5",
+                    [self.chunk])
 
     def tile_count(self):
         self.remove("contiguous.h5")
@@ -151,16 +153,20 @@ class Bench:
             print(f"{label:34}{rate:8.2f}{h:>9}{p:>9}   {target}")
 
         whole = self.median("read whole (1 process)", "seconds_with_sum")
-        batched = self.median(f"batched {self.chunk}x{self.chunk}")
-        ratio = whole / batched
-        checks.append((f"batched read within 20% of a whole read ({ratio:.2f}x)", ratio >= 0.8, ratio))
-        print(f"\nbatched {self.chunk}x{self.chunk} + sum: {self.bytes / batched / GIB:.2f} GiB/s; "
-              f"whole read + sum: {self.bytes / whole / GIB:.2f} GiB/s; batched / whole = {ratio:.2f} (target >= 0.80)")
+        print(f"\nwhole read + sum: {self.bytes / whole / GIB:.2f} GiB/s")
+        ratios = {}
+        for how, name in (("next, copying", f"batched {self.chunk}x{self.chunk}"),
+                          ("next_view", f"batched view {self.chunk}x{self.chunk}")):
+            batched = self.median(name)
+            ratio = ratios[how] = whole / batched
+            checks.append((f"batched read ({how}) within 20% of a whole read ({ratio:.2f}x)", ratio >= 0.8, ratio))
+            print(f"batched {self.chunk}x{self.chunk} + sum ({how}): {self.bytes / batched / GIB:.2f} GiB/s; "
+                  f"batched / whole = {ratio:.2f} (target >= 0.80)")
 
         print(f"\n{'peak resident memory per rank':34}{'tile MiB':>10}{'peak MiB':>10}{'peak-tile':>11}   target <= 64 MiB over the tile")
         memory = {}
         for name in [f"write h5tile {r} ranks" for r in self.ranks] + [f"read h5tile {r} ranks" for r in self.ranks] + \
-                [f"batched {self.chunk}x{self.chunk}"]:
+                [f"batched {self.chunk}x{self.chunk}", f"batched view {self.chunk}x{self.chunk}"]:
             tile = max(r["tile_bytes"] for r in self.runs[name]) / MIB
             peak = max(r["peak_rss_bytes"] for r in self.runs[name]) / MIB
             extra = peak - tile
@@ -188,7 +194,7 @@ class Bench:
         summary = {
             "bytes": self.bytes, "rounds": self.rounds, "ranks": self.ranks, "tiles": self.tiles,
             "chunk": self.chunk, "throughput_GiB_s": {label: rate for label, rate, _ in rows},
-            "batched_over_whole": ratio, "memory": memory, "tile_count": scaling,
+            "batched_over_whole": ratios, "memory": memory, "tile_count": scaling,
             "targets": [{"what": w, "met": ok, "value": v} for w, ok, v in checks],
             "runs": self.runs,
         }

@@ -54,7 +54,14 @@ static uint64_t read_all_chunks(MPI_Comm comm, const char *path, size_t ndim, co
     uint64_t off[3], shp[3], count = 0, first = 0, prev = 0;
     bool done = true;
     for (;;) {
-        EXPECT_OK(h5tile_batches_next(it, buf, max_bytes, off, shp, &done));
+        /* Every other chunk by h5tile_batches_next_view: both ways, and mixed. */
+        const void *data = buf;
+        if (count % 2 == 0) {
+            EXPECT_OK(h5tile_batches_next(it, buf, max_bytes, off, shp, &done));
+        } else {
+            EXPECT_OK(h5tile_batches_next_view(it, &data, off, shp, &done));
+            CHECK_MSG(done == (data == NULL), "a view is NULL exactly when done");
+        }
         if (done) break;
         uint64_t n = chunk_number(ndim, g, chunk, off);
         if (count == 0) first = n;
@@ -66,7 +73,7 @@ static uint64_t read_all_chunks(MPI_Comm comm, const char *path, size_t ndim, co
                       (unsigned long long)n, (unsigned long long)shp[d], d,
                       (unsigned long long)want);
         }
-        CHECK_TILE(dt, ndim, g, off, shp, buf);
+        CHECK_TILE(dt, ndim, g, off, shp, data);
         prev = n;
         count++;
     }
@@ -232,6 +239,12 @@ static void validation(const char *scratch) {
                   H5TILE_ERR_INVALID_ARGUMENT);
     EXPECT_STATUS(h5tile_batches_next(it, buf, sizeof buf, off, shp, NULL),
                   H5TILE_ERR_INVALID_ARGUMENT);
+    const void *view = buf;
+    EXPECT_STATUS(h5tile_batches_next_view(it, NULL, off, shp, &done),
+                  H5TILE_ERR_INVALID_ARGUMENT);
+    EXPECT_STATUS(h5tile_batches_next_view(it, &view, NULL, shp, &done),
+                  H5TILE_ERR_INVALID_ARGUMENT);
+    CHECK_MSG(view == buf, "a refused view call wrote its out-pointer");
     EXPECT_OK(h5tile_batches_next(it, buf, sizeof buf, off, shp, &done));
     CHECK(!done && off[0] == 0 && off[1] == 0 && shp[0] == 3 && shp[1] == 2);
     const uint64_t g[2] = {7, 5};

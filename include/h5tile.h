@@ -316,6 +316,21 @@ h5tile_status h5tile_batches_next(h5tile_batches *it,
                                   uint64_t *chunk_shape,
                                   bool *done);
 
+// Delivers this rank's next chunk without copying it: sets `*data` to the chunk's bytes
+// (dense, row-major) inside the iterator, valid until the next call on `it` or
+// `h5tile_batches_free`; otherwise as `h5tile_batches_next` (once every chunk was delivered,
+// `*done` is true and `*data` NULL). While the caller works on the chunk, the iterator reads
+// the next one into a second buffer, so memory stays at two chunks, as with
+// `h5tile_batches_next` and the caller's own buffer. Not collective.
+//
+// # Safety
+// `it` must come from `h5tile_batches_open`; other pointers NULL or valid for their sizes.
+h5tile_status h5tile_batches_next_view(h5tile_batches *it,
+                                       const void **data,
+                                       uint64_t *chunk_offset,
+                                       uint64_t *chunk_shape,
+                                       bool *done);
+
 // What an iterator delivers: the element type, the bytes of its largest chunk (enough for
 // every `buf`), and how many chunks this rank gets in all. Any out-pointer may be NULL.
 //

@@ -142,6 +142,10 @@ pub struct Batches {
     free: Option<SyncSender<Vec<u8>>>,
     filled: Option<Receiver<Filled>>,
     reader: Option<JoinHandle<()>>,
+    /// The chunk `next_view` lent the caller, given back to the reader on the next call.
+    lent: Option<Vec<u8>>,
+    /// Whether the second buffer that lending needs (one lent, one read ahead) exists.
+    second_buffer: bool,
 }
 
 impl Batches {
@@ -243,6 +247,8 @@ impl Batches {
             free: Some(free_tx),
             filled: Some(filled_rx),
             reader: Some(reader),
+            lent: None,
+            second_buffer: false,
         })
     }
 
@@ -283,6 +289,7 @@ impl Batches {
         room: usize,
         deliver: impl FnOnce(&[u8]) -> Result<()>,
     ) -> Result<Option<Tile>> {
+        self.give_back_lent();
         let Some(need) = self.next_bytes() else {
             return Ok(None);
         };
@@ -296,6 +303,55 @@ impl Batches {
                 ),
             );
         }
+        let (tile, result, buffer) = self.receive()?;
+        let outcome = result
+            .and_then(|()| deliver(&buffer[..need]))
+            .map(|()| tile);
+        self.recycle(buffer);
+        outcome.map(Some)
+    }
+
+    /// The next chunk without copying it: its place and its bytes inside the iterator, valid
+    /// until the next call. The reader then keeps a second buffer, filling it with the chunk
+    /// after while the caller works on this one.
+    pub fn next_view(&mut self) -> Result<Option<(Tile, &[u8])>> {
+        self.give_back_lent();
+        if !self.second_buffer && self.next + 1 < self.end {
+            self.second_buffer = true;
+            if let Some(tx) = &self.free {
+                let _ = tx.send(Vec::with_capacity(self.max_chunk_bytes));
+            }
+        }
+        let Some(need) = self.next_bytes() else {
+            return Ok(None);
+        };
+        let (tile, result, buffer) = self.receive()?;
+        if let Err(e) = result {
+            self.recycle(buffer);
+            return Err(e);
+        }
+        let lent = self.lent.insert(buffer);
+        Ok(Some((tile, &lent[..need])))
+    }
+
+    /// The buffer lent by `next_view`, back to the reader.
+    fn give_back_lent(&mut self) {
+        if let Some(buffer) = self.lent.take() {
+            self.recycle(buffer);
+        }
+    }
+
+    /// A delivered buffer back to the reader, while it has chunks left to read.
+    fn recycle(&mut self, buffer: Vec<u8>) {
+        if self.next < self.end {
+            if let Some(tx) = &self.free {
+                let _ = tx.send(buffer);
+            }
+        }
+    }
+
+    /// The next filled chunk from the reader, counted as delivered.
+    fn receive(&mut self) -> Result<(Tile, Result<()>, Vec<u8>)> {
         let filled = self.filled.as_ref().and_then(|rx| rx.recv().ok());
         let Some(Filled {
             tile,
@@ -309,15 +365,7 @@ impl Batches {
             );
         };
         self.next += 1;
-        let outcome = result
-            .and_then(|()| deliver(&buffer[..need]))
-            .map(|()| tile);
-        if self.next < self.end {
-            if let Some(tx) = &self.free {
-                let _ = tx.send(buffer);
-            }
-        }
-        outcome.map(Some)
+        Ok((tile, result, buffer))
     }
 }
 
@@ -593,6 +641,39 @@ mod tests {
         let grid = ChunkGrid::new(&[3, 5, 4], &[2, 2, 3]).unwrap();
         assert_eq!(seen, (0..12).map(|i| grid.chunk(i)).collect::<Vec<_>>());
         assert_eq!(it.next(&mut buf).unwrap(), None, "done stays done");
+    }
+
+    #[test]
+    fn views_deliver_the_same_chunks_as_copies_also_mixed_with_them() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("cube.h5");
+        write_cube(&path, [3, 5, 4]);
+        let open = || Batches::open(&solo(), &path, "/cube", &[2, 2, 3], None, false).unwrap();
+        let mut copies = open();
+        let mut buf = vec![0u8; copies.max_chunk_bytes()];
+        let mut expected = Vec::new();
+        while let Some(tile) = copies.next(&mut buf).unwrap() {
+            expected.push((tile.clone(), as_i32(&buf[..tile.volume() as usize * 4])));
+        }
+        for mixed in [false, true] {
+            let mut it = open();
+            let mut got = Vec::new();
+            for k in 0.. {
+                let chunk = if mixed && k % 3 == 2 {
+                    it.next(&mut buf)
+                        .unwrap()
+                        .map(|t| (t.clone(), as_i32(&buf[..t.volume() as usize * 4])))
+                } else {
+                    it.next_view().unwrap().map(|(t, b)| (t, as_i32(b)))
+                };
+                match chunk {
+                    Some(c) => got.push(c),
+                    None => break,
+                }
+            }
+            assert_eq!(got, expected, "mixed: {mixed}");
+            assert!(it.next_view().unwrap().is_none(), "done stays done");
+        }
     }
 
     #[test]

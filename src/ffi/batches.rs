@@ -137,6 +137,48 @@ pub unsafe extern "C" fn h5tile_batches_next(
     })
 }
 
+/// Delivers this rank's next chunk without copying it: sets `*data` to the chunk's bytes
+/// (dense, row-major) inside the iterator, valid until the next call on `it` or
+/// `h5tile_batches_free`; otherwise as `h5tile_batches_next` (once every chunk was delivered,
+/// `*done` is true and `*data` NULL). While the caller works on the chunk, the iterator reads
+/// the next one into a second buffer, so memory stays at two chunks, as with
+/// `h5tile_batches_next` and the caller's own buffer. Not collective.
+///
+/// # Safety
+/// `it` must come from `h5tile_batches_open`; other pointers NULL or valid for their sizes.
+#[no_mangle]
+pub unsafe extern "C" fn h5tile_batches_next_view(
+    it: *mut h5tile_batches,
+    data: *mut *const c_void,
+    chunk_offset: *mut u64,
+    chunk_shape: *mut u64,
+    done: *mut bool,
+) -> h5tile_status {
+    run(|| {
+        let it = &mut out_arg(it, "it")?.0;
+        let data = out_arg(data, "data")?;
+        let done = out_arg(done, "done")?;
+        if chunk_offset.is_null() || chunk_shape.is_null() {
+            return fail(
+                H5TILE_ERR_INVALID_ARGUMENT,
+                "chunk_offset or chunk_shape is NULL",
+            );
+        }
+        *data = std::ptr::null();
+        match it.next_view()? {
+            None => *done = true,
+            Some((tile, bytes)) => {
+                let n = tile.ndim();
+                std::slice::from_raw_parts_mut(chunk_offset, n).copy_from_slice(&tile.offset);
+                std::slice::from_raw_parts_mut(chunk_shape, n).copy_from_slice(&tile.shape);
+                *data = bytes.as_ptr() as *const c_void;
+                *done = false;
+            }
+        }
+        Ok(())
+    })
+}
+
 /// What an iterator delivers: the element type, the bytes of its largest chunk (enough for
 /// every `buf`), and how many chunks this rank gets in all. Any out-pointer may be NULL.
 ///
