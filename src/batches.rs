@@ -122,6 +122,20 @@ impl ChunkGrid {
     }
 }
 
+/// An empty buffer for chunks of up to `bytes`, its pages advised to be huge: the kernel then
+/// copies file data into it markedly faster (fewer TLB misses), as into numpy's arrays.
+fn chunk_buffer(bytes: usize) -> Vec<u8> {
+    let buffer: Vec<u8> = Vec::with_capacity(bytes);
+    const HUGE: usize = 2 << 20;
+    let start = (buffer.as_ptr() as usize).next_multiple_of(HUGE);
+    let end = (buffer.as_ptr() as usize + bytes) / HUGE * HUGE;
+    if end > start {
+        // Only advice: where transparent huge pages are off, nothing changes.
+        unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE) };
+    }
+    buffer
+}
+
 /// One chunk as read by the reader thread.
 struct Filled {
     tile: Tile,
@@ -234,7 +248,7 @@ impl Batches {
             })?;
         if !range.is_empty() {
             // The one read-ahead buffer: the reader starts on the first chunk right away.
-            let _ = free_tx.send(Vec::with_capacity(max_chunk_bytes));
+            let _ = free_tx.send(chunk_buffer(max_chunk_bytes));
         }
         Ok(Batches {
             grid,
@@ -319,7 +333,7 @@ impl Batches {
         if !self.second_buffer && self.next + 1 < self.end {
             self.second_buffer = true;
             if let Some(tx) = &self.free {
-                let _ = tx.send(Vec::with_capacity(self.max_chunk_bytes));
+                let _ = tx.send(chunk_buffer(self.max_chunk_bytes));
             }
         }
         let Some(need) = self.next_bytes() else {
