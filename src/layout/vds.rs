@@ -614,16 +614,18 @@ impl DirectReader {
             };
         let mut scratch = std::mem::take(&mut self.scratch);
         let mut batch_in_place = true;
+        let long_rows = row * elem >= 4096;
         for _ in 0..rows {
             let s = linear(src_shape, &src, &idx);
             let d = linear(&want.shape, &dst, &idx);
             let follows = s == batch_src + (batch.len() * row) as u64;
-            // Rows consecutive in the buffer too are read in place however many; others go
-            // through the scratch buffer, which bounds their batch.
+            // Rows consecutive in the buffer too are read in place however many. Others are read
+            // in place one by one when a row fills a page at least (one copy, not two), and
+            // short ones in batches through the scratch buffer (few system calls).
             let in_place = batch_in_place && batch.last().is_none_or(|&l| d == l + row as u64);
-            if !batch.is_empty()
-                && (!follows || (!in_place && (batch.len() + 1) * row * elem > SCRATCH_BYTES))
-            {
+            let scatter =
+                !in_place && (long_rows || (batch.len() + 1) * row * elem > SCRATCH_BYTES);
+            if !batch.is_empty() && (!follows || scatter) {
                 flush(&mut batch, batch_src, &mut scratch)?;
             }
             if batch.is_empty() {
