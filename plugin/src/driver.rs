@@ -92,15 +92,18 @@ unsafe extern "C" fn open(
             device::cufile::driver()
                 .map_err(|why| format!("'{name}': gds=on, but cuFile cannot be used: {why}"))?;
         }
+        // An existing file is registered with cuFile before it is opened (and maybe truncated),
+        // a new one right after it is created, and removed again if that fails.
         let existed = std::path::Path::new(&name).exists();
+        let mut device = DeviceIo::new(&name, mode.write);
+        if config.gds == Gds::On && existed {
+            device.require_gds()?;
+        }
         let file = PosixFile::open_with(&name, mode, config.direct, config.bounce)
             .map_err(|e| format!("cannot open '{name}': {e}"))?;
-        let mut device = DeviceIo::new(&name, mode.write);
-        if config.gds == Gds::On {
+        if config.gds == Gds::On && !existed {
             if let Err(e) = device.require_gds() {
-                if !existed {
-                    let _ = std::fs::remove_file(&name);
-                }
+                let _ = std::fs::remove_file(&name);
                 return Err(e);
             }
         }
