@@ -123,34 +123,23 @@ int main(int argc, char **argv) {
               "read");
         read_seconds = MPI_Wtime() - t0;
         total = sum(buf, rows * cols);
-    } else if (strcmp(mode, "batched") == 0 && n > 0) {
+    } else if ((strcmp(mode, "batched") == 0 || strcmp(mode, "batched_view") == 0) && n > 0) {
+        const int view = strcmp(mode, "batched_view") == 0;
         const uint64_t chunk[2] = {n, n};
         h5tile_batches *it;
         check(h5tile_batches_open(MPI_COMM_NULL, path, "/data", 2, chunk, NULL, &it), "open");
         size_t max_bytes;
         check(h5tile_batches_info(it, NULL, &max_bytes, NULL), "info");
         tile_bytes = max_bytes;
-        buf = big_alloc(max_bytes);
+        if (!view) buf = big_alloc(max_bytes);
         uint64_t coff[2], cshp[2];
         bool done;
         for (;;) {
-            check(h5tile_batches_next(it, buf, max_bytes, coff, cshp, &done), "next");
-            if (done) break;
-            total += sum(buf, cshp[0] * cshp[1]);
-        }
-        h5tile_batches_free(it);
-    } else if (strcmp(mode, "batched_view") == 0 && n > 0) {
-        const uint64_t chunk[2] = {n, n};
-        h5tile_batches *it;
-        check(h5tile_batches_open(MPI_COMM_NULL, path, "/data", 2, chunk, NULL, &it), "open");
-        size_t max_bytes;
-        check(h5tile_batches_info(it, NULL, &max_bytes, NULL), "info");
-        tile_bytes = max_bytes;
-        uint64_t coff[2], cshp[2];
-        bool done;
-        for (;;) {
-            const void *data;
-            check(h5tile_batches_next_view(it, &data, coff, cshp, &done), "next_view");
+            const void *data = buf;
+            if (view)
+                check(h5tile_batches_next_view(it, &data, coff, cshp, &done), "next_view");
+            else
+                check(h5tile_batches_next(it, buf, max_bytes, coff, cshp, &done), "next");
             if (done) break;
             total += sum((const double *)data, cshp[0] * cshp[1]);
         }

@@ -217,19 +217,7 @@ unsafe extern "C" fn read(
         let f = file_mut(f);
         check_range(f, addr, size)?;
         if let Some(dst) = raw_device_memory(kind, buf) {
-            let GdsFile {
-                name,
-                file,
-                config,
-                device,
-                ..
-            } = f;
-            return device
-                .read(file, config, addr, dst, size)
-                .map(|()| 0)
-                .map_err(|e| {
-                    format!("cannot read {size} bytes of device memory at {addr} of '{name}': {e}")
-                });
+            return f.device_transfer(false, addr, dst, size);
         }
         let bytes = std::slice::from_raw_parts_mut(buf as *mut u8, size);
         f.read_bytes(kind, addr, bytes)
@@ -250,19 +238,7 @@ unsafe extern "C" fn write(
         let f = file_mut(f);
         check_range(f, addr, size)?;
         if let Some(src) = raw_device_memory(kind, buf) {
-            let GdsFile {
-                name,
-                file,
-                config,
-                device,
-                ..
-            } = f;
-            return device
-                .write(file, config, addr, src, size)
-                .map(|()| 0)
-                .map_err(|e| {
-                    format!("cannot write {size} bytes of device memory at {addr} of '{name}': {e}")
-                });
+            return f.device_transfer(true, addr, src, size);
         }
         let bytes = std::slice::from_raw_parts(buf as *const u8, size);
         f.write_bytes(kind, addr, bytes)
@@ -280,6 +256,31 @@ fn raw_device_memory(kind: H5FD_mem_t, buf: *const c_void) -> Option<device::Dev
 }
 
 impl GdsFile {
+    /// Moves `size` bytes between `addr` of the file and device memory `mem` (`write`: to
+    /// the file), by the file's device path.
+    fn device_transfer(
+        &mut self,
+        write: bool,
+        addr: u64,
+        mem: device::DevicePtr,
+        size: usize,
+    ) -> Result<herr_t, String> {
+        let GdsFile {
+            name,
+            file,
+            config,
+            device,
+            ..
+        } = self;
+        let (op, moved) = match write {
+            false => ("read", device.read(file, config, addr, mem, size)),
+            true => ("write", device.write(file, config, addr, mem, size)),
+        };
+        moved.map(|()| 0).map_err(|e| {
+            format!("cannot {op} {size} bytes of device memory at {addr} of '{name}': {e}")
+        })
+    }
+
     /// Raw data takes the configured route (O_DIRECT, or pieces over workers); metadata is
     /// read and written plainly.
     fn read_bytes(&mut self, kind: H5FD_mem_t, addr: u64, buf: &mut [u8]) -> std::io::Result<()> {

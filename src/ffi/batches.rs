@@ -128,9 +128,7 @@ pub unsafe extern "C" fn h5tile_batches_next(
             None => it.next(std::slice::from_raw_parts_mut(buf as *mut u8, buf_bytes)),
         };
         if let Some(tile) = delivered? {
-            let n = tile.ndim();
-            std::slice::from_raw_parts_mut(chunk_offset, n).copy_from_slice(&tile.offset);
-            std::slice::from_raw_parts_mut(chunk_shape, n).copy_from_slice(&tile.shape);
+            place_out(&tile, chunk_offset, chunk_shape);
             *done = false;
         }
         Ok(())
@@ -168,15 +166,20 @@ pub unsafe extern "C" fn h5tile_batches_next_view(
         match it.next_view()? {
             None => *done = true,
             Some((tile, bytes)) => {
-                let n = tile.ndim();
-                std::slice::from_raw_parts_mut(chunk_offset, n).copy_from_slice(&tile.offset);
-                std::slice::from_raw_parts_mut(chunk_shape, n).copy_from_slice(&tile.shape);
+                place_out(&tile, chunk_offset, chunk_shape);
                 *data = bytes.as_ptr() as *const c_void;
                 *done = false;
             }
         }
         Ok(())
     })
+}
+
+/// Writes a delivered chunk's offset and shape to the caller's arrays (ndim values each).
+unsafe fn place_out(tile: &crate::tile::Tile, chunk_offset: *mut u64, chunk_shape: *mut u64) {
+    let n = tile.ndim();
+    std::slice::from_raw_parts_mut(chunk_offset, n).copy_from_slice(&tile.offset);
+    std::slice::from_raw_parts_mut(chunk_shape, n).copy_from_slice(&tile.shape);
 }
 
 /// What an iterator delivers: the element type, the bytes of its largest chunk (enough for
