@@ -73,6 +73,17 @@ build plugin_device
 build h5tile_device
 
 export HDF5_PLUGIN_PATH="$CARRY/lib/plugins" H5TILE_LOG=info LD_LIBRARY_PATH="$CARRY/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+# h5tile loads cuFile by the name the CUDA toolkit installs (libcufile.so). Where only the
+# versioned library is there (the nvidia-cufile wheel ships libcufile.so.0), name it so.
+if ! ldconfig -p | grep -q 'libcufile\.so '; then
+  found=$( (ldconfig -p | awk '/libcufile\.so\.[0-9]/ {print $NF; exit}';
+            python3 -c 'import nvidia.cufile, glob, os; print(*glob.glob(os.path.join(os.path.dirname(nvidia.cufile.__file__), "lib", "libcufile.so*"))[:1])' 2>/dev/null) | head -1)
+  if [ -n "$found" ]; then
+    mkdir -p "$WORK/cufile" && ln -sf "$found" "$WORK/cufile/libcufile.so"
+    export LD_LIBRARY_PATH="$WORK/cufile:$(dirname "$found"):$LD_LIBRARY_PATH"
+    echo "gpu-check: using $found as libcufile.so" | tee -a "$OUT/machine.txt"
+  fi
+fi
 : > "$OUT/results.jsonl"
 failures=0
 # check NAME PATH COMMAND...: runs COMMAND, its JSON line to results.jsonl, its stderr to a log
