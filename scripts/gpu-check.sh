@@ -77,7 +77,7 @@ export HDF5_PLUGIN_PATH="$CARRY/lib/plugins" H5TILE_LOG=info LD_LIBRARY_PATH="$C
 # versioned library is there (the nvidia-cufile wheel ships libcufile.so.0), name it so.
 if ! ldconfig -p | grep -q 'libcufile\.so '; then
   found=$( (ldconfig -p | awk '/libcufile\.so\.[0-9]/ {print $NF; exit}';
-            python3 -c 'import nvidia.cufile, glob, os; print(*glob.glob(os.path.join(os.path.dirname(nvidia.cufile.__file__), "lib", "libcufile.so*"))[:1])' 2>/dev/null) | head -1)
+            python3 -c 'import nvidia.cufile, glob, os; print(*glob.glob(os.path.join(list(nvidia.cufile.__path__)[0], "lib", "libcufile.so*"))[:1])' 2>/dev/null) | head -1)
   if [ -n "$found" ]; then
     mkdir -p "$WORK/cufile" && ln -sf "$found" "$WORK/cufile/libcufile.so"
     export LD_LIBRARY_PATH="$WORK/cufile:$(dirname "$found"):$LD_LIBRARY_PATH"
