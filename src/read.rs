@@ -9,7 +9,7 @@ use crate::comm::Comm;
 use crate::device::{self, DeviceFile, DevicePtr, Route};
 use crate::dtype::Dtype;
 use crate::hdf5::{self, cstr, Dataset, File, Space, Type};
-use crate::layout::runs::box_runs;
+use crate::layout::runs::tile_runs;
 use crate::layout::vds;
 use crate::status::*;
 use crate::tile::Tile;
@@ -313,11 +313,8 @@ unsafe fn read_into_device(
             let offset = H5Dget_offset(open.dataset.id());
             if offset != HADDR_UNDEF {
                 let dims = open.dataset.space()?.dims()?;
-                let zero = vec![0u64; tile.ndim()];
                 let mut file = DeviceFile::open(path, false, route)?;
-                for (s, d, len) in
-                    box_runs(&dims, &tile.offset, &tile.shape, &zero, &tile.shape, elem)
-                {
+                for (s, d, len) in tile_runs(&dims, tile, elem) {
                     file.read(offset + s, dst.offset(d as usize), len)?;
                 }
                 return Ok(());

@@ -77,19 +77,35 @@ pub struct WriteArgs<'a> {
 /// # Safety
 /// Each `LocalTile::buf` of a non-empty tile must hold `tile.volume()` elements of `dtype`.
 pub unsafe fn write(comm: &Comm, args: &WriteArgs) -> Result<()> {
-    comm.agree_on(|| validate(args))?;
+    let routes = comm.agree_on(|| {
+        validate(args)?;
+        routes(args)
+    })?;
     agree_same_arguments(comm, args)?;
     let (generation, all_tiles) = plan(comm, args)?;
     match args.options.layout {
-        Layout::Vds => write_vds(comm, args, generation, all_tiles),
-        Layout::Single => write_single(comm, args, generation),
+        Layout::Vds => write_vds(comm, args, &routes, generation, all_tiles),
+        Layout::Single => write_single(comm, args, &routes, generation),
     }
+}
+
+/// How each local tile's buffer moves; `gds=on` without a usable cuFile fails here, before
+/// anything is written.
+fn routes(args: &WriteArgs) -> Result<Vec<device::Route>> {
+    args.tiles
+        .iter()
+        .map(|local| match local.tile.is_empty() {
+            true => Ok(device::Route::Host),
+            false => device::route(local.buf, args.options.gds),
+        })
+        .collect()
 }
 
 /// Steps 3 and 4 of the VDS layout.
 unsafe fn write_vds(
     comm: &Comm,
     args: &WriteArgs,
+    routes: &[device::Route],
     generation: u64,
     all_tiles: AllTiles,
 ) -> Result<()> {
@@ -111,14 +127,13 @@ unsafe fn write_vds(
                 k,
             ));
             written.push(path.clone());
-            let route = device::route(local.buf, args.options.gds)?;
             let b = vds::write_tile(
                 &path,
                 args.dtype,
                 &local.tile,
                 args.global,
                 local.buf,
-                &route,
+                &routes[k],
             )?;
             bytes.extend([b.data_offset, b.file_size]);
         }
@@ -175,7 +190,12 @@ unsafe fn write_vds(
 }
 
 /// Steps 3 and 4 of the single-file layout.
-unsafe fn write_single(comm: &Comm, args: &WriteArgs, generation: u64) -> Result<()> {
+unsafe fn write_single(
+    comm: &Comm,
+    args: &WriteArgs,
+    routes: &[device::Route],
+    generation: u64,
+) -> Result<()> {
     let tmp = layout::temporary_master(args.path, generation);
     let created = comm.agree_on(|| match comm.is_root() {
         true => single::create(&tmp, args.dataset, args.dtype, args.global).map(|o| o.unwrap_or(0)),
@@ -185,10 +205,12 @@ unsafe fn write_single(comm: &Comm, args: &WriteArgs, generation: u64) -> Result
         let mut shared = [offset];
         comm.broadcast(&mut shared);
         comm.agree_on(|| {
-            for local in args.tiles.iter().filter(|t| !t.tile.is_empty()) {
+            for (local, route) in args.tiles.iter().zip(routes) {
+                if local.tile.is_empty() {
+                    continue;
+                }
                 let (elem, buf) = (args.dtype.size(), local.buf.cast());
-                let route = device::route(local.buf, args.options.gds)?;
-                single::write_tile(&tmp, shared[0], args.global, &local.tile, elem, buf, &route)?;
+                single::write_tile(&tmp, shared[0], args.global, &local.tile, elem, buf, route)?;
             }
             Ok(())
         })
@@ -235,10 +257,6 @@ fn validate(args: &WriteArgs) -> Result<()> {
                 H5TILE_ERR_INVALID_ARGUMENT,
                 format!("buffer of non-empty tile {k} {} is NULL", local.tile),
             );
-        }
-        if !local.tile.is_empty() {
-            // gds=on without a usable cuFile fails here, before anything is written.
-            device::route(local.buf, args.options.gds)?;
         }
     }
     Ok(())

@@ -145,7 +145,7 @@ fn pwrite_full(fd: i32, addr: u64, buf: &[u8]) -> io::Result<()> {
 /// `threads` workers (in order on this thread when one would do); the first error wins.
 /// Returns the number of workers used. Even on one thread a large transfer goes in pieces:
 /// the kernel copies a 1 GiB pwrite into the page cache markedly slower than 64 MiB ones.
-pub(crate) fn in_pieces(
+pub fn in_pieces(
     len: usize,
     block: usize,
     threads: usize,

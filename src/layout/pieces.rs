@@ -5,7 +5,6 @@
 use std::fs::File;
 use std::io;
 use std::os::unix::fs::FileExt;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::OnceLock;
 
 /// Bytes per piece of a parallel read.
@@ -50,33 +49,13 @@ pub fn read_exact_at(file: &File, buf: &mut [u8], at: u64) -> io::Result<()> {
 }
 
 fn read_exact_at_over(file: &File, buf: &mut [u8], at: u64, threads: usize) -> io::Result<()> {
-    let count = buf.len().div_ceil(PIECE);
-    let workers = threads.min(count);
-    if workers <= 1 {
-        return file.read_exact_at(buf, at);
-    }
     let base = buf.as_mut_ptr() as usize;
-    let len = buf.len();
-    let next = AtomicUsize::new(0);
-    let work = || -> io::Result<()> {
-        loop {
-            let i = next.fetch_add(1, Ordering::Relaxed);
-            if i >= count {
-                return Ok(());
-            }
-            let (a, b) = (i * PIECE, ((i + 1) * PIECE).min(len));
-            // Each piece is a disjoint part of `buf`, which outlives the scope.
-            let part = unsafe { std::slice::from_raw_parts_mut((base + a) as *mut u8, b - a) };
-            file.read_exact_at(part, at + a as u64)?;
-        }
-    };
-    std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..workers).map(|_| scope.spawn(work)).collect();
-        handles.into_iter().try_for_each(|h| {
-            h.join()
-                .unwrap_or_else(|_| Err(io::Error::other("reader thread panicked")))
-        })
+    h5tile_gds::posix::in_pieces(buf.len(), PIECE, threads, |a, b| {
+        // Each piece is a disjoint part of `buf`, which outlives the workers.
+        let part = unsafe { std::slice::from_raw_parts_mut((base + a) as *mut u8, b - a) };
+        file.read_exact_at(part, at + a as u64)
     })
+    .map(|_| ())
 }
 
 #[cfg(test)]

@@ -4,6 +4,7 @@
 //! shares the storage's byte offset; each rank then writes its tiles' rows straight into that
 //! region with `pwrite`, from the caller's buffer.
 
+use super::runs::tile_runs;
 use super::sync_path;
 use crate::device::{DeviceFile, Route};
 use crate::dtype::Dtype;
@@ -67,10 +68,8 @@ pub unsafe fn write_tile(
 ) -> Result<()> {
     if let Route::Device(ptr, _) = route {
         let mut io = DeviceFile::open(path, true, route)?;
-        for (file_element, buf_element, run) in runs(global, tile) {
-            let at = data_offset + file_element * elem as u64;
-            let start = buf_element as usize * elem;
-            io.write(at, ptr.offset(start), run as usize * elem)?;
+        for (at, start, len) in tile_runs(global, tile, elem) {
+            io.write(data_offset + at, ptr.offset(start as usize), len)?;
         }
         drop(io);
         return sync_path(path);
@@ -81,89 +80,11 @@ pub unsafe fn write_tile(
         .map_err(|e| Error::io("cannot open", path, &e))?;
     let len = (tile.volume() as usize) * elem;
     let bytes = std::slice::from_raw_parts(buf, len);
-    for (file_element, buf_element, run) in runs(global, tile) {
-        let at = data_offset + file_element * elem as u64;
-        let start = buf_element as usize * elem;
-        file.write_all_at(&bytes[start..start + run as usize * elem], at)
+    for (at, start, len) in tile_runs(global, tile, elem) {
+        let start = start as usize;
+        file.write_all_at(&bytes[start..start + len], data_offset + at)
             .map_err(|e| Error::io("cannot write tile data to", path, &e))?;
     }
     drop(file);
     sync_path(path)
-}
-
-/// The contiguous runs of a tile inside a row-major global array: (first element's index in the
-/// array, its index in the tile's buffer, run length in elements). Trailing axes the tile spans
-/// whole are merged, so a slab of full rows is a single run.
-pub fn runs(global: &[u64], tile: &Tile) -> Vec<(u64, u64, u64)> {
-    let n = global.len();
-    if tile.is_empty() {
-        return Vec::new();
-    }
-    // Axes k.. form one run: every axis after k is spanned whole.
-    let mut k = n - 1;
-    while k > 0 && tile.shape[k] == global[k] {
-        k -= 1;
-    }
-    let run: u64 = tile.shape[k..].iter().product();
-    let gstride: Vec<u64> = (0..n).map(|d| global[d + 1..].iter().product()).collect();
-    let outer: Vec<u64> = tile.shape[..k].to_vec();
-    let count: u64 = outer.iter().product();
-    let mut out = Vec::with_capacity(count as usize);
-    let mut index = vec![0u64; k];
-    for r in 0..count {
-        let file_element: u64 = (0..n)
-            .map(|d| (tile.offset[d] + if d < k { index[d] } else { 0 }) * gstride[d])
-            .sum();
-        out.push((file_element, r * run, run));
-        for d in (0..k).rev() {
-            index[d] += 1;
-            if index[d] < outer[d] {
-                break;
-            }
-            index[d] = 0;
-        }
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn full_rows_are_one_run_and_blocks_are_one_run_per_row() {
-        let g = [4u64, 6];
-        assert_eq!(
-            runs(&g, &Tile::new(vec![1, 0], vec![2, 6])),
-            vec![(6, 0, 12)]
-        );
-        assert_eq!(
-            runs(&g, &Tile::new(vec![1, 2], vec![2, 3])),
-            vec![(8, 0, 3), (14, 3, 3)]
-        );
-        assert!(runs(&g, &Tile::new(vec![0, 0], vec![0, 6])).is_empty());
-    }
-
-    #[test]
-    fn runs_of_a_3d_block_cover_exactly_its_elements() {
-        let g = [3u64, 4, 5];
-        let t = Tile::new(vec![1, 1, 0], vec![2, 2, 5]);
-        let r = runs(&g, &t);
-        assert_eq!(r, vec![(25, 0, 10), (45, 10, 10)]);
-        let t = Tile::new(vec![0, 1, 2], vec![3, 3, 2]);
-        let mut covered: Vec<u64> = runs(&g, &t)
-            .iter()
-            .flat_map(|&(f, _, n)| f..f + n)
-            .collect();
-        covered.sort();
-        let mut want = Vec::new();
-        for i in 0..3 {
-            for j in 1..4 {
-                for k in 2..4 {
-                    want.push(i * 20 + j * 5 + k);
-                }
-            }
-        }
-        assert_eq!(covered, want);
-    }
 }

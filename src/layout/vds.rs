@@ -3,6 +3,7 @@
 //! (`DirectReader`, when its mappings are plain boxes) or checking that every source a read
 //! needs is really there before HDF5 reads it (`check_sources`).
 
+use super::runs::box_rows;
 use super::sync_path;
 use crate::device::{DeviceFile, DevicePtr, Route};
 use crate::dtype::Dtype;
@@ -331,6 +332,19 @@ pub struct BlockMapping {
     pub source_offset: Vec<u64>,
 }
 
+impl BlockMapping {
+    /// Where `common` (a part of `region`, in virtual-dataset coordinates) starts in the source
+    /// dataset, and where it starts in a buffer laid out as `want`.
+    fn placement(&self, common: &Tile, want: &Tile) -> (Vec<u64>, Vec<u64>) {
+        let n = want.ndim();
+        let src = (0..n)
+            .map(|a| self.source_offset[a] + common.offset[a] - self.region.offset[a])
+            .collect();
+        let dst = (0..n).map(|a| common.offset[a] - want.offset[a]).collect();
+        (src, dst)
+    }
+}
+
 /// The mappings of virtual dataset `dset` (rank `ndim`) when h5tile can follow them itself:
 /// each a single box copied from a box of the same shape, with literal names, and no two
 /// overlapping. That is every VDS h5tile writes, Legate's, and the usual h5py ones. None
@@ -521,13 +535,7 @@ impl DirectReader {
                 Err(_) if fill_missing => continue,
                 Err(e) => return Err(e),
             };
-            let m = &self.mappings[i];
-            let src: Vec<u64> = (0..want.ndim())
-                .map(|a| m.source_offset[a] + common.offset[a] - m.region.offset[a])
-                .collect();
-            let at: Vec<u64> = (0..want.ndim())
-                .map(|a| common.offset[a] - want.offset[a])
-                .collect();
+            let (src, at) = self.mappings[i].placement(&common, want);
             let (_, _, source) = &self.open[slot];
             let file_space = source.space()?;
             file_space.select_block(&src, &common.shape)?;
@@ -568,21 +576,10 @@ impl DirectReader {
         if file.metadata().map(|md| md.len()).ok() != Some(bytes.file_size) {
             return Ok(false);
         }
-        let n = want.ndim();
-        let src_shape = &m.region.shape;
-        let src: Vec<u64> = (0..n)
-            .map(|a| m.source_offset[a] + common.offset[a] - m.region.offset[a])
-            .collect();
-        let dst: Vec<u64> = (0..n).map(|a| common.offset[a] - want.offset[a]).collect();
-        let row = common.shape[n - 1] as usize;
-        let linear = |shape: &[u64], at: &[u64], idx: &[u64]| -> u64 {
-            (0..n).fold(0u64, |acc, a| {
-                acc * shape[a] + at[a] + if a < n - 1 { idx[a] } else { 0 }
-            })
-        };
+        let (src, dst) = m.placement(common, want);
         // Rows of the common box, consecutive ones in the file read together.
-        let rows: u64 = common.shape[..n - 1].iter().product();
-        let mut idx = vec![0u64; n - 1];
+        let (row, rows) = box_rows(&m.region.shape, &src, &want.shape, &dst, &common.shape);
+        let row = row as usize;
         let mut batch: Vec<u64> = Vec::new(); // destination element of each row in the batch
         let mut batch_src = 0u64;
         let total = want.volume() as usize * elem;
@@ -615,9 +612,7 @@ impl DirectReader {
         let mut scratch = std::mem::take(&mut self.scratch);
         let mut batch_in_place = true;
         let long_rows = row * elem >= 4096;
-        for _ in 0..rows {
-            let s = linear(src_shape, &src, &idx);
-            let d = linear(&want.shape, &dst, &idx);
+        for (s, d) in rows {
             let follows = s == batch_src + (batch.len() * row) as u64;
             // Rows consecutive in the buffer too are read in place however many. Others are read
             // in place one by one when a row fills a page at least (one copy, not two), and
@@ -635,13 +630,6 @@ impl DirectReader {
                 batch_in_place = in_place;
             }
             batch.push(d);
-            for a in (0..n - 1).rev() {
-                idx[a] += 1;
-                if idx[a] < common.shape[a] {
-                    break;
-                }
-                idx[a] = 0;
-            }
         }
         flush(&mut batch, batch_src, &mut scratch)?;
         self.scratch = scratch;
@@ -780,11 +768,7 @@ impl DirectReader {
         }
         for (i, common, path) in plan {
             let m = &self.mappings[i];
-            let n = want.ndim();
-            let src: Vec<u64> = (0..n)
-                .map(|a| m.source_offset[a] + common.offset[a] - m.region.offset[a])
-                .collect();
-            let at: Vec<u64> = (0..n).map(|a| common.offset[a] - want.offset[a]).collect();
+            let (src, at) = m.placement(&common, want);
             let mut file = DeviceFile::open(&path, false, route)?;
             for (s, d, len) in
                 super::runs::box_runs(&m.region.shape, &src, &want.shape, &at, &common.shape, elem)
