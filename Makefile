@@ -7,6 +7,8 @@
 #   make install PREFIX=dir   lib/libh5tile.so, include/h5tile.h, CMake config, pkg-config file
 #   make header               regenerate include/h5tile.h after changing the C API
 #   make bench                h5tile beside POSIX and h5py: throughput, memory, tile count
+#   make gpu-build            compile the GPU check's programs (no GPU needed; see
+#                             scripts/gpu-check.sh) and probe gds=on against the real cuFile
 #
 # HDF5_VERSION=2.2.0 (default) or 1.14.5 picks the HDF5 line built into .deps/; HDF5_DIR=<prefix>
 # uses an HDF5 >= 1.14 already installed instead.
@@ -37,7 +39,7 @@ export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
 export OMPI_MCA_rmaps_base_oversubscribe := 1
 MPIRUN    ?= mpirun
 
-.PHONY: all setup build install stage header test test-rust test-c demo bench clean
+.PHONY: all setup build install stage header test test-rust test-c demo bench gpu-build clean
 
 all: build
 
@@ -92,6 +94,12 @@ bench: stage
 	$(CMAKE) -S bench -B $(BUILD)/bench -DCMAKE_PREFIX_PATH=$(STAGE) >/dev/null
 	$(CMAKE) --build $(BUILD)/bench
 	$(PYTHON) bench/suite.py $(BUILD)/bench/bench_h5tile $$(command -v $(MPIRUN)) $(CURDIR)/target/bench
+
+# The GPU check cannot run without a GPU, but its programs must keep compiling: built here
+# with nvcc from NVIDIA's PyPI wheels (into .deps/cuda), as they will be on a GPU machine.
+gpu-build: stage
+	HDF5_DIR=$(HDF5_DIR) STAGE=$(STAGE) bash scripts/gpu-check.sh --pack
+	bash scripts/gpu-check.sh --build
 
 clean:
 	rm -rf build target

@@ -4,10 +4,15 @@
 #
 # The GPU machine has no Rust, HDF5 or MPI: this script carries its own build.
 #   1. here:            make stage && bash scripts/gpu-check.sh --pack
-#                       (copies the libraries and headers into target/gpu-carry, about 25 MiB)
+#                       (copies the libraries and headers into target/gpu-carry, about 13 MiB)
 #   2. on the GPU box:  bash scripts/gpu-check.sh          (with target/gpu-carry beside it)
+# `make gpu-build` (part of CI) runs `--build` on a machine without a GPU: it compiles the check
+# programs with nvcc (NVIDIA's PyPI wheels, installed into .deps/cuda, where there is no nvcc)
+# and probes gds=on against the real libcufile, which must refuse for want of libcuda.
 #
 # What it runs (about 5 minutes on an H200; sizes in GPU_CHECK_MIB and GPU_CHECK_GIB):
+#   - a probe: the plugin opens a file with gds=on, which says whether cuFile can be used here
+#     (where it cannot, gds=on must be refused, H5TILE_GDS=on too, and auto must take compat);
 #   - the plugin alone: an ordinary HDF5 program writes a device buffer of 64 MiB, 1 GiB and
 #     4 GiB through h5tile_gds and reads it back into device memory, with gds=on and with
 #     gds=off (compat), bytes compared on the device, bandwidth beside pread + cudaMemcpy;
@@ -46,29 +51,48 @@ OUT=${OUT:-$ROOT/target/gpu-check}
 WORK=${GPU_CHECK_DIR:-$ROOT/target/gpu-check-data}
 SIZES=${GPU_CHECK_MIB:-64 1024 4096}
 GIB=${GPU_CHECK_GIB:-4}
-mkdir -p "$OUT"
+BUILD_ONLY=; [ "${1:-}" = --build ] && BUILD_ONLY=1
+TOOLKIT=$ROOT/.deps/cuda # NVIDIA's PyPI wheels, for --build where no toolkit is installed
+mkdir -p "$OUT" "$WORK"
 
-if ! command -v nvidia-smi >/dev/null || ! nvidia-smi -L >/dev/null 2>&1; then
+if [ -z "$BUILD_ONLY" ] && { ! command -v nvidia-smi >/dev/null || ! nvidia-smi -L >/dev/null 2>&1; }; then
   echo "gpu-check: no NVIDIA GPU on this machine: the device checks are skipped (not run)."
   exit 0
 fi
 [ -e "$CARRY/lib/libh5tile.so" ] || { echo "gpu-check: $CARRY is missing (run --pack where h5tile was built)"; exit 2; }
+
+if [ -n "$BUILD_ONLY" ] && ! command -v nvcc >/dev/null; then
+  if ! "$TOOLKIT/bin/python" -c 'import nvidia.cu13, nvidia.cufile' 2>/dev/null; then
+    echo "gpu-check: installing nvcc, the CUDA runtime and cuFile from PyPI into $TOOLKIT"
+    python3 -m venv "$TOOLKIT"
+    "$TOOLKIT/bin/pip" install -q --disable-pip-version-check nvidia-cuda-nvcc \
+      nvidia-cuda-runtime nvidia-cuda-crt nvidia-nvvm nvidia-cuda-cccl nvidia-cufile
+  fi
+  cu=$("$TOOLKIT/bin/python" -c 'import nvidia.cu13 as m; print(list(m.__path__)[0])')
+  export PATH="$cu/bin:$PATH" LD_LIBRARY_PATH="$cu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  export NVCC_FLAGS="-I$cu/include -L$cu/lib"
+fi
 command -v nvcc >/dev/null || { echo "gpu-check: nvcc not found"; exit 2; }
 
 {
-  nvidia-smi -L
+  if [ -z "$BUILD_ONLY" ]; then nvidia-smi -L; fi
   nvcc --version | tail -2
   echo "cuFile libraries the loader knows:"; ldconfig -p | grep -i cufile || echo "  (none)"
-  uname -r; df -h "$ROOT" | tail -1
+  echo "nvidia-fs (GPUDirect without it is cuFile's own compat mode): $(head -1 /proc/driver/nvidia-fs/version 2>/dev/null || echo not loaded)"
+  uname -r; df -h "$WORK" | tail -1
 } 2>&1 | tee "$OUT/machine.txt"
 
-mkdir -p "$WORK"
-LIBS=$(ls "$CARRY"/lib/*.so*)
+# nvcc takes the libraries to link as linker arguments (it refuses a versioned .so name).
+LINK=$(for lib in "$CARRY"/lib/*.so*; do printf -- '-Xlinker %s ' "$lib"; done)
 build() {
-  nvcc -O2 -DOMPI_SKIP_MPICXX -o "$WORK/$1" "scripts/gpu/$1.cu" -I"$CARRY/include" $LIBS \
-    -Xlinker -rpath="$CARRY/lib" 2>&1 | tee -a "$OUT/build.log"
+  rm -f "$WORK/$1"
+  # shellcheck disable=SC2086
+  nvcc -O2 -DOMPI_SKIP_MPICXX ${NVCC_FLAGS:-} -o "$WORK/$1" "scripts/gpu/$1.cu" \
+    -I"$CARRY/include" $LINK -Xlinker -rpath="$CARRY/lib" 2>&1 | tee -a "$OUT/build.log"
   [ -x "$WORK/$1" ] || { echo "gpu-check: building $1 failed"; exit 2; }
+  echo "gpu-check: built $1"
 }
+: > "$OUT/build.log"
 build plugin_device
 build h5tile_device
 
@@ -76,7 +100,8 @@ export HDF5_PLUGIN_PATH="$CARRY/lib/plugins" H5TILE_LOG=info LD_LIBRARY_PATH="$C
 # h5tile loads cuFile by the name the CUDA toolkit installs (libcufile.so). Where only the
 # versioned library is there (the nvidia-cufile wheel ships libcufile.so.0), name it so.
 if ! ldconfig -p | grep -q 'libcufile\.so '; then
-  found=$( (ldconfig -p | awk '/libcufile\.so\.[0-9]/ {print $NF; exit}';
+  found=$( (for d in ${LD_LIBRARY_PATH//:/ }; do ls "$d"/libcufile.so.[0-9]* 2>/dev/null; done;
+            ldconfig -p | awk '/libcufile\.so\.[0-9]/ {print $NF; exit}';
             python3 -c 'import nvidia.cufile, glob, os; print(*glob.glob(os.path.join(list(nvidia.cufile.__path__)[0], "lib", "libcufile.so*"))[:1])' 2>/dev/null) | head -1)
   if [ -n "$found" ]; then
     mkdir -p "$WORK/cufile" && ln -sf "$found" "$WORK/cufile/libcufile.so"
@@ -84,6 +109,32 @@ if ! ldconfig -p | grep -q 'libcufile\.so '; then
     echo "gpu-check: using $found as libcufile.so" | tee -a "$OUT/machine.txt"
   fi
 fi
+
+# The probe: gds=on opens only where cuFile can be used; elsewhere it is refused with the
+# reason, before the file is created.
+probe=$WORK/probe.h5
+rm -f "$probe"
+"$WORK/plugin_device" "$probe" 0 gds=on >/dev/null 2>"$OUT/log-probe.txt"
+probe_status=$?
+refusal=$(grep -o "gds=on, but cuFile cannot be used: [^']*" "$OUT/log-probe.txt" | head -1)
+if [ $probe_status -eq 0 ] && grep -q "path=gds" "$OUT/log-probe.txt"; then
+  GDS=1; echo "gpu-check: cuFile can be used here" | tee -a "$OUT/machine.txt"
+elif [ $probe_status -eq 3 ] && [ -n "$refusal" ] && [ ! -e "$probe" ]; then
+  GDS=; echo "gpu-check: $refusal" | tee -a "$OUT/machine.txt"
+else
+  echo "FAIL  probe: gds=on neither opened through cuFile nor was refused cleanly (exit $probe_status)"
+  tail -15 "$OUT/log-probe.txt" | sed 's/^/      /'
+  exit 1
+fi
+if [ -n "$BUILD_ONLY" ]; then
+  # Without a GPU there is no libcuda, so cuFile cannot be used: the refusal must say so.
+  if [ -n "$GDS" ] || ! grep -q "libcuda.so" <<<"$refusal"; then
+    echo "FAIL  probe: without libcuda gds=on must be refused naming libcuda.so"; exit 1
+  fi
+  echo "gpu-check: built the check programs; the probe refused gds=on as it must (no GPU: nothing else runs)"
+  exit 0
+fi
+
 : > "$OUT/results.jsonl"
 failures=0
 # check NAME PATH COMMAND...: runs COMMAND, its JSON line to results.jsonl, its stderr to a log
@@ -103,16 +154,36 @@ check() {
     echo "ok    $name: $(tail -1 "$OUT/results.jsonl")"
   fi
 }
+# refused NAME COMMAND...: where cuFile cannot be used, COMMAND (an h5tile call with
+# H5TILE_GDS=on) must fail with H5TILE_ERR_CUDA and the reason.
+refused() {
+  local name=$1; shift
+  local log="$OUT/log-$name.txt"
+  "$@" >/dev/null 2>"$log"
+  local status=$?
+  if [ $status -ne 0 ] && grep -q "cannot be used" "$log" && grep -q ERR_CUDA "$log"; then
+    echo "ok    $name: refused as it must ($refusal)"
+  else
+    echo "FAIL  $name: exit $status without the refusal"; tail -5 "$log" | sed 's/^/      /'
+    failures=$((failures + 1))
+  fi
+}
+auto_path=compat; [ -n "$GDS" ] && auto_path=gds
 for mib in $SIZES; do
-  check "plugin-$mib-gds_on" gds "$WORK/plugin_device" "$WORK/check.h5" "$mib" gds=on
+  if [ -n "$GDS" ]; then
+    check "plugin-$mib-gds_on" gds "$WORK/plugin_device" "$WORK/check.h5" "$mib" gds=on
+  fi
+  check "plugin-$mib-gds_auto" $auto_path "$WORK/plugin_device" "$WORK/check.h5" "$mib" gds=auto
   check "plugin-$mib-gds_off" compat "$WORK/plugin_device" "$WORK/check.h5" "$mib" gds=off
 done
 for mode in auto on off; do
-  path=gds; [ $mode = off ] && path=compat
-  # auto takes gds where cuFile works; the log says which, and the JSON line records it.
-  [ $mode = auto ] && ! grep -q "device memory path=gds" "$OUT"/log-plugin-*-gds_on.txt 2>/dev/null && path=compat
+  path=gds; { [ $mode = off ] || [ -z "$GDS" ]; } && path=compat
   rm -rf "$WORK/h5tile" && mkdir -p "$WORK/h5tile"
-  H5TILE_GDS=$mode check "h5tile-$mode" $path "$WORK/h5tile_device" "$WORK/h5tile" "$GIB"
+  if [ $mode = on ] && [ -z "$GDS" ]; then
+    H5TILE_GDS=on refused "h5tile-on" "$WORK/h5tile_device" "$WORK/h5tile" "$GIB"
+  else
+    H5TILE_GDS=$mode check "h5tile-$mode" $path "$WORK/h5tile_device" "$WORK/h5tile" "$GIB"
+  fi
 done
 rm -rf "$WORK/check.h5" "$WORK/h5tile"
 echo "gpu-check: $failures failed" | tee "$OUT/summary.txt"

@@ -31,7 +31,7 @@
     } while (0)
 
 /* The field: element (r, c) of a global rows x cols array. */
-__host__ __device__ static double value(uint64_t r, uint64_t c, uint64_t cols) {
+__host__ __device__ inline double value(uint64_t r, uint64_t c, uint64_t cols) {
     return (double)((r * cols + c) % 1000003) * 0.25;
 }
 
@@ -68,7 +68,7 @@ static void uncache_dataset(const char *master) {
     char cmd[8192];
     uncache(master);
     snprintf(cmd, sizeof cmd, "%s.tiles", master);
-    char list[8192];
+    char list[8192 + 64];
     snprintf(list, sizeof list, "ls -1 '%s' 2>/dev/null", cmd);
     FILE *p = popen(list, "r");
     char name[4096];

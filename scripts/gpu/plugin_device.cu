@@ -6,6 +6,9 @@
  * file dropped from the page cache, for both.
  *
  *   plugin_device FILE MIB CONFIG        one JSON line; exit status 0 only if bytes match
+ *   plugin_device FILE 0 CONFIG          probe: only creates FILE through the driver (no CUDA
+ *                                        call), so gds=on shows whether cuFile can be used;
+ *                                        exit status 3 with HDF5's error stack if refused
  */
 #include "common.h"
 #include <hdf5.h>
@@ -64,6 +67,14 @@ int main(int argc, char **argv) {
     }
     const char *path = argv[1], *config = argv[3];
     size_t bytes = (size_t)atol(argv[2]) << 20, n = bytes / 8;
+    if (bytes == 0) {
+        hid_t fapl = access_list(config), file;
+        H5(file = H5Fcreate(path, H5F_ACC_TRUNC, H5P_DEFAULT, fapl));
+        H5(H5Fclose(file));
+        H5(H5Pclose(fapl));
+        unlink(path);
+        return 0;
+    }
     uint64_t *src, *dst;
     CUDA(cudaMalloc(&src, bytes));
     CUDA(cudaMalloc(&dst, bytes));
