@@ -8,6 +8,12 @@
  *   bench_h5tile read_whole  FILE ROWS COLS          one process opens and reads it all, sums it
  *   bench_h5tile batched     FILE ROWS COLS CHUNK    one process sums it in CHUNK x CHUNK chunks
  *   bench_h5tile batched_view FILE ROWS COLS CHUNK   the same through h5tile_batches_next_view
+ *   bench_h5tile compute     FILE ROWS COLS SWEEPS   each rank computes alone: SWEEPS sweeps over
+ *                                                   a 64 MiB array of its own (FILE unused)
+ *   bench_h5tile overlap     FILE ROWS COLS SWEEPS   "write" (h5tile_write), then that computation
+ *   bench_h5tile overlap_async FILE ROWS COLS SWEEPS h5tile_write_async, the computation while
+ *                                                   it writes, then h5tile_wait (under
+ *                                                   MPI_THREAD_MULTIPLE)
  *
  * The write modes write float64 (g % 1000) * 0.5 (g the global linear index; the grid repeats
  * one tile's values) from buffers no larger than one tile. Times are wall time on rank 0
@@ -62,8 +68,26 @@ static void split(uint64_t rows, int parts, int k, uint64_t *start, uint64_t *le
     *len = base + ((uint64_t)k < extra ? 1 : 0);
 }
 
+/* The stand-in for a solver's step between checkpoints: `sweeps` passes over 64 MiB. */
+static double compute(uint64_t sweeps) {
+    const size_t n = (64u << 20) / sizeof(double);
+    double *a = big_alloc(n * sizeof *a);
+    for (size_t i = 0; i < n; i++) a[i] = (double)(i % 1000);
+    for (uint64_t s = 0; s < sweeps; s++)
+        for (size_t i = 0; i < n; i++) a[i] = a[i] * 0.999 + 1e-3;
+    double total = sum(a, n);
+    free(a);
+    return total;
+}
+
 int main(int argc, char **argv) {
-    MPI_Init(&argc, &argv);
+    if (argc > 1 && strcmp(argv[1], "overlap_async") == 0) {
+        int provided;
+        MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+        if (provided != MPI_THREAD_MULTIPLE) fprintf(stderr, "no MPI_THREAD_MULTIPLE: no overlap\n");
+    } else {
+        MPI_Init(&argc, &argv);
+    }
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Comm_size(MPI_COMM_WORLD, &size);
     if (argc < 5) {
@@ -87,6 +111,22 @@ int main(int argc, char **argv) {
         t0 = (MPI_Barrier(MPI_COMM_WORLD), MPI_Wtime()); /* filling is not writing */
         check(h5tile_write(MPI_COMM_WORLD, path, "/data", H5TILE_FLOAT64, 2, global, off, shp, buf,
                            NULL), "write");
+    } else if (strcmp(mode, "compute") == 0) {
+        total = compute(n);
+    } else if (strcmp(mode, "overlap") == 0 || strcmp(mode, "overlap_async") == 0) {
+        buf = filled(r0 * cols, nr * cols);
+        t0 = (MPI_Barrier(MPI_COMM_WORLD), MPI_Wtime());
+        if (strcmp(mode, "overlap") == 0) {
+            check(h5tile_write(MPI_COMM_WORLD, path, "/data", H5TILE_FLOAT64, 2, global, off, shp,
+                               buf, NULL), "write");
+            total = compute(n);
+        } else {
+            h5tile_request *req;
+            check(h5tile_write_async(MPI_COMM_WORLD, path, "/data", H5TILE_FLOAT64, 2, global, off,
+                                     shp, buf, NULL, &req), "write_async");
+            total = compute(n);
+            check(h5tile_wait(req), "wait");
+        }
     } else if (strcmp(mode, "read") == 0) {
         buf = big_alloc(tile_bytes);
         check(h5tile_read(MPI_COMM_WORLD, path, "/data", H5TILE_FLOAT64, 2, off, shp, buf, NULL),

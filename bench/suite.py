@@ -9,7 +9,9 @@ the baselines, saved as target/bench/suite.json and drawn as target/bench/suite.
               array in one process
   h5tile      tiled write and read with each of BENCH_RANKS ranks; batched read in
               BENCH_CHUNK x BENCH_CHUNK chunks against a whole read (both summing the data);
-              per-rank peak memory against the tile size
+              per-rank peak memory against the tile size; with the first rank count, a write
+              followed by a computation of about the same length against h5tile_write_async
+              running while the computation does (how much of the shorter one is hidden)
   tile count  the same bytes written as BENCH_TILES tiles (a square grid), then opened and read
               whole, against one contiguous file of the same bytes
 
@@ -48,6 +50,7 @@ class Bench:
         self.rows = self.gib * GIB // 8 // self.cols
         self.bytes = self.rows * self.cols * 8
         self.runs = {}  # name -> list of measurement dicts
+        self.sweeps = None  # the computation of the overlap measurement, sized in round one
 
     def path(self, name):
         return os.path.join(self.dir, name)
@@ -100,10 +103,26 @@ class Bench:
             os.sync()
             self.h5tile(f"write h5tile {r} ranks", "write", f"tiled{r}.h5", ranks=r)
             self.h5tile(f"read h5tile {r} ranks", "read", f"tiled{r}.h5", ranks=r)
+        self.overlap()
         self.h5tile("read whole (1 process)", "read_whole", f"tiled{self.ranks[0]}.h5")
         self.h5tile(f"batched {self.chunk}x{self.chunk}", "batched", f"tiled{self.ranks[0]}.h5", [self.chunk])
         self.h5tile(f"batched view {self.chunk}x{self.chunk}", "batched_view", f"tiled{self.ranks[0]}.h5",
                     [self.chunk])
+
+    def overlap(self):
+        """The write of the first rank count followed by a computation, against the same
+        write started with h5tile_write_async while the computation runs. The computation is
+        sized, once, to take about as long as the write (where overlap hides the most)."""
+        r = self.ranks[0]
+        if not self.sweeps:
+            self.h5tile("compute (calibration)", "compute", "unused", [20], ranks=r)
+            per_sweep = self.median("compute (calibration)") / 20
+            self.sweeps = max(1, round(self.median(f"write h5tile {r} ranks") / per_sweep))
+        self.h5tile("compute alone", "compute", "unused", [self.sweeps], ranks=r)
+        for name, mode in (("write, then compute", "overlap"), ("write_async + compute", "overlap_async")):
+            self.remove("overlap.h5")
+            os.sync()
+            self.h5tile(name, mode, "overlap.h5", [self.sweeps], ranks=r)
 
     def tile_count(self):
         self.remove("contiguous.h5")
@@ -188,13 +207,23 @@ class Bench:
             checks.append((f"{n} tiles: open+read within 2x one contiguous file ({t / base:.2f}x)", t / base <= 2.0, t / base))
             print(f"{n:8d}{scaling[str(n)]['write_s']:10.2f}{t:13.3f}{t / base:14.2f}")
 
+        r = self.ranks[0]
+        write, work = self.median(f"write h5tile {r} ranks"), self.median("compute alone")
+        serial, overlapped = self.median("write, then compute"), self.median("write_async + compute")
+        hidden = (serial - overlapped) / min(write, work)
+        overlap = {"sweeps": self.sweeps, "write_s": write, "compute_s": work, "serial_s": serial,
+                   "async_s": overlapped, "hidden": hidden}
+        print(f"\nwrite_async ({r} rank{'s' if r > 1 else ''}): write {write:.2f} s, computation {work:.2f} s; "
+              f"one after the other {serial:.2f} s, overlapped {overlapped:.2f} s: "
+              f"{100 * hidden:.0f}% of the shorter one hidden ({serial / overlapped:.2f}x)")
+
         print("\ntargets:")
         for what, ok, _ in checks:
             print(f"  {'met   ' if ok else 'MISSED'}  {what}")
         summary = {
             "bytes": self.bytes, "rounds": self.rounds, "ranks": self.ranks, "tiles": self.tiles,
             "chunk": self.chunk, "throughput_GiB_s": {label: rate for label, rate, _ in rows},
-            "batched_over_whole": ratios, "memory": memory, "tile_count": scaling,
+            "batched_over_whole": ratios, "memory": memory, "tile_count": scaling, "overlap": overlap,
             "targets": [{"what": w, "met": ok, "value": v} for w, ok, v in checks],
             "runs": self.runs,
         }

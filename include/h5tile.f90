@@ -22,6 +22,7 @@ module h5tile
     H5TILE_FLOAT64 = 11, H5TILE_COMPLEX64 = 12, H5TILE_COMPLEX128 = 13
 
   public :: h5tile_write, h5tile_read, h5tile_inspect, h5tile_last_error
+  public :: h5tile_write_async, h5tile_wait, h5tile_fence
 
   interface
     integer(c_int) function c_write_f(comm, path, dataset, dtype, ndim, global_shape, &
@@ -32,6 +33,27 @@ module h5tile
       integer(c_size_t), value :: ndim
       integer(c_int64_t), dimension(*), intent(in) :: global_shape, tile_offset, tile_shape
       type(c_ptr), value :: buf, opts
+    end function
+
+    integer(c_int) function c_write_async_f(comm, path, dataset, dtype, ndim, global_shape, &
+        tile_offset, tile_shape, buf, opts, req) bind(C, name="h5tile_write_async_f")
+      import :: c_int, c_char, c_size_t, c_int64_t, c_ptr
+      integer(c_int), value :: comm, dtype
+      character(kind=c_char), dimension(*), intent(in) :: path, dataset
+      integer(c_size_t), value :: ndim
+      integer(c_int64_t), dimension(*), intent(in) :: global_shape, tile_offset, tile_shape
+      type(c_ptr), value :: buf, opts
+      type(c_ptr), intent(out) :: req
+    end function
+
+    integer(c_int) function c_wait(req) bind(C, name="h5tile_wait")
+      import :: c_int, c_ptr
+      type(c_ptr), value :: req
+    end function
+
+    integer(c_int) function c_fence_f(comm) bind(C, name="h5tile_fence_f")
+      import :: c_int
+      integer(c_int), value :: comm
     end function
 
     integer(c_int) function c_read_f(comm, path, dataset, dtype, ndim, tile_offset, &
@@ -81,6 +103,40 @@ contains
     end if
     status = c_write_f(int(comm, c_int), cstr(path), cstr(dataset), int(dtype, c_int), n, &
       reversed(global_shape), reversed(tile_offset), reversed(tile_shape), buf, c_null_ptr)
+  end function
+
+  !> h5tile_write that returns before the data is written (see h5tile_write_async in
+  !> h5tile.h): buf must stay untouched until h5tile_wait(req) or h5tile_fence completes it.
+  !> The array behind buf should carry the ASYNCHRONOUS (or TARGET) attribute.
+  integer function h5tile_write_async(comm, path, dataset, dtype, global_shape, tile_offset, &
+      tile_shape, buf, req) result(status)
+    integer, intent(in) :: comm, dtype
+    character(len=*), intent(in) :: path, dataset
+    integer(c_int64_t), intent(in) :: global_shape(:), tile_offset(:), tile_shape(:)
+    type(c_ptr), intent(in) :: buf
+    type(c_ptr), intent(out) :: req
+    integer(c_size_t) :: n
+    req = c_null_ptr
+    n = size(global_shape, kind=c_size_t)
+    if (size(tile_offset) /= n .or. size(tile_shape) /= n) then
+      status = H5TILE_ERR_INVALID_ARGUMENT
+      return
+    end if
+    status = c_write_async_f(int(comm, c_int), cstr(path), cstr(dataset), int(dtype, c_int), &
+      n, reversed(global_shape), reversed(tile_offset), reversed(tile_shape), buf, c_null_ptr, req)
+  end function
+
+  !> Completes and frees the request of h5tile_write_async; the write's status.
+  integer function h5tile_wait(req) result(status)
+    type(c_ptr), intent(inout) :: req
+    status = c_wait(req)
+    req = c_null_ptr
+  end function
+
+  !> Collective: completes every write this process started; the first failure of any rank.
+  integer function h5tile_fence(comm) result(status)
+    integer, intent(in) :: comm
+    status = c_fence_f(int(comm, c_int))
   end function
 
   !> Collective: reads the tile at tile_offset (0-based) of extent tile_shape of `dataset`

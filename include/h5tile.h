@@ -73,6 +73,9 @@ typedef enum {
 // An open batched read (opaque); free it with `h5tile_batches_free`.
 typedef struct h5tile_batches h5tile_batches;
 
+// A write started by `h5tile_write_async` (opaque); `h5tile_wait` completes and frees it.
+typedef struct h5tile_request h5tile_request;
+
 // How `h5tile_write` stores a dataset (`h5tile_write_options.layout`).
 typedef int h5tile_layout;
 
@@ -212,6 +215,71 @@ h5tile_status h5tile_write_tiles(MPI_Comm comm,
                                  const uint64_t *tile_shapes,
                                  const void *const *bufs,
                                  const h5tile_write_options *opts);
+
+// `h5tile_write` that returns before the data is written, so I/O overlaps computation.
+//
+// Takes the same arguments and follows the same rules (collective over `comm`, atomic
+// replacement, the same status on every rank), plus `req`. Arguments a rank can check alone
+// are checked before it returns (the status says what is wrong, and nothing starts); every
+// other failure is returned by `h5tile_wait` or `h5tile_fence`. On success `*req` is the
+// request, to be completed and freed by `h5tile_wait`; with `req` NULL the library keeps it,
+// and `h5tile_fence` completes it. The write runs on a thread of its own over its own
+// duplicate of `comm`: with `MPI_COMM_NULL` always, with a communicator only where MPI was
+// initialised with `MPI_THREAD_MULTIPLE` (`MPI_Init_thread`); below that level MPI forbids
+// a second thread, and the write completes before this call returns. `buf` must stay alive
+// and untouched until the request completes, and `path` must not be touched meanwhile. Every
+// request must be completed before `MPI_Finalize` and before the process exits.
+//
+// # Safety
+// As `h5tile_write`; `buf` must stay valid until the request completes.
+h5tile_status h5tile_write_async(MPI_Comm comm,
+                                 const char *path,
+                                 const char *dataset,
+                                 h5tile_dtype dtype,
+                                 size_t ndim,
+                                 const uint64_t *global_shape,
+                                 const uint64_t *tile_offset,
+                                 const uint64_t *tile_shape,
+                                 const void *buf,
+                                 const h5tile_write_options *opts,
+                                 h5tile_request **req);
+
+// `h5tile_write_tiles` that returns before the data is written, as `h5tile_write_async`.
+// The array `bufs` itself may be reused at once; the buffers it points to may not.
+//
+// # Safety
+// As `h5tile_write_tiles`; the buffers must stay valid until the request completes.
+h5tile_status h5tile_write_tiles_async(MPI_Comm comm,
+                                       const char *path,
+                                       const char *dataset,
+                                       h5tile_dtype dtype,
+                                       size_t ndim,
+                                       const uint64_t *global_shape,
+                                       size_t ntiles,
+                                       const uint64_t *tile_offsets,
+                                       const uint64_t *tile_shapes,
+                                       const void *const *bufs,
+                                       const h5tile_write_options *opts,
+                                       h5tile_request **req);
+
+// Completes the write `req` (waiting for it if it is still running), frees `req`, and returns
+// the write's status (the same on every rank of its communicator, as for `h5tile_write`).
+// Not collective. A request already completed by `h5tile_fence` returns its status at once.
+//
+// # Safety
+// `req` must come from `h5tile_write_async` or `h5tile_write_tiles_async` and not have been
+// waited for already.
+h5tile_status h5tile_wait(h5tile_request *req);
+
+// Completes every write this process has started and not yet waited for, then agrees over
+// `comm` (collective; `MPI_COMM_NULL`: this process alone). Once it has returned on every
+// rank, every file written is complete and visible to any reader. Returns the first failure
+// among the writes of any rank, the same on every rank. Requests it completed stay valid
+// until `h5tile_wait` frees them, which then returns their own status at once.
+//
+// # Safety
+// `comm` must be a valid communicator or `MPI_COMM_NULL`.
+h5tile_status h5tile_fence(MPI_Comm comm);
 
 // Reads the tile at `tile_offset` of extent `tile_shape` of `dataset` in the file `path` into
 // `buf` (dense, row-major, `dtype` elements), converting the element type where HDF5 can.
@@ -378,6 +446,28 @@ h5tile_status h5tile_write_tiles_f(MPI_Fint comm,
                                    const uint64_t *tile_shapes,
                                    const void *const *bufs,
                                    const h5tile_write_options *opts);
+
+// `h5tile_write_async` taking a Fortran communicator handle.
+//
+// # Safety
+// As `h5tile_write_async`.
+h5tile_status h5tile_write_async_f(MPI_Fint comm,
+                                   const char *path,
+                                   const char *dataset,
+                                   h5tile_dtype dtype,
+                                   size_t ndim,
+                                   const uint64_t *global_shape,
+                                   const uint64_t *tile_offset,
+                                   const uint64_t *tile_shape,
+                                   const void *buf,
+                                   const h5tile_write_options *opts,
+                                   h5tile_request **req);
+
+// `h5tile_fence` taking a Fortran communicator handle.
+//
+// # Safety
+// As `h5tile_fence`.
+h5tile_status h5tile_fence_f(MPI_Fint comm);
 
 // `h5tile_read` taking a Fortran communicator handle.
 //

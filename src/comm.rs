@@ -141,6 +141,19 @@ impl Comm {
         )
     }
 
+    /// Whether another thread may make this communicator's MPI calls while the caller's thread
+    /// makes its own: always for this process alone; with MPI only at `MPI_THREAD_MULTIPLE`.
+    pub fn threads_allowed(&self) -> bool {
+        match self {
+            Comm::Solo => true,
+            Comm::Mpi(_) => {
+                let mut provided = 0;
+                unsafe { mpi::ffi::MPI_Query_thread(&mut provided) };
+                provided == unsafe { mpi::ffi::RSMPI_THREAD_MULTIPLE }
+            }
+        }
+    }
+
     /// Runs this rank's part `f` (a panic in it becomes `H5TILE_ERR_PANIC`), then agrees on
     /// the outcome like `agree`.
     pub fn agree_on<T>(&self, f: impl FnOnce() -> Result<T>) -> Result<T> {
@@ -199,6 +212,7 @@ mod tests {
         c.broadcast(&mut v);
         assert_eq!(v, [5, 7]);
         assert_eq!(c.gather_to_root(&[1, 2]), Some(vec![1, 2]));
+        assert!(c.threads_allowed());
         let e: Result<()> = fail(H5TILE_ERR_SHAPE, "gap");
         assert_eq!(c.agree(e).unwrap_err(), Error::new(H5TILE_ERR_SHAPE, "gap"));
     }

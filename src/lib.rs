@@ -5,7 +5,8 @@
 //! `status` (status codes and errors), `tile`, `coverage` and `partition` (pure geometry),
 //! `dtype` (element types in HDF5), `device` (recognising device buffers and routing them), `hdf5` (the lock and RAII handles: the only code calling
 //! libhdf5), `comm` (every MPI call), `layout` (where bytes live and how a write commits),
-//! `write`, `read` and `batches` (the collective operations), `ffi` (the C ABI).
+//! `write`, `read` and `batches` (the collective operations), `pending` (writes completing in
+//! the background), `ffi` (the C ABI).
 
 pub mod batches;
 pub mod comm;
@@ -16,6 +17,7 @@ pub mod ffi;
 pub mod hdf5;
 pub mod layout;
 pub mod partition;
+pub mod pending;
 pub mod read;
 pub mod status;
 pub mod tile;

@@ -89,6 +89,52 @@ pub unsafe fn write(comm: &Comm, args: &WriteArgs) -> Result<()> {
     }
 }
 
+/// The checks one rank makes alone: the arguments, and how each tile's buffer moves. `write`
+/// makes them again; a write started in the background makes them first, so that a bad call
+/// fails at once.
+pub fn check(args: &WriteArgs) -> Result<()> {
+    validate(args)?;
+    routes(args).map(|_| ())
+}
+
+/// `WriteArgs` owning their path, name and shape, for a write that outlives the call.
+pub struct OwnedWrite {
+    path: PathBuf,
+    dataset: String,
+    dtype: Dtype,
+    global: Vec<u64>,
+    tiles: Vec<LocalTile>,
+    options: WriteOptions,
+}
+
+// Safety: the tile buffers stay the caller's, who keeps them alive and untouched until the
+// write completes (the contract of `h5tile_write_async`); nothing else here is shared.
+unsafe impl Send for OwnedWrite {}
+
+impl OwnedWrite {
+    pub fn new(args: &WriteArgs) -> OwnedWrite {
+        OwnedWrite {
+            path: args.path.to_path_buf(),
+            dataset: args.dataset.to_string(),
+            dtype: args.dtype,
+            global: args.global.to_vec(),
+            tiles: args.tiles.clone(),
+            options: args.options,
+        }
+    }
+
+    pub fn args(&self) -> WriteArgs<'_> {
+        WriteArgs {
+            path: &self.path,
+            dataset: &self.dataset,
+            dtype: self.dtype,
+            global: &self.global,
+            tiles: self.tiles.clone(),
+            options: self.options,
+        }
+    }
+}
+
 /// How each local tile's buffer moves; `gds=on` without a usable cuFile fails here, before
 /// anything is written.
 fn routes(args: &WriteArgs) -> Result<Vec<device::Route>> {

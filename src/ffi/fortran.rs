@@ -1,7 +1,10 @@
 //! The `_f` variants for Fortran: the same collective calls, taking the Fortran handle
 //! (`MPI_Fint`) of the communicator. The Fortran module `include/h5tile.f90` calls these.
 
-use super::{h5tile_read, h5tile_read_options, h5tile_write_options, h5tile_write_tiles};
+use super::{
+    h5tile_fence, h5tile_read, h5tile_read_options, h5tile_request, h5tile_write_options,
+    h5tile_write_tiles, h5tile_write_tiles_async,
+};
 use crate::dtype::h5tile_dtype;
 use crate::status::*;
 use mpi::ffi::MPI_Comm;
@@ -115,6 +118,55 @@ pub unsafe extern "C" fn h5tile_write_tiles_f(
             opts,
         )
     })
+}
+
+/// `h5tile_write_async` taking a Fortran communicator handle.
+///
+/// # Safety
+/// As `h5tile_write_async`.
+#[no_mangle]
+pub unsafe extern "C" fn h5tile_write_async_f(
+    comm: MPI_Fint,
+    path: *const c_char,
+    dataset: *const c_char,
+    dtype: h5tile_dtype,
+    ndim: usize,
+    global_shape: *const u64,
+    tile_offset: *const u64,
+    tile_shape: *const u64,
+    buf: *const c_void,
+    opts: *const h5tile_write_options,
+    req: *mut *mut h5tile_request,
+) -> h5tile_status {
+    let bufs = [buf];
+    if !req.is_null() {
+        *req = std::ptr::null_mut();
+    }
+    or_status(comm, |c| {
+        h5tile_write_tiles_async(
+            c,
+            path,
+            dataset,
+            dtype,
+            ndim,
+            global_shape,
+            1,
+            tile_offset,
+            tile_shape,
+            bufs.as_ptr(),
+            opts,
+            req,
+        )
+    })
+}
+
+/// `h5tile_fence` taking a Fortran communicator handle.
+///
+/// # Safety
+/// As `h5tile_fence`.
+#[no_mangle]
+pub unsafe extern "C" fn h5tile_fence_f(comm: MPI_Fint) -> h5tile_status {
+    or_status(comm, |c| h5tile_fence(c))
 }
 
 /// `h5tile_read` taking a Fortran communicator handle.

@@ -1,0 +1,201 @@
+//! Writes that complete in the background (`h5tile_write_async`): the write runs on a thread
+//! of its own, over its own duplicate of the communicator, while the caller computes; `wait`
+//! completes one request, `fence` every request of this process.
+//!
+//! MPI lets a second thread make calls only at `MPI_THREAD_MULTIPLE`. Below that level, a
+//! write over a communicator runs at once on the caller's thread and its request is born
+//! complete; a write over `MPI_COMM_NULL` makes no MPI call and always runs in the background.
+
+use crate::comm::Comm;
+use crate::status::*;
+use crate::write::{self, OwnedWrite};
+use parking_lot::Mutex;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+enum State {
+    Running(JoinHandle<Result<()>>),
+    Done(Result<()>),
+}
+
+/// One write started by `start`.
+pub struct Request(Mutex<State>);
+
+/// Requests not yet completed by `wait` or `fence`, oldest first.
+static OUTSTANDING: Mutex<Vec<Arc<Request>>> = Mutex::new(Vec::new());
+
+impl Request {
+    /// Waits for the write to end; its outcome, again on every call.
+    fn complete(&self) -> Result<()> {
+        let mut state = self.0.lock();
+        if let State::Running(_) = &*state {
+            let State::Running(thread) = std::mem::replace(&mut *state, State::Done(Ok(()))) else {
+                unreachable!()
+            };
+            let outcome = thread
+                .join()
+                .unwrap_or_else(|_| fail(H5TILE_ERR_PANIC, "the background write panicked"));
+            *state = State::Done(outcome);
+        }
+        match &*state {
+            State::Done(outcome) => outcome.clone(),
+            State::Running(_) => unreachable!(),
+        }
+    }
+}
+
+/// The communicator and the write, moved to the write's thread.
+struct Job(Comm, OwnedWrite);
+
+// Safety: the duplicate communicator is used by the write's thread alone, which MPI allows at
+// MPI_THREAD_MULTIPLE (checked before the move); OwnedWrite says why its buffers may move.
+unsafe impl Send for Job {}
+
+impl Job {
+    fn run(self) -> Result<()> {
+        let Job(comm, owned) = self;
+        catch_panic(|| unsafe { write::write(&comm, &owned.args()) })
+    }
+}
+
+/// Starts writing `owned` over `comm` (already this write's own duplicate), in the background
+/// where MPI allows it, else at once; the request is outstanding until `wait` or `fence`.
+///
+/// # Safety
+/// As `write::write`, and the tile buffers must stay alive and untouched until the request
+/// completes.
+pub unsafe fn start(comm: Comm, owned: OwnedWrite) -> Arc<Request> {
+    let state = if comm.threads_allowed() {
+        // The job stays reachable here in case no thread can be made: the other ranks will be
+        // in this write's collectives, so it must run, on this thread if need be.
+        let job = Arc::new(Mutex::new(Some(Job(comm, owned))));
+        let theirs = job.clone();
+        let spawned = std::thread::Builder::new()
+            .name("h5tile-write".into())
+            .spawn(move || theirs.lock().take().map_or(Ok(()), Job::run));
+        match spawned {
+            Ok(thread) => State::Running(thread),
+            Err(_) => State::Done(job.lock().take().map_or(Ok(()), Job::run)),
+        }
+    } else {
+        State::Done(Job(comm, owned).run())
+    };
+    let request = Arc::new(Request(Mutex::new(state)));
+    OUTSTANDING.lock().push(request.clone());
+    request
+}
+
+/// Completes `request` and forgets it; the write's outcome.
+pub fn wait(request: Arc<Request>) -> Result<()> {
+    OUTSTANDING.lock().retain(|r| !Arc::ptr_eq(r, &request));
+    request.complete()
+}
+
+/// Completes every outstanding request of this process, then agrees over `comm`: the first
+/// failure of any rank is every rank's outcome. A request still held by the caller keeps its
+/// own outcome for `wait`.
+pub fn fence(comm: &Comm) -> Result<()> {
+    let all = std::mem::take(&mut *OUTSTANDING.lock());
+    let mut first = Ok(());
+    for request in &all {
+        let outcome = request.complete();
+        if first.is_ok() {
+            first = outcome;
+        }
+    }
+    comm.agree(first)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dtype::Dtype;
+    use crate::read::{read, ReadOptions};
+    use crate::tile::Tile;
+    use crate::write::{LocalTile, WriteArgs, WriteOptions};
+    use std::path::Path;
+
+    fn solo() -> Comm {
+        unsafe { Comm::from_raw(mpi::ffi::RSMPI_COMM_NULL) }.unwrap()
+    }
+
+    /// Starts writing `data` (8 float64) as "/x" of `path`, in two tiles of 4.
+    fn start_write(path: &Path, data: &[f64], options: WriteOptions) -> Arc<Request> {
+        let global = [8u64];
+        let tiles = (0..2)
+            .map(|k| LocalTile {
+                tile: Tile::new(vec![4 * k], vec![4]),
+                buf: data[4 * k as usize..].as_ptr().cast(),
+            })
+            .collect();
+        let args = WriteArgs {
+            path,
+            dataset: "/x",
+            dtype: Dtype::Float64,
+            global: &global,
+            tiles,
+            options,
+        };
+        write::check(&args).unwrap();
+        unsafe { start(solo(), OwnedWrite::new(&args)) }
+    }
+
+    fn read_back(path: &Path) -> Result<Vec<f64>> {
+        let mut out = vec![0f64; 8];
+        let tile = Tile::new(vec![0], vec![8]);
+        let (buf, options) = (out.as_mut_ptr().cast(), ReadOptions::default());
+        unsafe { read(&solo(), path, "/x", Dtype::Float64, &tile, buf, options)? };
+        Ok(out)
+    }
+
+    // One test: `fence` completes every request of the process, so tests of it cannot share
+    // the process's outstanding list with each other.
+    #[test]
+    fn wait_and_fence_complete_background_writes_and_report_their_failures() {
+        let d = tempfile::tempdir().unwrap();
+        let data: Vec<Vec<f64>> = (0..3)
+            .map(|f| (0..8).map(|i| (100 * f + i) as f64).collect())
+            .collect();
+        let paths: Vec<_> = (0..3).map(|f| d.path().join(format!("f{f}.h5"))).collect();
+
+        // Three writes in flight; one handle kept, two left to the fence.
+        let kept = start_write(&paths[0], &data[0], WriteOptions::default());
+        for f in 1..3 {
+            drop(start_write(&paths[f], &data[f], WriteOptions::default()));
+        }
+        assert_eq!(fence(&solo()), Ok(()));
+        for f in 0..3 {
+            assert_eq!(read_back(&paths[f]).unwrap(), data[f], "file {f}");
+        }
+        assert_eq!(
+            wait(kept),
+            Ok(()),
+            "a request the fence completed keeps its outcome"
+        );
+
+        // A failure found only by the write itself (the file exists) comes back from wait,
+        // with the old file untouched ...
+        let refused = WriteOptions {
+            no_overwrite: true,
+            ..WriteOptions::default()
+        };
+        let e = wait(start_write(&paths[0], &data[1], refused)).unwrap_err();
+        assert_eq!(e.status, H5TILE_ERR_EXISTS, "{}", e.message);
+        assert_eq!(read_back(&paths[0]).unwrap(), data[0]);
+        assert_eq!(
+            fence(&solo()),
+            Ok(()),
+            "a waited request is no longer outstanding"
+        );
+
+        // ... and from the fence, once, where no one waits for it; the write that succeeded
+        // beside it is complete.
+        let ok = d.path().join("ok.h5");
+        drop(start_write(&paths[1], &data[2], refused));
+        drop(start_write(&ok, &data[2], WriteOptions::default()));
+        assert_eq!(fence(&solo()).unwrap_err().status, H5TILE_ERR_EXISTS);
+        assert_eq!(read_back(&ok).unwrap(), data[2]);
+        assert_eq!(read_back(&paths[1]).unwrap(), data[1]);
+        assert_eq!(fence(&solo()), Ok(()));
+    }
+}
