@@ -17,7 +17,8 @@
 #     4 GiB through h5tile_gds and reads it back into device memory, with gds=on and with
 #     gds=off (compat), bytes compared on the device, bandwidth beside pread + cudaMemcpy;
 #   - h5tile's API: a 4 GiB float64 field written from device memory as 4 tiles and read back
-#     as 4 column slabs, and one 1 GiB tile, with H5TILE_GDS=auto, on and off;
+#     as 4 column slabs, and one 1 GiB tile (read whole, then in chunks by h5tile_batches_next),
+#     with H5TILE_GDS=auto, on and off;
 #   - in every run the driver's log (H5TILE_LOG=info) must name the path asked for.
 # Results go to $OUT (or target/gpu-check): results.jsonl, one log per run, summary.txt.
 # Exit status 0 only if every run matched and took the path it was asked for.

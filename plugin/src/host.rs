@@ -82,6 +82,22 @@ pub fn loaded_objects(wanted: fn(&str) -> bool) -> Vec<String> {
     walk.names
 }
 
+/// How many objects the loader has loaded into this process so far (`dlpi_adds`: it only grows,
+/// unloading included), read from the first object the loader lists.
+pub fn loads_so_far() -> u64 {
+    unsafe extern "C" fn first(
+        info: *mut libc::dl_phdr_info,
+        _: usize,
+        data: *mut c_void,
+    ) -> c_int {
+        *(data as *mut u64) = (*info).dlpi_adds;
+        1 // stop at the first object
+    }
+    let mut adds = 0u64;
+    unsafe { libc::dl_iterate_phdr(Some(first), &mut adds as *mut u64 as *mut c_void) };
+    adds
+}
+
 /// The configuration string given with `H5Pset_driver_by_name` or `HDF5_DRIVER_CONFIG`.
 pub fn driver_config(fapl: hid_t) -> Option<String> {
     let f = symbol(c"H5Pget_driver_config_str");
@@ -183,5 +199,29 @@ pub fn release_error_class() {
                 unsafe { unregister(e.class) };
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_load_count_grows_when_a_library_is_loaded_and_only_then() {
+        // zlib is on every machine HDF5 builds on, and nothing in this test binary links it.
+        let zlib = c"libz.so.1";
+        let flags = libc::RTLD_NOW | libc::RTLD_LOCAL;
+        let loaded = |extra| unsafe { libc::dlopen(zlib.as_ptr(), flags | extra) };
+        assert!(
+            loaded(libc::RTLD_NOLOAD).is_null(),
+            "libz is already loaded"
+        );
+        let before = loads_so_far();
+        assert_eq!(loads_so_far(), before);
+        let handle = loaded(0);
+        assert!(!handle.is_null());
+        assert!(loads_so_far() > before);
+        assert_eq!(loaded_objects(|file| file.starts_with("libz.so")).len(), 1);
+        unsafe { libc::dlclose(handle) };
     }
 }

@@ -4,18 +4,25 @@
 
 use cudarc::driver::sys as cu;
 use std::ffi::c_void;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// Whether libcuda is already loaded in this process (asked of the loader's list of loaded
-/// objects: no file is opened, nothing is loaded; cheap enough for every raw transfer).
+/// objects: no file is opened, nothing is loaded). Asked for every raw transfer, so the list
+/// is walked again only once the loader has loaded something since the last walk.
 pub fn in_process() -> bool {
     static SEEN: AtomicBool = AtomicBool::new(false);
+    static WALKED_AT: AtomicU64 = AtomicU64::new(u64::MAX);
     if SEEN.load(Ordering::Relaxed) {
         return true;
     }
+    let loads = crate::host::loads_so_far();
+    if WALKED_AT.load(Ordering::Relaxed) == loads {
+        return false;
+    }
     let loaded = !crate::host::loaded_objects(|file| file.starts_with("libcuda.so")).is_empty();
-    if loaded {
-        SEEN.store(true, Ordering::Relaxed);
+    match loaded {
+        true => SEEN.store(true, Ordering::Relaxed),
+        false => WALKED_AT.store(loads, Ordering::Relaxed),
     }
     loaded
 }
