@@ -16,6 +16,7 @@
 #   - the plugin alone: an ordinary HDF5 program writes a device buffer of 64 MiB, 1 GiB and
 #     4 GiB through h5tile_gds and reads it back into device memory, with gds=on and with
 #     gds=off (compat), bytes compared on the device, bandwidth beside pread + cudaMemcpy;
+#     then 64 MiB from a stream-ordered pool (cudaMallocAsync: memory of no context);
 #   - h5tile's API: a 4 GiB float64 field written from device memory as 4 tiles and read back
 #     as 4 column slabs, and one 1 GiB tile (read whole, then in chunks by h5tile_batches_next),
 #     with H5TILE_GDS=auto, on and off;
@@ -177,6 +178,9 @@ for mib in $SIZES; do
   check "plugin-$mib-gds_auto" $auto_path "$WORK/plugin_device" "$WORK/check.h5" "$mib" gds=auto
   check "plugin-$mib-gds_off" compat "$WORK/plugin_device" "$WORK/check.h5" "$mib" gds=off
 done
+# Pool memory (cudaMallocAsync) belongs to no context: the driver must still recognise it.
+check "plugin-64-pool-gds_auto" $auto_path "$WORK/plugin_device" "$WORK/check.h5" 64 gds=auto pool
+check "plugin-64-pool-gds_off" compat "$WORK/plugin_device" "$WORK/check.h5" 64 gds=off pool
 for mode in auto on off; do
   path=gds; { [ $mode = off ] || [ -z "$GDS" ]; } && path=compat
   rm -rf "$WORK/h5tile" && mkdir -p "$WORK/h5tile"

@@ -7,6 +7,7 @@
 //! complete; a write over `MPI_COMM_NULL` makes no MPI call and always runs in the background.
 
 use crate::comm::Comm;
+use crate::device::Route;
 use crate::status::*;
 use crate::write::{self, OwnedWrite};
 use parking_lot::Mutex;
@@ -44,31 +45,34 @@ impl Request {
     }
 }
 
-/// The communicator and the write, moved to the write's thread.
-struct Job(Comm, OwnedWrite);
+/// The communicator, the write and its routes, moved to the write's thread.
+struct Job(Comm, OwnedWrite, Vec<Route>);
 
 // Safety: the duplicate communicator is used by the write's thread alone, which MPI allows at
-// MPI_THREAD_MULTIPLE (checked before the move); OwnedWrite says why its buffers may move.
+// MPI_THREAD_MULTIPLE (checked before the move); OwnedWrite says why its buffers may move;
+// device memory is used under the context its route names, pushed by whichever thread uses it.
 unsafe impl Send for Job {}
 
 impl Job {
     fn run(self) -> Result<()> {
-        let Job(comm, owned) = self;
-        catch_panic(|| unsafe { write::write(&comm, &owned.args()) })
+        let Job(comm, owned, routes) = self;
+        catch_panic(|| unsafe { write::write_checked(&comm, &owned.args(), &routes) })
     }
 }
 
-/// Starts writing `owned` over `comm` (already this write's own duplicate), in the background
-/// where MPI allows it, else at once; the request is outstanding until `wait` or `fence`.
+/// Starts writing `owned` over `comm` (already this write's own duplicate), once every rank's
+/// `write::check` has passed and found `routes`: in the background where MPI allows it, else
+/// at once. The request is outstanding until `wait` or `fence`.
 ///
 /// # Safety
 /// As `write::write`, and the tile buffers must stay alive and untouched until the request
 /// completes.
-pub unsafe fn start(comm: Comm, owned: OwnedWrite) -> Arc<Request> {
-    let state = if comm.threads_allowed() {
+pub unsafe fn start(comm: Comm, owned: OwnedWrite, routes: Vec<Route>) -> Arc<Request> {
+    let job = Job(comm, owned, routes);
+    let state = if job.0.threads_allowed() {
         // The job stays reachable here in case no thread can be made: the other ranks will be
         // in this write's collectives, so it must run, on this thread if need be.
-        let job = Arc::new(Mutex::new(Some(Job(comm, owned))));
+        let job = Arc::new(Mutex::new(Some(job)));
         let theirs = job.clone();
         let spawned = std::thread::Builder::new()
             .name("h5tile-write".into())
@@ -78,7 +82,7 @@ pub unsafe fn start(comm: Comm, owned: OwnedWrite) -> Arc<Request> {
             Err(_) => State::Done(job.lock().take().map_or(Ok(()), Job::run)),
         }
     } else {
-        State::Done(Job(comm, owned).run())
+        State::Done(job.run())
     };
     let request = Arc::new(Request(Mutex::new(state)));
     OUTSTANDING.lock().push(request.clone());
@@ -136,8 +140,8 @@ mod tests {
             tiles,
             options,
         };
-        write::check(&args).unwrap();
-        unsafe { start(solo(), OwnedWrite::new(&args)) }
+        let routes = write::check(&args).unwrap();
+        unsafe { start(solo(), OwnedWrite::new(&args), routes) }
     }
 
     fn read_back(path: &Path) -> Result<Vec<f64>> {

@@ -77,24 +77,29 @@ pub struct WriteArgs<'a> {
 /// # Safety
 /// Each `LocalTile::buf` of a non-empty tile must hold `tile.volume()` elements of `dtype`.
 pub unsafe fn write(comm: &Comm, args: &WriteArgs) -> Result<()> {
-    let routes = comm.agree_on(|| {
-        validate(args)?;
-        routes(args)
-    })?;
+    let routes = comm.agree_on(|| check(args))?;
+    write_checked(comm, args, &routes)
+}
+
+/// `write` after every rank's `check` has passed, with the routes it found.
+///
+/// # Safety
+/// As `write`.
+pub unsafe fn write_checked(comm: &Comm, args: &WriteArgs, routes: &[device::Route]) -> Result<()> {
     agree_same_arguments(comm, args)?;
     let (generation, all_tiles) = plan(comm, args)?;
     match args.options.layout {
-        Layout::Vds => write_vds(comm, args, &routes, generation, all_tiles),
-        Layout::Single => write_single(comm, args, &routes, generation),
+        Layout::Vds => write_vds(comm, args, routes, generation, all_tiles),
+        Layout::Single => write_single(comm, args, routes, generation),
     }
 }
 
-/// The checks one rank makes alone: the arguments, and how each tile's buffer moves. `write`
-/// makes them again; a write started in the background makes them first, so that a bad call
-/// fails at once.
-pub fn check(args: &WriteArgs) -> Result<()> {
+/// The checks one rank makes alone: the arguments, and how each tile's buffer moves (asked of
+/// CUDA on the caller's thread, where its context is current). A write started in the
+/// background makes them before it returns, so that a bad call fails at once.
+pub fn check(args: &WriteArgs) -> Result<Vec<device::Route>> {
     validate(args)?;
-    routes(args).map(|_| ())
+    routes(args)
 }
 
 /// `WriteArgs` owning their path, name and shape, for a write that outlives the call.

@@ -6,6 +6,8 @@
  * file dropped from the page cache, for both.
  *
  *   plugin_device FILE MIB CONFIG        one JSON line; exit status 0 only if bytes match
+ *   plugin_device FILE MIB CONFIG pool   the same with buffers from cudaMallocAsync (a
+ *                                        stream-ordered pool: memory of no context)
  *   plugin_device FILE 0 CONFIG          probe: only creates FILE through the driver (no CUDA
  *                                        call), so gds=on shows whether cuFile can be used;
  *                                        exit status 3 with HDF5's error stack if refused
@@ -61,8 +63,9 @@ static hid_t access_list(const char *config) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 4) {
-        fprintf(stderr, "usage: %s FILE MIB CONFIG\n", argv[0]);
+    const int pool = argc == 5 && strcmp(argv[4], "pool") == 0;
+    if (argc != 4 && !pool) {
+        fprintf(stderr, "usage: %s FILE MIB CONFIG [pool]\n", argv[0]);
         return 1;
     }
     const char *path = argv[1], *config = argv[3];
@@ -76,8 +79,13 @@ int main(int argc, char **argv) {
         return 0;
     }
     uint64_t *src, *dst;
-    CUDA(cudaMalloc(&src, bytes));
-    CUDA(cudaMalloc(&dst, bytes));
+    if (pool) {
+        CUDA(cudaMallocAsync((void **)&src, bytes, 0));
+        CUDA(cudaMallocAsync((void **)&dst, bytes, 0));
+    } else {
+        CUDA(cudaMalloc(&src, bytes));
+        CUDA(cudaMalloc(&dst, bytes));
+    }
     fill<<<1024, 256>>>(src, n, 0x5EEDull + bytes);
     CUDA(cudaMemset(dst, 0xAB, bytes));
     CUDA(cudaDeviceSynchronize());
@@ -139,16 +147,22 @@ int main(int argc, char **argv) {
     double t_posix = now() - t0;
     unsigned long long bad_posix = mismatches(src, dst, n);
 
-    printf("{\"config\": \"%s\", \"MiB\": %zu, \"write_GiB_s\": %.3f, \"read_GiB_s\": %.3f, "
+    printf("{\"config\": \"%s\", \"pool\": %d, \"MiB\": %zu, \"write_GiB_s\": %.3f, \"read_GiB_s\": %.3f, "
            "\"posix_read_GiB_s\": %.3f, \"read_over_posix\": %.2f, \"mismatches\": %llu, "
            "\"posix_mismatches\": %llu}\n",
-           config, bytes >> 20, bytes / t_write / (1 << 30), bytes / t_read / (1 << 30),
+           config, pool, bytes >> 20, bytes / t_write / (1 << 30), bytes / t_read / (1 << 30),
            bytes / t_posix / (1 << 30), t_posix / t_read, bad, bad_posix);
     H5(H5Pclose(fapl));
     H5(H5Sclose(space));
     CUDA(cudaFreeHost(host));
-    CUDA(cudaFree(src));
-    CUDA(cudaFree(dst));
+    if (pool) {
+        CUDA(cudaFreeAsync(src, 0));
+        CUDA(cudaFreeAsync(dst, 0));
+        CUDA(cudaDeviceSynchronize());
+    } else {
+        CUDA(cudaFree(src));
+        CUDA(cudaFree(dst));
+    }
     unlink(path);
     return bad || bad_posix ? 5 : 0;
 }

@@ -389,8 +389,8 @@ pub unsafe extern "C" fn h5tile_write_tiles_async(
         let comm = Comm::from_raw(comm)?;
         let tiles = (ntiles, tile_offsets, tile_shapes, bufs);
         let args = write_args(&comm, path, dataset, dtype, ndim, global_shape, tiles, opts)?;
-        comm.agree_on(|| write::check(&args))?;
-        let request = pending::start(comm, write::OwnedWrite::new(&args));
+        let routes = comm.agree_on(|| write::check(&args))?;
+        let request = pending::start(comm, write::OwnedWrite::new(&args), routes);
         if !req.is_null() {
             *req = Box::into_raw(Box::new(h5tile_request(request)));
         }

@@ -123,6 +123,7 @@ pub fn device_memory(ptr: *const c_void) -> Option<DevicePtr> {
         let mut kind: u32 = 0;
         let mut managed: u32 = 0;
         let mut context: cu::CUcontext = std::ptr::null_mut();
+        let mut ordinal: i32 = -1;
         use cu::CUpointer_attribute::*;
         let device = attribute(
             CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
@@ -134,12 +135,23 @@ pub fn device_memory(ptr: *const c_void) -> Option<DevicePtr> {
                 &mut managed as *mut u32 as *mut c_void,
             )
             || managed != 0
-            || !attribute(
-                CU_POINTER_ATTRIBUTE_CONTEXT,
-                &mut context as *mut _ as *mut c_void,
-            )
         {
             return None;
+        }
+        let own = attribute(
+            CU_POINTER_ATTRIBUTE_CONTEXT,
+            &mut context as *mut _ as *mut c_void,
+        );
+        if !own || context.is_null() {
+            // Memory from stream-ordered pools and the virtual memory API belongs to no
+            // context: any context of its device reaches it, the primary one included.
+            if !attribute(
+                CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+                &mut ordinal as *mut i32 as *mut c_void,
+            ) {
+                return None;
+            }
+            context = primary_context(ordinal)?;
         }
         Some(context as usize)
     });
@@ -147,6 +159,31 @@ pub fn device_memory(ptr: *const c_void) -> Option<DevicePtr> {
         addr,
         context: context as cu::CUcontext,
     })
+}
+
+/// The primary context of device `ordinal`, retained once for the life of the process.
+fn primary_context(ordinal: i32) -> Option<cu::CUcontext> {
+    if ordinal < 0 {
+        return None;
+    }
+    static RETAINED: std::sync::Mutex<Vec<(i32, usize)>> = std::sync::Mutex::new(Vec::new());
+    let mut retained = RETAINED
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner());
+    if let Some(&(_, context)) = retained.iter().find(|(o, _)| *o == ordinal) {
+        return Some(context as cu::CUcontext);
+    }
+    let mut device: cu::CUdevice = 0;
+    let mut context: cu::CUcontext = std::ptr::null_mut();
+    let ok = unsafe {
+        cu::cuDeviceGet(&mut device, ordinal) == cu::CUresult::CUDA_SUCCESS
+            && cu::cuDevicePrimaryCtxRetain(&mut context, device) == cu::CUresult::CUDA_SUCCESS
+    };
+    if !ok || context.is_null() {
+        return None;
+    }
+    retained.push((ordinal, context as usize));
+    Some(context)
 }
 
 /// Page-locked host memory, so copies to and from the device run asynchronously; made and
