@@ -452,4 +452,21 @@ static inline const char *scratch_arg(int argc, char **argv) {
     return argv[1];
 }
 
+/* The start of every mpi_* test: MPI initialised at `thread_level` (MPI_THREAD_SINGLE is what
+ * MPI_Init gives), this process's rank and the size of MPI_COMM_WORLD, and the scratch folder
+ * (argv[1]) emptied by rank 0 before any rank goes on. Returns the scratch folder. */
+static inline const char *mpi_test_start(int *argc, char ***argv, int thread_level, int *rank,
+                                         int *size) {
+    int provided = MPI_THREAD_SINGLE;
+    MPI_Init_thread(argc, argv, thread_level, &provided);
+    CHECK_MSG(provided >= thread_level, "MPI provides thread level %d, below the %d asked for",
+              provided, thread_level);
+    MPI_Comm_rank(MPI_COMM_WORLD, rank);
+    MPI_Comm_size(MPI_COMM_WORLD, size);
+    const char *scratch = scratch_arg(*argc, *argv);
+    if (*rank == 0) fresh_dir(scratch);
+    MPI_Barrier(MPI_COMM_WORLD);
+    return scratch;
+}
+
 #endif /* H5TILE_CHECK_H */

@@ -275,12 +275,7 @@ static void early_free(const char *scratch) {
 }
 
 int main(int argc, char **argv) {
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    const char *scratch = scratch_arg(argc, argv);
-    if (rank == 0) fresh_dir(scratch);
-    MPI_Barrier(MPI_COMM_WORLD);
+    const char *scratch = mpi_test_start(&argc, &argv, MPI_THREAD_SINGLE, &rank, &size);
     order_and_clipping(scratch);
     conversion(scratch);
     validation(scratch);

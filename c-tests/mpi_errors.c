@@ -399,13 +399,9 @@ static void read_cases(const char *scratch) {
 }
 
 int main(int argc, char **argv) {
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    const char *scratch = mpi_test_start(&argc, &argv, MPI_THREAD_SINGLE, &rank, &size);
     CHECK_MSG(size >= 2, "run on 2 or more ranks");
-    const char *scratch = scratch_arg(argc, argv);
     if (rank == 0) {
-        fresh_dir(scratch);
         char p[4096];
         PATHF(p, "%s/adir", scratch);
         mkdir_p(p);

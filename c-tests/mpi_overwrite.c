@@ -68,13 +68,8 @@ static void check_no_leftovers(const char *scratch) {
 }
 
 int main(int argc, char **argv) {
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    const char *scratch = mpi_test_start(&argc, &argv, MPI_THREAD_SINGLE, &rank, &size);
     CHECK_MSG(size == 4, "run on 4 ranks");
-    const char *scratch = scratch_arg(argc, argv);
-    if (rank == 0) fresh_dir(scratch);
-    MPI_Barrier(MPI_COMM_WORLD);
     char path[4096], dir[4096], generation[17] = "";
     PATHF(path, "%s/data.h5", scratch);
     TILE_DIR(dir, path);

@@ -92,12 +92,7 @@ static void roundtrip(const char *scratch, const char *name, int dt, size_t ndim
 }
 
 int main(int argc, char **argv) {
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    const char *scratch = scratch_arg(argc, argv);
-    if (rank == 0) fresh_dir(scratch);
-    MPI_Barrier(MPI_COMM_WORLD);
+    const char *scratch = mpi_test_start(&argc, &argv, MPI_THREAD_SINGLE, &rank, &size);
 
     const uint64_t g2[2] = {37, 23};
     const uint64_t g3[3] = {9, 10, 11};

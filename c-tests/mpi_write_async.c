@@ -1,6 +1,6 @@
 /* Writes that return before the data is written (h5tile_write_async, h5tile_wait,
  * h5tile_fence), under MPI_Init_thread(MPI_THREAD_MULTIPLE), where they run on a thread of
- * their own, or under plain MPI_Init (`mpi_write_async SCRATCH single`), where they complete
+ * their own, or under MPI_THREAD_SINGLE (`mpi_write_async SCRATCH single`), where they complete
  * before returning:
  *   1. each rank's row slab written in the background while the ranks exchange messages on
  *      MPI_COMM_WORLD, completed by h5tile_wait, read back on another decomposition;
@@ -35,18 +35,8 @@ static void check_version(const char *path, const uint64_t *g, int v) {
 
 int main(int argc, char **argv) {
     const int threaded = !(argc > 2 && strcmp(argv[2], "single") == 0);
-    int provided = MPI_THREAD_SINGLE;
-    if (threaded) {
-        MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
-        CHECK_MSG(provided == MPI_THREAD_MULTIPLE, "this MPI does not provide MPI_THREAD_MULTIPLE");
-    } else {
-        MPI_Init(&argc, &argv);
-    }
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    const char *scratch = scratch_arg(argc, argv);
-    if (rank == 0) fresh_dir(scratch);
-    MPI_Barrier(MPI_COMM_WORLD);
+    const char *scratch = mpi_test_start(
+        &argc, &argv, threaded ? MPI_THREAD_MULTIPLE : MPI_THREAD_SINGLE, &rank, &size);
     char a[4096], b[4096], mine[4096], never[4096];
     PATHF(a, "%s/a.h5", scratch);
     PATHF(b, "%s/b.h5", scratch);

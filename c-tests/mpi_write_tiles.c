@@ -16,12 +16,7 @@ static void block(const uint64_t *g, int b, int nblocks, uint64_t *off, uint64_t
 }
 
 int main(int argc, char **argv) {
-    MPI_Init(&argc, &argv);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
-    const char *scratch = scratch_arg(argc, argv);
-    if (rank == 0) fresh_dir(scratch);
-    MPI_Barrier(MPI_COMM_WORLD);
+    const char *scratch = mpi_test_start(&argc, &argv, MPI_THREAD_SINGLE, &rank, &size);
     char path[4096], dir[4096];
     PATHF(path, "%s/tiles.h5", scratch);
     TILE_DIR(dir, path);
