@@ -12,7 +12,7 @@ program fortran_roundtrip
   integer(c_int64_t) :: shape(32)
   real(c_double), allocatable, target, asynchronous :: a(:, :)
   real(c_double), allocatable, target :: b(:, :)
-  character(len=256) :: path
+  character(len=256) :: path, copy
 
   call MPI_Init(ierr)
   call MPI_Comm_rank(MPI_COMM_WORLD, rank, ierr)
@@ -81,13 +81,10 @@ program fortran_roundtrip
   call expect(h5tile_wait(req), H5TILE_OK, "wait")
   do k = 1, 2
     b = 0
-    if (k == 1) then
-      status = h5tile_read(MPI_COMM_WORLD, trim(path), "/field", H5TILE_FLOAT64, &
-        [int(i0, c_int64_t), 0_c_int64_t], [int(ni, c_int64_t), int(ny, c_int64_t)], c_loc(b))
-    else
-      status = h5tile_read(MPI_COMM_WORLD, trim(path) // ".copy", "/field", H5TILE_FLOAT64, &
-        [int(i0, c_int64_t), 0_c_int64_t], [int(ni, c_int64_t), int(ny, c_int64_t)], c_loc(b))
-    end if
+    copy = trim(path)
+    if (k == 2) copy = trim(path) // ".copy"
+    status = h5tile_read(MPI_COMM_WORLD, trim(copy), "/field", H5TILE_FLOAT64, &
+      [int(i0, c_int64_t), 0_c_int64_t], [int(ni, c_int64_t), int(ny, c_int64_t)], c_loc(b))
     call expect(status, H5TILE_OK, "read after write_async")
     do j = 1, ny
       do i = 1, ni
