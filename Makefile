@@ -7,6 +7,7 @@
 #   make install PREFIX=dir   lib/libh5tile.so, include/h5tile.h, CMake config, pkg-config file
 #   make header               regenerate include/h5tile.h after changing the C API
 #   make bench                h5tile beside POSIX and h5py: throughput, memory, tile count
+#   make plugin-cross         each HDF5 line's plugin in the other line's HDF5 program
 #   make gpu-build            compile the GPU check's programs (no GPU needed; see
 #                             scripts/gpu-check.sh) and probe gds=on against the real cuFile
 #
@@ -39,7 +40,7 @@ export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
 export OMPI_MCA_rmaps_base_oversubscribe := 1
 MPIRUN    ?= mpirun
 
-.PHONY: all setup build install stage header test test-rust test-c demo bench gpu-build clean
+.PHONY: all setup build install stage header test test-rust test-c demo bench plugin-cross gpu-build clean
 
 all: build
 
@@ -94,6 +95,18 @@ bench: stage
 	$(CMAKE) -S bench -B $(BUILD)/bench -DCMAKE_PREFIX_PATH=$(STAGE) >/dev/null
 	$(CMAKE) --build $(BUILD)/bench
 	$(PYTHON) bench/suite.py $(BUILD)/bench/bench_h5tile $$(command -v $(MPIRUN)) $(CURDIR)/target/bench
+
+# The plugin is one binary for every HDF5 >= 1.14: each line's plugin runs the ordinary HDF5
+# program built against the other line (after `make test` for both lines).
+plugin-cross:
+	@for pair in 2.2.0:1.14.5 1.14.5:2.2.0; do \
+	  plugin=$${pair%%:*}; host=$${pair##*:}; dir=$(CURDIR)/build/plugin-cross/$$plugin-in-$$host; \
+	  prog=$(CURDIR)/build/hdf5-$$host/c-tests/plugin_hdf5_program; \
+	  export HDF5_PLUGIN_PATH=$(CURDIR)/build/hdf5-$$plugin/prefix/lib/h5tile/plugins; \
+	  rm -rf $$dir && mkdir -p $$dir && \
+	  HDF5_DRIVER=h5tile_gds $$prog env $$dir && $$prog by-name $$dir threads=2 || exit 1; \
+	  echo "plugin-cross: the HDF5 $$plugin plugin in an HDF5 $$host program: OK"; \
+	done
 
 # The GPU check cannot run without a GPU, but its programs must keep compiling: built here
 # with nvcc from NVIDIA's PyPI wheels (into .deps/cuda), as they will be on a GPU machine.
