@@ -32,6 +32,12 @@
 // `h5tile_write_options.flags`: tiles may leave gaps; those elements read back as zero.
 #define H5TILE_ALLOW_PARTIAL 2
 
+// `h5tile_write_options.flags`: keep everything else in an existing `path` (other datasets,
+// groups, attributes, links) and replace or add only `dataset`, so one file can hold several
+// fields of a checkpoint. The file is still replaced atomically (the new version starts as a
+// copy of the old one); `dataset` must be a dataset or absent there.
+#define H5TILE_KEEP_OTHERS 4
+
 // `h5tile_read_options.flags`: read elements whose virtual-dataset source file is missing as
 // the fill value (plain HDF5 behaviour) instead of failing with `H5TILE_ERR_MISSING_TILE`.
 #define H5TILE_READ_FILL_MISSING 1
@@ -83,7 +89,8 @@ typedef int h5tile_layout;
 typedef struct {
   // `H5TILE_LAYOUT_VDS` (default).
   h5tile_layout layout;
-  // Bitwise OR of `H5TILE_NO_OVERWRITE`, `H5TILE_ALLOW_PARTIAL` (default 0).
+  // Bitwise OR of `H5TILE_NO_OVERWRITE`, `H5TILE_ALLOW_PARTIAL`, `H5TILE_KEEP_OTHERS`
+  // (default 0).
   uint32_t flags;
   // How tiles in device memory move: `H5TILE_GDS_FROM_ENVIRONMENT` (default: the
   // environment variable `H5TILE_GDS`, else auto), `H5TILE_GDS_AUTO`, `H5TILE_GDS_ON` or

@@ -5,12 +5,16 @@
 //! MPI lets a second thread make calls only at `MPI_THREAD_MULTIPLE`. Below that level, a
 //! write over a communicator runs at once on the caller's thread and its request is born
 //! complete; a write over `MPI_COMM_NULL` makes no MPI call and always runs in the background.
+//! Writes to one path run one after the other, in the order they were started, so that each
+//! finds the file the previous one left (with `H5TILE_KEEP_OTHERS`, several fields of one
+//! checkpoint can be written in the background at once).
 
 use crate::comm::Comm;
 use crate::device::Route;
 use crate::status::*;
 use crate::write::{self, OwnedWrite};
 use parking_lot::Mutex;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
@@ -19,8 +23,11 @@ enum State {
     Done(Result<()>),
 }
 
-/// One write started by `start`.
-pub struct Request(Mutex<State>);
+/// One write started by `start`, to `path`.
+pub struct Request {
+    path: PathBuf,
+    state: Mutex<State>,
+}
 
 /// Requests not yet completed by `wait` or `fence`, oldest first.
 static OUTSTANDING: Mutex<Vec<Arc<Request>>> = Mutex::new(Vec::new());
@@ -28,7 +35,7 @@ static OUTSTANDING: Mutex<Vec<Arc<Request>>> = Mutex::new(Vec::new());
 impl Request {
     /// Waits for the write to end; its outcome, again on every call.
     fn complete(&self) -> Result<()> {
-        let mut state = self.0.lock();
+        let mut state = self.state.lock();
         if let State::Running(_) = &*state {
             let State::Running(thread) = std::mem::replace(&mut *state, State::Done(Ok(()))) else {
                 unreachable!()
@@ -45,8 +52,9 @@ impl Request {
     }
 }
 
-/// The communicator, the write and its routes, moved to the write's thread.
-struct Job(Comm, OwnedWrite, Vec<Route>);
+/// The communicator, the write, its routes, and the earlier writes to the same path it must
+/// wait for, moved to the write's thread.
+struct Job(Comm, OwnedWrite, Vec<Route>, Vec<Arc<Request>>);
 
 // Safety: the duplicate communicator is used by the write's thread alone, which MPI allows at
 // MPI_THREAD_MULTIPLE (checked before the move); OwnedWrite says why its buffers may move;
@@ -55,7 +63,9 @@ unsafe impl Send for Job {}
 
 impl Job {
     fn run(self) -> Result<()> {
-        let Job(comm, owned, routes) = self;
+        let Job(comm, owned, routes, earlier) = self;
+        // Their outcome is theirs to report; this write only needs them finished.
+        earlier.iter().for_each(|r| drop(r.complete()));
         catch_panic(|| unsafe { write::write_checked(&comm, &owned.args(), &routes) })
     }
 }
@@ -68,7 +78,14 @@ impl Job {
 /// As `write::write`, and the tile buffers must stay alive and untouched until the request
 /// completes.
 pub unsafe fn start(comm: Comm, owned: OwnedWrite, routes: Vec<Route>) -> Arc<Request> {
-    let job = Job(comm, owned, routes);
+    let path = std::path::absolute(owned.path()).unwrap_or_else(|_| owned.path().to_path_buf());
+    let earlier: Vec<Arc<Request>> = OUTSTANDING
+        .lock()
+        .iter()
+        .filter(|r| r.path == path)
+        .cloned()
+        .collect();
+    let job = Job(comm, owned, routes, earlier);
     let state = if job.0.threads_allowed() {
         // The job stays reachable here in case no thread can be made: the other ranks will be
         // in this write's collectives, so it must run, on this thread if need be.
@@ -84,7 +101,10 @@ pub unsafe fn start(comm: Comm, owned: OwnedWrite, routes: Vec<Route>) -> Arc<Re
     } else {
         State::Done(job.run())
     };
-    let request = Arc::new(Request(Mutex::new(state)));
+    let request = Arc::new(Request {
+        path,
+        state: Mutex::new(state),
+    });
     OUTSTANDING.lock().push(request.clone());
     request
 }
@@ -125,6 +145,15 @@ mod tests {
 
     /// Starts writing `data` (8 float64) as "/x" of `path`, in two tiles of 4.
     fn start_write(path: &Path, data: &[f64], options: WriteOptions) -> Arc<Request> {
+        start_write_as(path, "/x", data, options)
+    }
+
+    fn start_write_as(
+        path: &Path,
+        dataset: &str,
+        data: &[f64],
+        options: WriteOptions,
+    ) -> Arc<Request> {
         let global = [8u64];
         let tiles = (0..2)
             .map(|k| LocalTile {
@@ -134,7 +163,7 @@ mod tests {
             .collect();
         let args = WriteArgs {
             path,
-            dataset: "/x",
+            dataset,
             dtype: Dtype::Float64,
             global: &global,
             tiles,
@@ -145,10 +174,14 @@ mod tests {
     }
 
     fn read_back(path: &Path) -> Result<Vec<f64>> {
+        read_back_as(path, "/x")
+    }
+
+    fn read_back_as(path: &Path, dataset: &str) -> Result<Vec<f64>> {
         let mut out = vec![0f64; 8];
         let tile = Tile::new(vec![0], vec![8]);
         let (buf, options) = (out.as_mut_ptr().cast(), ReadOptions::default());
-        unsafe { read(&solo(), path, "/x", Dtype::Float64, &tile, buf, options)? };
+        unsafe { read(&solo(), path, dataset, Dtype::Float64, &tile, buf, options)? };
         Ok(out)
     }
 
@@ -201,5 +234,21 @@ mod tests {
         assert_eq!(read_back(&ok).unwrap(), data[2]);
         assert_eq!(read_back(&paths[1]).unwrap(), data[1]);
         assert_eq!(fence(&solo()), Ok(()));
+
+        // Fields of one checkpoint written in the background at once: the writes to one path
+        // run in turn, each keeping what the previous one wrote.
+        let ckpt = d.path().join("ckpt.h5");
+        let keep = WriteOptions {
+            keep_others: true,
+            ..WriteOptions::default()
+        };
+        let fields = ["/u", "/v", "/w", "/g/x"];
+        for (f, name) in fields.iter().enumerate() {
+            drop(start_write_as(&ckpt, name, &data[f % 3], keep));
+        }
+        assert_eq!(fence(&solo()), Ok(()));
+        for (f, name) in fields.iter().enumerate() {
+            assert_eq!(read_back_as(&ckpt, name).unwrap(), data[f % 3], "{name}");
+        }
     }
 }

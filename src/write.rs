@@ -39,6 +39,8 @@ pub struct WriteOptions {
     pub no_overwrite: bool,
     /// Tiles may leave gaps, which read back as zero.
     pub allow_partial: bool,
+    /// Keep the file's other contents: replace or add only this dataset.
+    pub keep_others: bool,
     /// How tiles in device memory move.
     pub gds: crate::device::Gds,
 }
@@ -49,6 +51,7 @@ impl Default for WriteOptions {
             layout: Layout::Vds,
             no_overwrite: false,
             allow_partial: false,
+            keep_others: false,
             gds: crate::device::Gds::Auto,
         }
     }
@@ -126,6 +129,10 @@ impl OwnedWrite {
             tiles: args.tiles.clone(),
             options: args.options,
         }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
     }
 
     pub fn args(&self) -> WriteArgs<'_> {
@@ -221,10 +228,17 @@ unsafe fn write_vds(
             );
             sources.push((t, name, b));
         }
-        vds::write_master(tmp, args.dataset, args.dtype, args.global, &sources)
+        vds::write_master(
+            tmp,
+            args.dataset,
+            args.dtype,
+            args.global,
+            &sources,
+            keep_from(args),
+        )
     };
     let (result, committed) = match result {
-        Ok(()) => commit_on_root(comm, args.path, generation, finish),
+        Ok(()) => commit_on_root(comm, args, generation, finish),
         Err(e) => (Err(e), false),
     };
     if result.is_err() && !committed {
@@ -249,7 +263,8 @@ unsafe fn write_single(
 ) -> Result<()> {
     let tmp = layout::temporary_master(args.path, generation);
     let created = comm.agree_on(|| match comm.is_root() {
-        true => single::create(&tmp, args.dataset, args.dtype, args.global).map(|o| o.unwrap_or(0)),
+        true => single::create(&tmp, args.dataset, args.dtype, args.global, keep_from(args))
+            .map(|o| o.unwrap_or(0)),
         false => Ok(0),
     });
     let result = created.and_then(|offset| {
@@ -267,7 +282,7 @@ unsafe fn write_single(
         })
     });
     let (result, _) = match result {
-        Ok(_) => commit_on_root(comm, args.path, generation, |_| Ok(())),
+        Ok(_) => commit_on_root(comm, args, generation, |_| Ok(())),
         Err(e) => (Err(e), false),
     };
     if result.is_err() && comm.is_root() {
@@ -344,6 +359,7 @@ fn agree_same_arguments(comm: &Comm, args: &WriteArgs) -> Result<()> {
     h.u64(args.options.layout as u64);
     h.u64(args.options.no_overwrite as u64);
     h.u64(args.options.allow_partial as u64);
+    h.u64(args.options.keep_others as u64);
     let mut v = [h.0, !h.0];
     comm.all_min(&mut v);
     if v[0] != !v[1] {
@@ -383,6 +399,9 @@ fn plan(comm: &Comm, args: &WriteArgs) -> Result<(u64, AllTiles)> {
         Some(tiles) => {
             check_union(args, tiles)?;
             layout::prepare_target(args.path, args.options.no_overwrite)?;
+            if args.options.keep_others && args.path.exists() {
+                layout::keep::check(args.path, args.dataset)?;
+            }
             if args.options.layout == Layout::Vds && tiles.iter().any(|(_, _, t)| !t.is_empty()) {
                 layout::create_tile_dir(&layout::tile_dir(args.path))?;
             }
@@ -435,10 +454,11 @@ fn check_union(args: &WriteArgs, tiles: &[(usize, usize, Tile)]) -> Result<()> {
 /// agreed outcome and whether the commit happened (then no new file may be removed).
 fn commit_on_root(
     comm: &Comm,
-    path: &Path,
+    args: &WriteArgs,
     generation: u64,
     finish: impl FnOnce(&Path) -> Result<()>,
 ) -> (Result<()>, bool) {
+    let (path, only) = (args.path, keep_from(args).map(|_| args.dataset));
     let mut committed = false;
     let result = crate::status::catch_panic(|| {
         if !comm.is_root() {
@@ -454,7 +474,7 @@ fn commit_on_root(
         }
         committed = true;
         layout::sync_parent(path)
-            .and_then(|()| layout::remove_stale(path, generation))
+            .and_then(|()| layout::remove_stale(path, generation, only))
             .map_err(|e| {
                 Error::new(
                     e.status,
@@ -465,6 +485,11 @@ fn commit_on_root(
     let mut flag = [committed as u64];
     comm.broadcast(&mut flag);
     (comm.agree(result), flag[0] == 1)
+}
+
+/// The file whose other contents the new master keeps (`H5TILE_KEEP_OTHERS`).
+fn keep_from<'a>(args: &WriteArgs<'a>) -> Option<&'a Path> {
+    args.options.keep_others.then_some(args.path)
 }
 
 /// 64-bit FNV-1a, enough to tell differing arguments apart.
@@ -781,5 +806,150 @@ mod tests {
         }
         .unwrap();
         assert_eq!(out, [0, 0, 0, 0, 0, 0, 0, 1, 2, 0, 0, 0, 3, 4, 0]);
+    }
+
+    /// Writes `rows` x 64 float64 (element k is base + k) as `dataset` of `path`, in two
+    /// row slabs, keeping the file's other contents or not.
+    fn write_field(
+        path: &Path,
+        dataset: &str,
+        base: f64,
+        rows: u64,
+        layout: Layout,
+        keep: bool,
+    ) -> Result<()> {
+        let global = [rows, 64];
+        let data: Vec<f64> = (0..rows * 64).map(|k| base + k as f64).collect();
+        let half = rows / 2;
+        let tiles = [(0, half), (half, rows - half)]
+            .into_iter()
+            .map(|(r0, n)| LocalTile {
+                tile: Tile::new(vec![r0, 0], vec![n, 64]),
+                buf: data[(r0 * 64) as usize..].as_ptr().cast(),
+            })
+            .collect();
+        let options = WriteOptions {
+            layout,
+            keep_others: keep,
+            ..WriteOptions::default()
+        };
+        let args = WriteArgs {
+            path,
+            dataset,
+            dtype: Dtype::Float64,
+            global: &global,
+            tiles,
+            options,
+        };
+        unsafe { write(&solo(), &args) }
+    }
+
+    /// The first element of `dataset` and whether all `rows` x 64 follow from it.
+    fn field_base(path: &Path, dataset: &str, rows: u64) -> Result<f64> {
+        let mut out = vec![0f64; (rows * 64) as usize];
+        let tile = Tile::new(vec![0, 0], vec![rows, 64]);
+        let buf = out.as_mut_ptr().cast();
+        unsafe {
+            read(
+                &solo(),
+                path,
+                dataset,
+                Dtype::Float64,
+                &tile,
+                buf,
+                ReadOptions::default(),
+            )?
+        };
+        assert!(
+            out.iter().enumerate().all(|(k, &v)| v == out[0] + k as f64),
+            "{dataset}"
+        );
+        Ok(out[0])
+    }
+
+    #[test]
+    fn keep_others_replaces_or_adds_one_dataset_and_removes_only_its_old_tiles() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("ckpt.h5");
+        write_field(&path, "/u", 0.0, 8, Layout::Vds, true).unwrap(); // no file yet: a plain write
+        write_field(&path, "/g/v", 1000.0, 8, Layout::Vds, true).unwrap();
+        write_field(&path, "/w", 2000.0, 8, Layout::Single, true).unwrap();
+        let v_tiles: Vec<String> = tile_files(&path)
+            .into_iter()
+            .filter(|n| n.starts_with("g+v."))
+            .collect();
+        assert_eq!(v_tiles.len(), 2);
+        write_field(&path, "/u", 3000.0, 8, Layout::Vds, true).unwrap();
+        assert_eq!(field_base(&path, "/u", 8).unwrap(), 3000.0);
+        assert_eq!(field_base(&path, "/g/v", 8).unwrap(), 1000.0);
+        assert_eq!(field_base(&path, "/w", 8).unwrap(), 2000.0);
+        let tiles = tile_files(&path);
+        assert_eq!(
+            tiles.len(),
+            4,
+            "two of /u's new generation, /g/v's two: {tiles:?}"
+        );
+        assert!(v_tiles.iter().all(|n| tiles.contains(n)), "{tiles:?}");
+        // Without the flag the file holds the written dataset alone again.
+        write_field(&path, "/x", 4000.0, 8, Layout::Vds, false).unwrap();
+        assert_eq!(field_base(&path, "/x", 8).unwrap(), 4000.0);
+        assert_eq!(
+            field_base(&path, "/u", 8).unwrap_err().status,
+            H5TILE_ERR_NOT_FOUND
+        );
+        assert!(tile_files(&path).iter().all(|n| n.starts_with("x.")));
+    }
+
+    #[test]
+    fn keep_others_in_a_single_file_reuses_the_replaced_dataset_s_space() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("one.h5");
+        write_field(&path, "/a", 0.0, 2048, Layout::Single, true).unwrap(); // 1 MiB
+        write_field(&path, "/b", 1.0, 2048, Layout::Single, true).unwrap();
+        let two = std::fs::metadata(&path).unwrap().len();
+        for base in [2.0, 3.0, 4.0] {
+            write_field(&path, "/a", base, 2048, Layout::Single, true).unwrap();
+        }
+        assert_eq!(field_base(&path, "/a", 2048).unwrap(), 4.0);
+        assert_eq!(field_base(&path, "/b", 2048).unwrap(), 1.0);
+        let after = std::fs::metadata(&path).unwrap().len();
+        assert!(
+            after < two + (256 << 10),
+            "rewriting /a grew the file from {two} to {after} bytes"
+        );
+    }
+
+    #[test]
+    fn keep_others_refuses_what_it_cannot_keep_and_touches_nothing() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("ckpt.h5");
+        write_field(&path, "/g/v", 0.0, 8, Layout::Vds, true).unwrap();
+        let (master, tiles) = (std::fs::read(&path).unwrap(), tile_files(&path));
+        let refused =
+            |dataset: &str| write_field(&path, dataset, 9.0, 8, Layout::Vds, true).unwrap_err();
+        let e = refused("/g");
+        assert_eq!(e.status, H5TILE_ERR_NOT_A_DATASET, "{}", e.message);
+        assert!(
+            e.message.contains("replaces datasets only"),
+            "{}",
+            e.message
+        );
+        let e = refused("/g/v/x");
+        assert_eq!(e.status, H5TILE_ERR_INVALID_ARGUMENT, "{}", e.message);
+        assert!(
+            e.message.contains("'/g/v'") && e.message.contains("not a group"),
+            "{}",
+            e.message
+        );
+        assert_eq!(std::fs::read(&path).unwrap(), master);
+        assert_eq!(tile_files(&path), tiles);
+        // Not an HDF5 file: its contents cannot be kept, and it stays as it was.
+        let text = d.path().join("notes.h5");
+        std::fs::write(&text, b"not HDF5").unwrap();
+        let e = write_field(&text, "/u", 0.0, 8, Layout::Vds, true).unwrap_err();
+        assert_eq!(e.status, H5TILE_ERR_HDF5, "{}", e.message);
+        assert!(e.message.contains("H5TILE_KEEP_OTHERS"), "{}", e.message);
+        assert_eq!(std::fs::read(&text).unwrap(), b"not HDF5");
+        assert!(tile_files(&text).is_empty());
     }
 }

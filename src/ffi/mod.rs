@@ -32,6 +32,11 @@ pub const H5TILE_LAYOUT_SINGLE: h5tile_layout = 1;
 pub const H5TILE_NO_OVERWRITE: u32 = 1;
 /// `h5tile_write_options.flags`: tiles may leave gaps; those elements read back as zero.
 pub const H5TILE_ALLOW_PARTIAL: u32 = 2;
+/// `h5tile_write_options.flags`: keep everything else in an existing `path` (other datasets,
+/// groups, attributes, links) and replace or add only `dataset`, so one file can hold several
+/// fields of a checkpoint. The file is still replaced atomically (the new version starts as a
+/// copy of the old one); `dataset` must be a dataset or absent there.
+pub const H5TILE_KEEP_OTHERS: u32 = 4;
 /// `h5tile_read_options.flags`: read elements whose virtual-dataset source file is missing as
 /// the fill value (plain HDF5 behaviour) instead of failing with `H5TILE_ERR_MISSING_TILE`.
 pub const H5TILE_READ_FILL_MISSING: u32 = 1;
@@ -45,7 +50,8 @@ pub const H5TILE_AS_STORED: h5tile_dtype = -1;
 pub struct h5tile_write_options {
     /// `H5TILE_LAYOUT_VDS` (default).
     pub layout: h5tile_layout,
-    /// Bitwise OR of `H5TILE_NO_OVERWRITE`, `H5TILE_ALLOW_PARTIAL` (default 0).
+    /// Bitwise OR of `H5TILE_NO_OVERWRITE`, `H5TILE_ALLOW_PARTIAL`, `H5TILE_KEEP_OTHERS`
+    /// (default 0).
     pub flags: u32,
     /// How tiles in device memory move: `H5TILE_GDS_FROM_ENVIRONMENT` (default: the
     /// environment variable `H5TILE_GDS`, else auto), `H5TILE_GDS_AUTO`, `H5TILE_GDS_ON` or
@@ -83,7 +89,7 @@ impl h5tile_write_options {
                 )
             }
         };
-        let known = H5TILE_NO_OVERWRITE | H5TILE_ALLOW_PARTIAL;
+        let known = H5TILE_NO_OVERWRITE | H5TILE_ALLOW_PARTIAL | H5TILE_KEEP_OTHERS;
         if o.flags & !known != 0 {
             return fail(
                 H5TILE_ERR_INVALID_ARGUMENT,
@@ -94,6 +100,7 @@ impl h5tile_write_options {
             layout,
             no_overwrite: o.flags & H5TILE_NO_OVERWRITE != 0,
             allow_partial: o.flags & H5TILE_ALLOW_PARTIAL != 0,
+            keep_others: o.flags & H5TILE_KEEP_OTHERS != 0,
             gds: crate::device::mode_from_options(o.gds)?,
         })
     }

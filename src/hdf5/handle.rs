@@ -98,6 +98,13 @@ impl File {
         File::from_id(id, || format!("cannot open HDF5 file '{}'", path.display()))
     }
 
+    /// Opens `path` for reading and writing.
+    pub fn open_write(path: &Path) -> Result<File> {
+        let _l = super::lock();
+        let id = unsafe { H5Fopen(path_str(path).as_ptr(), H5F_ACC_RDWR, H5P_DEFAULT) };
+        File::from_id(id, || format!("cannot open HDF5 file '{}'", path.display()))
+    }
+
     /// Closes the file and reports a failure to flush it, which dropping would hide.
     pub fn close(mut self) -> Result<()> {
         let _l = super::lock();

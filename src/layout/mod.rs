@@ -9,6 +9,7 @@
 //! then are the previous generation's tiles deleted. A crash at any moment therefore leaves a
 //! readable dataset, old or new.
 
+pub mod keep;
 pub mod pieces;
 pub mod runs;
 pub mod single;
@@ -164,9 +165,11 @@ pub fn sync_parent(master: &Path) -> Result<()> {
     sync_path(parent)
 }
 
-/// After a commit: deletes tile files of every other generation and temporary masters left
-/// by crashed writes of this master. Returns the first failure, having tried every file.
-pub fn remove_stale(master: &Path, generation: u64) -> Result<()> {
+/// After a commit: deletes tile files of every other generation (with `only`, of that dataset
+/// alone: the master kept the others) and temporary masters left by crashed writes of this
+/// master. Returns the first failure, having tried every file.
+pub fn remove_stale(master: &Path, generation: u64, only: Option<&str>) -> Result<()> {
+    let key = only.map(|dataset| format!("{}.", dataset_key(dataset)));
     let mut first_error = None;
     let mut remove = |p: PathBuf| {
         if let Err(e) = std::fs::remove_file(&p) {
@@ -179,7 +182,8 @@ pub fn remove_stale(master: &Path, generation: u64) -> Result<()> {
     if let Ok(entries) = std::fs::read_dir(&dir) {
         for entry in entries.flatten() {
             let name = entry.file_name().to_string_lossy().into_owned();
-            if generation_of(&name).is_some_and(|g| g != generation) {
+            let ours = key.as_ref().is_none_or(|k| name.starts_with(k.as_str()));
+            if ours && generation_of(&name).is_some_and(|g| g != generation) {
                 remove(entry.path());
             }
         }
@@ -294,7 +298,7 @@ mod tests {
         }
         let stale_tmp = temporary_master(&m, 1);
         std::fs::write(&stale_tmp, b"x").unwrap();
-        remove_stale(&m, 2).unwrap();
+        remove_stale(&m, 2, None).unwrap();
         assert!(keep.exists() && foreign.exists());
         assert!(!old.exists() && !stale_tmp.exists());
     }

@@ -8,7 +8,7 @@ use super::runs::tile_runs;
 use super::sync_path;
 use crate::device::{DeviceFile, Route};
 use crate::dtype::Dtype;
-use crate::hdf5::{self, Dataset, File, Plist, Space};
+use crate::hdf5::{self, Dataset, Plist, Space};
 use crate::status::{fail, Error, Result, H5TILE_ERR_HDF5};
 use crate::tile::Tile;
 use hdf5_sys::h5::HADDR_UNDEF;
@@ -17,11 +17,18 @@ use hdf5_sys::h5p::{H5Pset_alloc_time, H5Pset_fill_time, H5Pset_layout, H5P_CLS_
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 
-/// Creates `path` holding `dataset` of `global` shape with its contiguous storage allocated,
-/// and returns the storage's byte offset in the file (None when the dataset has no elements).
-pub fn create(path: &Path, dataset: &str, dtype: Dtype, global: &[u64]) -> Result<Option<u64>> {
+/// Creates `path` holding `dataset` of `global` shape with its contiguous storage allocated
+/// (with `keep_from`, beside everything else of that file), and returns the storage's byte
+/// offset in the file (None when the dataset has no elements).
+pub fn create(
+    path: &Path,
+    dataset: &str,
+    dtype: Dtype,
+    global: &[u64],
+    keep_from: Option<&Path>,
+) -> Result<Option<u64>> {
     let _l = hdf5::lock();
-    let file = File::create(path)?;
+    let file = super::keep::new_master(path, keep_from.map(|old| (old, dataset)))?;
     let t = dtype.hdf5_type()?;
     let dcpl = Plist::create(*H5P_CLS_DATASET_CREATE)?;
     let what = || "cannot set up contiguous, pre-allocated storage".to_string();

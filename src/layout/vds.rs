@@ -119,9 +119,10 @@ pub fn write_master(
     dtype: Dtype,
     global: &[u64],
     sources: &[(Tile, String, TileBytes)],
+    keep_from: Option<&Path>,
 ) -> Result<()> {
     let _l = hdf5::lock();
-    let file = File::create(path)?;
+    let file = super::keep::new_master(path, keep_from.map(|old| (old, dataset)))?;
     let t = dtype.hdf5_type()?;
     let dcpl = Plist::create(*H5P_CLS_DATASET_CREATE)?;
     for (tile, file_name, _) in sources {

@@ -1,0 +1,106 @@
+//! Replacing one dataset of a file while keeping everything else in it (`H5TILE_KEEP_OTHERS`).
+//!
+//! The new master starts as a byte copy of the old file, so its groups, attributes, links of
+//! every kind and other datasets stay exactly as they were (datasets that h5tile wrote keep
+//! their tiles, whose names carry their dataset's key). The copy loses the old version of the
+//! dataset, gets the new one, and replaces the old file by the same atomic rename as any write.
+
+use crate::hdf5::{self, cstr, File};
+use crate::status::*;
+use hdf5_sys::h5i::{H5I_type_t, H5Iget_type};
+use hdf5_sys::h5l::{H5Ldelete, H5Lexists};
+use hdf5_sys::h5o::{H5Oclose, H5Oopen};
+use hdf5_sys::h5p::H5P_DEFAULT;
+use std::path::Path;
+
+/// Checks, before anything is written, that `dataset` can be replaced in the existing file
+/// `path`: an HDF5 file in which every object on the dataset's path is a group and the
+/// dataset itself is a dataset or absent.
+pub fn check(path: &Path, dataset: &str) -> Result<()> {
+    let file = File::open_read(path).map_err(|e| kept(path, e))?;
+    replaceable(&file, path, dataset).map(|_| ())
+}
+
+/// Opens the new master `tmp`: empty, or, with `keep` = (old file, dataset) and the old file
+/// there, a copy of it without `dataset`.
+pub fn new_master(tmp: &Path, keep: Option<(&Path, &str)>) -> Result<File> {
+    let Some((old, dataset)) = keep.filter(|(old, _)| old.exists()) else {
+        return File::create(tmp);
+    };
+    std::fs::copy(old, tmp).map_err(|e| Error::io("cannot copy the file to keep,", old, &e))?;
+    let file = File::open_write(tmp).map_err(|e| kept(old, e))?;
+    // Checked again: the file may have changed since the write began.
+    if replaceable(&file, old, dataset)? {
+        let _l = hdf5::lock();
+        hdf5::check(
+            unsafe { H5Ldelete(file.id(), cstr(dataset).as_ptr(), H5P_DEFAULT) },
+            || {
+                format!(
+                    "cannot remove the old '{dataset}' from the copy of '{}'",
+                    old.display()
+                )
+            },
+        )?;
+    }
+    Ok(file)
+}
+
+fn kept(path: &Path, e: Error) -> Error {
+    Error::new(
+        e.status,
+        format!(
+            "H5TILE_KEEP_OTHERS: cannot keep the contents of '{}': {}",
+            path.display(),
+            e.message
+        ),
+    )
+}
+
+/// Whether `dataset` exists in `file` (named `path` in messages), after checking that every
+/// object on its path is a group and that it is a dataset.
+fn replaceable(file: &File, path: &Path, dataset: &str) -> Result<bool> {
+    let _l = hdf5::lock();
+    let parts: Vec<&str> = dataset.trim_start_matches('/').split('/').collect();
+    let mut name = String::new();
+    for (i, part) in parts.iter().enumerate() {
+        name = format!("{name}/{part}");
+        let c = cstr(&name);
+        if unsafe { H5Lexists(file.id(), c.as_ptr(), H5P_DEFAULT) } <= 0 {
+            hdf5::take_error_stack();
+            return Ok(false);
+        }
+        let object = unsafe { H5Oopen(file.id(), c.as_ptr(), H5P_DEFAULT) };
+        if object < 0 {
+            return Err(hdf5::error(format!(
+                "cannot open '{name}' in '{}'",
+                path.display()
+            )));
+        }
+        let kind = unsafe { H5Iget_type(object) };
+        unsafe { H5Oclose(object) };
+        let last = i + 1 == parts.len();
+        match (last, kind) {
+            (false, H5I_type_t::H5I_GROUP) | (true, H5I_type_t::H5I_DATASET) => {}
+            (false, _) => {
+                return fail(
+                    H5TILE_ERR_INVALID_ARGUMENT,
+                    format!(
+                        "'{name}' in '{}' is not a group, so it cannot hold '{dataset}'",
+                        path.display()
+                    ),
+                )
+            }
+            (true, _) => {
+                return fail(
+                    H5TILE_ERR_NOT_A_DATASET,
+                    format!(
+                        "'{dataset}' in '{}' is not a dataset; H5TILE_KEEP_OTHERS replaces \
+                         datasets only",
+                        path.display()
+                    ),
+                )
+            }
+        }
+    }
+    Ok(true)
+}
