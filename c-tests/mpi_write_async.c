@@ -5,7 +5,8 @@
  *   1. each rank's row slab written in the background while the ranks exchange messages on
  *      MPI_COMM_WORLD, completed by h5tile_wait, read back on another decomposition;
  *   2. two writes, one without a request handle, completed by h5tile_fence; the kept request
- *      still returns its status from h5tile_wait;
+ *      still returns its status from h5tile_wait; two fields of one file started at once
+ *      with H5TILE_KEEP_OTHERS (they run in turn, each keeping the other);
  *   3. MPI_COMM_NULL: every rank writes a file of its own and fences alone;
  *   4. bad calls: a bad dtype fails at once, sets *req to NULL and creates nothing; a gap in
  *      the tiles and an existing file under H5TILE_NO_OVERWRITE fail at h5tile_wait and at
@@ -23,14 +24,19 @@ static void fill(int v, const uint64_t *off, const uint64_t *shp, double *buf) {
         for (uint64_t c = 0; c < shp[1]; c++) buf[r * shp[1] + c] = value(v, off[0] + r, c);
 }
 
-/* Every rank reads columns [rank % 6, +1) of every row, and checks them against version v. */
-static void check_version(const char *path, const uint64_t *g, int v) {
+/* Every rank reads columns [rank % 6, +1) of every row of `dataset`, and checks them against
+ * version v. */
+static void check_dataset(const char *path, const char *dataset, const uint64_t *g, int v) {
     uint64_t off[2] = {0, (uint64_t)rank % 6}, shp[2] = {g[0], 1};
     double col[64];
-    EXPECT_OK(h5tile_read(MPI_COMM_WORLD, path, "/x", H5TILE_FLOAT64, 2, off, shp, col, NULL));
+    EXPECT_OK(h5tile_read(MPI_COMM_WORLD, path, dataset, H5TILE_FLOAT64, 2, off, shp, col, NULL));
     for (uint64_t r = 0; r < g[0]; r++)
         CHECK_MSG(col[r] == value(v, r, off[1]), "%s: (%llu, %llu) is %g, expected version %d",
                   path, (unsigned long long)r, (unsigned long long)off[1], col[r], v);
+}
+
+static void check_version(const char *path, const uint64_t *g, int v) {
+    check_dataset(path, "/x", g, v);
 }
 
 int main(int argc, char **argv) {
@@ -75,6 +81,16 @@ int main(int argc, char **argv) {
     check_version(a, g, 2);
     check_version(b, g, 3);
     EXPECT_OK(h5tile_wait(req));
+    h5tile_write_options keep_others = h5tile_write_options_default();
+    keep_others.flags = H5TILE_KEEP_OTHERS;
+    EXPECT_OK(h5tile_write_async(MPI_COMM_WORLD, b, "/y", H5TILE_FLOAT64, 2, g, off, shp, v1,
+                                 &keep_others, NULL));
+    EXPECT_OK(h5tile_write_async(MPI_COMM_WORLD, b, "/z", H5TILE_FLOAT64, 2, g, off, shp, v2,
+                                 &keep_others, NULL));
+    EXPECT_OK(h5tile_fence(MPI_COMM_WORLD));
+    check_version(b, g, 3);
+    check_dataset(b, "/y", g, 1);
+    check_dataset(b, "/z", g, 2);
 
     /* 3. This process alone. */
     const uint64_t zero[2] = {0, 0};

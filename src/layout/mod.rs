@@ -7,7 +7,8 @@
 //! Each write uses a fresh generation: new tiles never overwrite old ones, the new master (or
 //! single file) is written under a temporary name and renamed over the old one (the commit point), and only
 //! then are the previous generation's tiles deleted. A crash at any moment therefore leaves a
-//! readable dataset, old or new.
+//! readable dataset, old or new. With `keep`, the new master starts as a copy of the old file,
+//! so one file holds several datasets, and only the replaced dataset's old tiles go.
 
 pub mod keep;
 pub mod pieces;
