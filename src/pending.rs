@@ -93,7 +93,10 @@ pub unsafe fn start(comm: Comm, owned: OwnedWrite, routes: Vec<Route>) -> Arc<Re
         let theirs = job.clone();
         let spawned = std::thread::Builder::new()
             .name("h5tile-write".into())
-            .spawn(move || theirs.lock().take().map_or(Ok(()), Job::run));
+            .spawn(move || {
+                let job = theirs.lock().take();
+                job.map_or(Ok(()), Job::run)
+            });
         match spawned {
             Ok(thread) => State::Running(thread),
             Err(_) => State::Done(job.lock().take().map_or(Ok(()), Job::run)),
