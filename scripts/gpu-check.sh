@@ -10,7 +10,8 @@
 # programs with nvcc (NVIDIA's PyPI wheels, installed into .deps/cuda, where there is no nvcc)
 # and probes gds=on against the real libcufile, which must refuse for want of libcuda.
 #
-# What it runs (about 5 minutes on an H200; sizes in GPU_CHECK_MIB and GPU_CHECK_GIB):
+# What it runs (about 5 minutes on an H200; sizes in GPU_CHECK_MIB and GPU_CHECK_GIB, each
+# run's time limit in GPU_CHECK_TIMEOUT, 300 s):
 #   - a probe: the plugin opens a file with gds=on, which says whether cuFile can be used here
 #     (where it cannot, gds=on must be refused, H5TILE_GDS=on too, and auto must take compat);
 #   - the plugin alone: an ordinary HDF5 program writes a device buffer of 64 MiB, 1 GiB and
@@ -144,7 +145,7 @@ failures=0
 check() {
   local name=$1 path=$2; shift 2
   local log="$OUT/log-$name.txt"
-  timeout 300 "$@" >>"$OUT/results.jsonl" 2>"$log"
+  timeout "${GPU_CHECK_TIMEOUT:-300}" "$@" >>"$OUT/results.jsonl" 2>"$log"
   local status=$?
   if [ $status -ne 0 ]; then
     echo "FAIL  $name: exit $status"; tail -15 "$log" | sed 's/^/      /'
@@ -161,7 +162,7 @@ check() {
 refused() {
   local name=$1; shift
   local log="$OUT/log-$name.txt"
-  "$@" >/dev/null 2>"$log"
+  timeout "${GPU_CHECK_TIMEOUT:-300}" "$@" >/dev/null 2>"$log"
   local status=$?
   if [ $status -ne 0 ] && grep -q "cannot be used" "$log" && grep -q ERR_CUDA "$log"; then
     echo "ok    $name: refused as it must ($refusal)"
