@@ -48,9 +48,14 @@ unsafe impl Sync for Handle {}
 impl Handle {
     pub fn register(fd: OwnedFd) -> Result<Handle, String> {
         driver()?;
-        let mut descr: cf::CUfileDescr_t = unsafe { std::mem::zeroed() };
-        descr.type_ = cf::CUfileFileHandleType::CU_FILE_HANDLE_TYPE_OPAQUE_FD;
-        descr.handle.fd = fd.as_raw_fd();
+        // A literal: the handle type enum has no zero value, so the struct cannot be zeroed.
+        let mut descr = cf::CUfileDescr_t {
+            type_: cf::CUfileFileHandleType::CU_FILE_HANDLE_TYPE_OPAQUE_FD,
+            handle: cf::CUfileDescr_t__bindgen_ty_1 {
+                fd: fd.as_raw_fd(),
+            },
+            fs_ops: std::ptr::null(),
+        };
         let mut handle: cf::CUfileHandle_t = std::ptr::null_mut();
         check("cuFileHandleRegister", unsafe {
             cf::cuFileHandleRegister(&mut handle, &mut descr)
