@@ -124,6 +124,13 @@ if [ $probe_status -eq 0 ] && grep -q "path=gds" "$OUT/log-probe.txt"; then
   GDS=1; echo "gpu-check: cuFile can be used here" | tee -a "$OUT/machine.txt"
 elif [ $probe_status -eq 3 ] && [ -n "$refusal" ] && [ ! -e "$probe" ]; then
   GDS=; echo "gpu-check: $refusal" | tee -a "$OUT/machine.txt"
+  # cuFile may still work in its own compat mode (its POSIX path, as without nvidia-fs): then
+  # h5tile's cuFile calls run there too, after the checks of this machine's refusal.
+  printf '{ "properties": { "allow_compat_mode": true, "force_compat_mode": true } }\n' > "$WORK/cufile.json"
+  if [ -z "$BUILD_ONLY" ] && CUFILE_ENV_PATH_JSON="$WORK/cufile.json" CUFILE_FORCE_COMPAT_MODE=true \
+       "$WORK/plugin_device" "$probe" 0 gds=on >/dev/null 2>"$OUT/log-probe-cufile_compat.txt"; then
+    CUFILE_COMPAT=1; echo "gpu-check: cuFile can be used in its compat mode" | tee -a "$OUT/machine.txt"
+  fi
 else
   echo "FAIL  probe: gds=on neither opened through cuFile nor was refused cleanly (exit $probe_status)"
   tail -15 "$OUT/log-probe.txt" | sed 's/^/      /'
@@ -191,6 +198,15 @@ for mode in auto on off; do
     H5TILE_GDS=$mode check "h5tile-$mode" $path "$WORK/h5tile_device" "$WORK/h5tile" "$GIB"
   fi
 done
+if [ -z "$GDS" ] && [ -n "${CUFILE_COMPAT:-}" ]; then
+  export CUFILE_ENV_PATH_JSON="$WORK/cufile.json" CUFILE_FORCE_COMPAT_MODE=true
+  for mib in $SIZES; do
+    check "plugin-$mib-gds_on-cufile_compat" gds "$WORK/plugin_device" "$WORK/check.h5" "$mib" gds=on
+  done
+  check "plugin-64-pool-gds_on-cufile_compat" gds "$WORK/plugin_device" "$WORK/check.h5" 64 gds=on pool
+  rm -rf "$WORK/h5tile" && mkdir -p "$WORK/h5tile"
+  H5TILE_GDS=on check "h5tile-on-cufile_compat" gds "$WORK/h5tile_device" "$WORK/h5tile" "$GIB"
+fi
 rm -rf "$WORK/check.h5" "$WORK/h5tile"
 echo "gpu-check: $failures failed" | tee "$OUT/summary.txt"
 [ $failures -eq 0 ]

@@ -156,6 +156,19 @@ impl DeviceFile {
     }
 }
 
+/// An HDF5 failure under the in-process driver as the caller should see it: the driver's
+/// refusal of `gds=on` (cuFile cannot be used for this file) and a failed device transfer are
+/// `H5TILE_ERR_CUDA`, whatever HDF5 made of them.
+pub fn through_driver(e: Error) -> Error {
+    let device = ["cuFile cannot be used", "bytes of device memory at"]
+        .iter()
+        .any(|m| e.message.contains(m));
+    match e.status {
+        H5TILE_ERR_HDF5 if device => Error::new(H5TILE_ERR_CUDA, e.message),
+        _ => e,
+    }
+}
+
 /// Copies host bytes into device memory (a batched chunk, a staged slab), waiting for it.
 pub fn copy_to_device(dst: DevicePtr, src: &[u8]) -> Result<()> {
     h5tile_gds::device::cuda::copy_to_device(dst, src).map_err(|e| {
@@ -168,6 +181,25 @@ pub fn copy_to_device(dst: DevicePtr, src: &[u8]) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn refusals_and_device_failures_under_the_driver_are_cuda_errors() {
+        let hdf5 = |m: &str| Error::new(H5TILE_ERR_HDF5, m);
+        let refused =
+            "H5Fcreate: ...; h5tile_gds_open: 'f.h5': gds=on, but cuFile cannot be used: x";
+        assert_eq!(through_driver(hdf5(refused)).status, H5TILE_ERR_CUDA);
+        let moved = "H5Dwrite: ...; cannot write 8 bytes of device memory at 0 of 'f.h5': y";
+        assert_eq!(
+            through_driver(hdf5(moved)),
+            Error::new(H5TILE_ERR_CUDA, moved)
+        );
+        assert_eq!(
+            through_driver(hdf5("not an HDF5 file")).status,
+            H5TILE_ERR_HDF5
+        );
+        let io = Error::new(H5TILE_ERR_IO, "cuFile cannot be used");
+        assert_eq!(through_driver(io.clone()), io);
+    }
+
     use super::*;
 
     #[test]

@@ -45,7 +45,7 @@ pub unsafe fn write_tile(
     buf: *const c_void,
     route: &Route,
 ) -> Result<TileBytes> {
-    let data_offset = {
+    let data_offset = (|| {
         let _l = hdf5::lock();
         let file = File::create_with(path, &hdf5::gds::tile_access(&route.driver_config())?)?;
         let t = dtype.hdf5_type()?;
@@ -58,8 +58,9 @@ pub unsafe fn write_tile(
         let data_offset = hdf5_sys::h5d::H5Dget_offset(dset.id());
         drop(dset);
         file.close()?;
-        data_offset
-    };
+        Ok(data_offset)
+    })()
+    .map_err(crate::device::through_driver)?;
     sync_path(path)?;
     let file_size = std::fs::metadata(path)
         .map_err(|e| Error::io("cannot stat", path, &e))?

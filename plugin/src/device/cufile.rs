@@ -51,9 +51,7 @@ impl Handle {
         // A literal: the handle type enum has no zero value, so the struct cannot be zeroed.
         let mut descr = cf::CUfileDescr_t {
             type_: cf::CUfileFileHandleType::CU_FILE_HANDLE_TYPE_OPAQUE_FD,
-            handle: cf::CUfileDescr_t__bindgen_ty_1 {
-                fd: fd.as_raw_fd(),
-            },
+            handle: cf::CUfileDescr_t__bindgen_ty_1 { fd: fd.as_raw_fd() },
             fs_ops: std::ptr::null(),
         };
         let mut handle: cf::CUfileHandle_t = std::ptr::null_mut();
