@@ -10,7 +10,8 @@
 # programs with nvcc (NVIDIA's PyPI wheels, installed into .deps/cuda, where there is no nvcc)
 # and probes gds=on against the real libcufile, which must refuse for want of libcuda.
 #
-# What it runs (about 5 minutes on an H200; sizes in GPU_CHECK_MIB and GPU_CHECK_GIB, each
+# What it runs (75 s on an H200 where cuFile could not register files; sizes in GPU_CHECK_MIB
+# and GPU_CHECK_GIB, each
 # run's time limit in GPU_CHECK_TIMEOUT, 300 s):
 #   - a probe: the plugin opens a file with gds=on, which says whether cuFile can be used here
 #     (where it cannot, gds=on must be refused, H5TILE_GDS=on too, and auto must take compat);
