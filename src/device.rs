@@ -160,11 +160,20 @@ impl DeviceFile {
 /// refusal of `gds=on` (cuFile cannot be used for this file) and a failed device transfer are
 /// `H5TILE_ERR_CUDA`, whatever HDF5 made of them.
 pub fn through_driver(e: Error) -> Error {
-    let device = ["cuFile cannot be used", "bytes of device memory at"]
-        .iter()
-        .any(|m| e.message.contains(m));
-    match e.status {
-        H5TILE_ERR_HDF5 if device => Error::new(H5TILE_ERR_CUDA, e.message),
+    // The driver's reason comes last in HDF5's stack: the message leads with it.
+    let reason = [
+        "gds=on, but cuFile cannot be used",
+        "cannot read ",
+        "cannot write ",
+    ]
+    .iter()
+    .filter_map(|m| e.message.find(m).map(|i| &e.message[i..]))
+    .find(|r| r.contains("cuFile cannot be used") || r.contains("bytes of device memory at"));
+    match (e.status, reason) {
+        (H5TILE_ERR_HDF5, Some(reason)) => {
+            let reason = reason.trim_end_matches(" (driver error)");
+            Error::new(H5TILE_ERR_CUDA, format!("{reason} [{}]", e.message))
+        }
         _ => e,
     }
 }
@@ -184,14 +193,21 @@ mod tests {
     #[test]
     fn refusals_and_device_failures_under_the_driver_are_cuda_errors() {
         let hdf5 = |m: &str| Error::new(H5TILE_ERR_HDF5, m);
-        let refused =
-            "H5Fcreate: ...; h5tile_gds_open: 'f.h5': gds=on, but cuFile cannot be used: x";
-        assert_eq!(through_driver(hdf5(refused)).status, H5TILE_ERR_CUDA);
-        let moved = "H5Dwrite: ...; cannot write 8 bytes of device memory at 0 of 'f.h5': y";
-        assert_eq!(
-            through_driver(hdf5(moved)),
-            Error::new(H5TILE_ERR_CUDA, moved)
+        let refused = "H5Fcreate: a (b); h5tile_gds_open: 'f.h5': gds=on, but cuFile cannot be \
+                       used: x (driver error)";
+        let e = through_driver(hdf5(refused));
+        assert_eq!(e.status, H5TILE_ERR_CUDA);
+        assert!(
+            e.message
+                .starts_with("gds=on, but cuFile cannot be used: x ["),
+            "{}",
+            e.message
         );
+        let moved = "H5Dwrite: c; cannot write 8 bytes of device memory at 0 of 'f.h5': y";
+        let e = through_driver(hdf5(moved));
+        assert_eq!(e.status, H5TILE_ERR_CUDA);
+        let start = "cannot write 8 bytes of device memory at 0 of 'f.h5': y [";
+        assert!(e.message.starts_with(start), "{}", e.message);
         assert_eq!(
             through_driver(hdf5("not an HDF5 file")).status,
             H5TILE_ERR_HDF5
