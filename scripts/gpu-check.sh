@@ -165,14 +165,19 @@ check() {
     echo "ok    $name: $(tail -1 "$OUT/results.jsonl")"
   fi
 }
-# refused NAME COMMAND...: where cuFile cannot be used, COMMAND (an h5tile call with
-# H5TILE_GDS=on) must fail with H5TILE_ERR_CUDA and the reason.
+# refused NAME DIR COMMAND...: where cuFile cannot be used, COMMAND (an h5tile call with
+# H5TILE_GDS=on writing into the empty folder DIR) must fail with H5TILE_ERR_CUDA and the
+# reason, and leave nothing in DIR.
 refused() {
-  local name=$1; shift
+  local name=$1 dir=$2; shift 2
   local log="$OUT/log-$name.txt"
   timeout "${GPU_CHECK_TIMEOUT:-300}" "$@" >/dev/null 2>"$log"
   local status=$?
-  if [ $status -ne 0 ] && grep -q "cannot be used" "$log" && grep -q ERR_CUDA "$log"; then
+  local left; left=$(find "$dir" -mindepth 1 | head -3)
+  if [ -n "$left" ]; then
+    echo "FAIL  $name: the refused write left files behind: $left"
+    failures=$((failures + 1))
+  elif [ $status -ne 0 ] && grep -q "cannot be used" "$log" && grep -q ERR_CUDA "$log"; then
     echo "ok    $name: refused as it must ($refusal)"
   else
     echo "FAIL  $name: exit $status without the refusal"; tail -5 "$log" | sed 's/^/      /'
@@ -194,7 +199,7 @@ for mode in auto on off; do
   path=gds; { [ $mode = off ] || [ -z "$GDS" ]; } && path=compat
   rm -rf "$WORK/h5tile" && mkdir -p "$WORK/h5tile"
   if [ $mode = on ] && [ -z "$GDS" ]; then
-    H5TILE_GDS=on refused "h5tile-on" "$WORK/h5tile_device" "$WORK/h5tile" "$GIB"
+    H5TILE_GDS=on refused "h5tile-on" "$WORK/h5tile" "$WORK/h5tile_device" "$WORK/h5tile" "$GIB"
   else
     H5TILE_GDS=$mode check "h5tile-$mode" $path "$WORK/h5tile_device" "$WORK/h5tile" "$GIB"
   fi
