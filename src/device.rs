@@ -161,14 +161,11 @@ impl DeviceFile {
 /// `H5TILE_ERR_CUDA`, whatever HDF5 made of them.
 pub fn through_driver(e: Error) -> Error {
     // The driver's reason comes last in HDF5's stack: the message leads with it.
-    let reason = [
-        "gds=on, but cuFile cannot be used",
-        "cannot read ",
-        "cannot write ",
-    ]
-    .iter()
-    .filter_map(|m| e.message.find(m).map(|i| &e.message[i..]))
-    .find(|r| r.contains("cuFile cannot be used") || r.contains("bytes of device memory at"));
+    use h5tile_gds::device::{GDS_REFUSED, TRANSFER_FAILED};
+    let reason = [GDS_REFUSED, TRANSFER_FAILED]
+        .iter()
+        .find_map(|m| e.message.find(m))
+        .map(|i| &e.message[i..]);
     match (e.status, reason) {
         (H5TILE_ERR_HDF5, Some(reason)) => {
             let reason = reason.trim_end_matches(" (driver error)");
@@ -193,9 +190,10 @@ mod tests {
     #[test]
     fn refusals_and_device_failures_under_the_driver_are_cuda_errors() {
         let hdf5 = |m: &str| Error::new(H5TILE_ERR_HDF5, m);
-        let refused = "H5Fcreate: a (b); h5tile_gds_open: 'f.h5': gds=on, but cuFile cannot be \
-                       used: x (driver error)";
-        let e = through_driver(hdf5(refused));
+        // The driver's own refusal, as HDF5's stack carries it.
+        let refusal = h5tile_gds::device::refusal("f.h5", "x");
+        let refused = format!("H5Fcreate: a (b); h5tile_gds_open: {refusal} (driver error)");
+        let e = through_driver(hdf5(&refused));
         assert_eq!(e.status, H5TILE_ERR_CUDA);
         assert!(
             e.message
@@ -203,10 +201,10 @@ mod tests {
             "{}",
             e.message
         );
-        let moved = "H5Dwrite: c; cannot write 8 bytes of device memory at 0 of 'f.h5': y";
+        let moved = "H5Dwrite: c; device memory transfer failed: cannot write 8 bytes at 0: y";
         let e = through_driver(hdf5(moved));
         assert_eq!(e.status, H5TILE_ERR_CUDA);
-        let start = "cannot write 8 bytes of device memory at 0 of 'f.h5': y [";
+        let start = "device memory transfer failed: cannot write 8 bytes at 0: y [";
         assert!(e.message.starts_with(start), "{}", e.message);
         assert_eq!(
             through_driver(hdf5("not an HDF5 file")).status,

@@ -89,8 +89,7 @@ unsafe extern "C" fn open(
         };
         if config.gds == Gds::On {
             // Before anything is created: a refused open leaves no file behind.
-            device::cufile::driver()
-                .map_err(|why| format!("'{name}': gds=on, but cuFile cannot be used: {why}"))?;
+            device::cufile::driver().map_err(|why| device::refusal(&name, why))?;
         }
         // An existing file is registered with cuFile before it is opened (and maybe truncated),
         // a new one right after it is created, and removed again if that fails.
@@ -277,7 +276,8 @@ impl GdsFile {
             true => ("write", device.write(file, config, addr, mem, size)),
         };
         moved.map(|()| 0).map_err(|e| {
-            format!("cannot {op} {size} bytes of device memory at {addr} of '{name}': {e}")
+            let failed = device::TRANSFER_FAILED;
+            format!("{failed}: cannot {op} {size} bytes at {addr} of '{name}': {e}")
         })
     }
 

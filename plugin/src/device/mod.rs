@@ -38,6 +38,16 @@ pub struct DeviceIo {
     logged: bool,
 }
 
+/// How the driver's messages for a refused `gds=on` and for a failed device transfer begin,
+/// so that h5tile can pick them out of an HDF5 error stack (see `h5tile::device::through_driver`).
+pub const GDS_REFUSED: &str = "gds=on, but cuFile cannot be used";
+pub const TRANSFER_FAILED: &str = "device memory transfer failed";
+
+/// The message of a refused `gds=on` for file `name`.
+pub fn refusal(name: &str, why: impl std::fmt::Display) -> String {
+    format!("'{name}': {GDS_REFUSED}: {why}")
+}
+
 /// The path device memory takes, as the log names it.
 pub fn path_name(gds: bool) -> &'static str {
     if gds {
@@ -59,10 +69,7 @@ impl DeviceIo {
 
     /// `gds=on`: registers the file with cuFile now, so an open that cannot use it fails.
     pub fn require_gds(&mut self) -> Result<(), String> {
-        let name = &self.name;
-        let handle = register(name, self.write)
-            .map_err(|why| format!("'{name}': gds=on, but cuFile cannot be used: {why}"))?;
-        self.route = Route::Gds(handle);
+        self.route = Route::Gds(register_required(&self.name, self.write)?);
         Ok(())
     }
 
@@ -82,9 +89,7 @@ impl DeviceIo {
         if matches!(self.route, Route::Undecided) {
             self.route = match config.gds {
                 Gds::Off => Route::Compat(None),
-                Gds::On => Route::Gds(register(name, self.write).map_err(|why| {
-                    format!("'{name}': gds=on, but cuFile cannot be used: {why}")
-                })?),
+                Gds::On => Route::Gds(register_required(name, self.write)?),
                 Gds::Auto => match register(name, self.write) {
                     Ok(handle) => Route::Gds(handle),
                     Err(why) => {
@@ -164,6 +169,11 @@ impl DeviceIo {
             Route::Undecided => unreachable!("decided above"),
         }
     }
+}
+
+/// `register` where `gds=on` requires it: a failure is the refusal.
+fn register_required(name: &str, write: bool) -> Result<cufile::Handle, String> {
+    register(name, write).map_err(|why| refusal(name, why))
 }
 
 /// Opens `name` again with O_DIRECT and registers that descriptor with cuFile.
