@@ -1,7 +1,9 @@
 """h5py, with its own bundled HDF5 (loaded privately by Python), through the h5tile_gds plugin:
 a child Python with HDF5_DRIVER=h5tile_gds writes and reads a file; the values round-trip, the
 log (H5TILE_LOG=info) shows each open went through the plugin, and the file reads back with
-h5py's default driver. The plugin finds the HDF5 functions it needs in h5py's library.
+h5py's default driver. The plugin finds the HDF5 functions it needs in h5py's library. Open
+failures map to the same Python exceptions as with HDF5's default driver: a missing file is
+FileNotFoundError, an exclusive create of an existing file FileExistsError, each with its errno.
 
 usage: h5py_plugin.py SCRATCH_DIR   (HDF5_PLUGIN_PATH must name the plugin folder)
 """
@@ -19,6 +21,17 @@ with h5py.File(path, "w") as f:
 with h5py.File(path, "r") as f:
     assert (f["/g/x"][...] == data).all()
     assert f["/g"].attrs["n"] == 7
+missing = path + ".missing"
+try:
+    h5py.File(missing, "r")
+    raise SystemExit("opening a missing file succeeded")
+except FileNotFoundError as e:
+    assert e.errno == 2 and missing in str(e), repr(e)
+try:
+    h5py.File(path, "w-")
+    raise SystemExit("an exclusive create of an existing file succeeded")
+except FileExistsError as e:
+    assert e.errno == 17 and path in str(e), repr(e)
 print("child OK", h5py.version.hdf5_version)
 """
 

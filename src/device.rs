@@ -3,9 +3,10 @@
 //! `H5TILE_GDS=auto|on|off` in the environment, overridden by the options' `gds` field.
 
 use crate::status::*;
-pub use h5tile_gds::config::Gds;
+pub use h5tile_gds::config::{Config, Gds};
 pub use h5tile_gds::device::DevicePtr;
 use std::ffi::c_void;
+use std::sync::OnceLock;
 
 /// Options field `gds`: take `H5TILE_GDS` from the environment (else `auto`).
 pub const H5TILE_GDS_FROM_ENVIRONMENT: u32 = 0;
@@ -59,19 +60,48 @@ pub enum Route {
 impl Route {
     /// The h5tile_gds configuration for files this route touches: raw data in 8 MiB pieces
     /// over this rank's share of the node's cores, their writeback started at once.
-    pub fn driver_config(&self) -> String {
+    pub fn driver_config(&self) -> Config {
         let gds = match self {
-            Route::Host | Route::Device(_, Gds::Auto) => "auto",
-            Route::Device(_, Gds::On) => "on",
-            Route::Device(_, Gds::Off) => "off",
+            Route::Host => Gds::Auto,
+            Route::Device(_, gds) => *gds,
         };
-        let threads = crate::layout::pieces::io_threads();
-        format!("block=8MiB,writeback=on,threads={threads},gds={gds}")
+        Config {
+            gds,
+            block: 8 << 20,
+            threads: io_threads(),
+            writeback: true,
+            ..Config::default()
+        }
     }
+}
 
-    pub fn is_device(&self) -> bool {
-        matches!(self, Route::Device(..))
+/// Threads a rank uses for one large read or write: `H5TILE_THREADS` when set, else the CPUs this
+/// process may run on shared among the ranks of its node (as the MPI launcher reports them),
+/// at most 8. Worked out once per process (asking for the CPUs reads cgroup files).
+pub fn io_threads() -> usize {
+    static THREADS: OnceLock<usize> = OnceLock::new();
+    *THREADS.get_or_init(threads_from_environment)
+}
+
+fn threads_from_environment() -> usize {
+    if let Some(n) = std::env::var("H5TILE_THREADS")
+        .ok()
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .filter(|&n| n >= 1)
+    {
+        return n.min(256);
     }
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let local_ranks = [
+        "OMPI_COMM_WORLD_LOCAL_SIZE",
+        "MPI_LOCALNRANKS",
+        "SLURM_NTASKS_PER_NODE",
+    ]
+    .iter()
+    .find_map(|v| std::env::var(v).ok()?.trim().parse::<usize>().ok())
+    .filter(|&n| n >= 1)
+    .unwrap_or(1);
+    (cpus / local_ranks).clamp(1, 8)
 }
 
 /// The route for `buf` in `mode`: host memory always takes the host route; device memory takes
@@ -120,8 +150,7 @@ impl DeviceFile {
         };
         let file = h5tile_gds::posix::PosixFile::open(&name, mode)
             .map_err(|e| Error::io("cannot open", path, &e))?;
-        let config = h5tile_gds::config::Config::parse(&route.driver_config())
-            .map_err(|e| Error::new(H5TILE_ERR_PANIC, format!("internal error: {e}")))?;
+        let config = route.driver_config();
         let io = h5tile_gds::device::DeviceIo::new(&name, write);
         Ok(DeviceFile {
             file,
@@ -156,25 +185,6 @@ impl DeviceFile {
     }
 }
 
-/// An HDF5 failure under the in-process driver as the caller should see it: the driver's
-/// refusal of `gds=on` (cuFile cannot be used for this file) and a failed device transfer are
-/// `H5TILE_ERR_CUDA`, whatever HDF5 made of them.
-pub fn through_driver(e: Error) -> Error {
-    // The driver's reason comes last in HDF5's stack: the message leads with it.
-    use h5tile_gds::device::{GDS_REFUSED, TRANSFER_FAILED};
-    let reason = [GDS_REFUSED, TRANSFER_FAILED]
-        .iter()
-        .find_map(|m| e.message.find(m))
-        .map(|i| &e.message[i..]);
-    match (e.status, reason) {
-        (H5TILE_ERR_HDF5, Some(reason)) => {
-            let reason = reason.trim_end_matches(" (driver error)");
-            Error::new(H5TILE_ERR_CUDA, format!("{reason} [{}]", e.message))
-        }
-        _ => e,
-    }
-}
-
 /// Copies host bytes into device memory (a batched chunk, a staged slab), waiting for it.
 pub fn copy_to_device(dst: DevicePtr, src: &[u8]) -> Result<()> {
     h5tile_gds::device::cuda::copy_to_device(dst, src).map_err(|e| {
@@ -187,33 +197,6 @@ pub fn copy_to_device(dst: DevicePtr, src: &[u8]) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
-    #[test]
-    fn refusals_and_device_failures_under_the_driver_are_cuda_errors() {
-        let hdf5 = |m: &str| Error::new(H5TILE_ERR_HDF5, m);
-        // The driver's own refusal, as HDF5's stack carries it.
-        let refusal = h5tile_gds::device::refusal("f.h5", "x");
-        let refused = format!("H5Fcreate: a (b); h5tile_gds_open: {refusal} (driver error)");
-        let e = through_driver(hdf5(&refused));
-        assert_eq!(e.status, H5TILE_ERR_CUDA);
-        assert!(
-            e.message
-                .starts_with("gds=on, but cuFile cannot be used: x ["),
-            "{}",
-            e.message
-        );
-        let moved = "H5Dwrite: c; device memory transfer failed: cannot write 8 bytes at 0: y";
-        let e = through_driver(hdf5(moved));
-        assert_eq!(e.status, H5TILE_ERR_CUDA);
-        let start = "device memory transfer failed: cannot write 8 bytes at 0: y [";
-        assert!(e.message.starts_with(start), "{}", e.message);
-        assert_eq!(
-            through_driver(hdf5("not an HDF5 file")).status,
-            H5TILE_ERR_HDF5
-        );
-        let io = Error::new(H5TILE_ERR_IO, "cuFile cannot be used");
-        assert_eq!(through_driver(io.clone()), io);
-    }
-
     use super::*;
 
     #[test]
@@ -287,19 +270,12 @@ mod tests {
     #[test]
     fn each_route_configures_the_driver_accordingly() {
         let host = Route::Host.driver_config();
-        assert!(
-            host.starts_with("block=8MiB,writeback=on,threads="),
-            "{host}"
-        );
-        assert!(host.ends_with(",gds=auto"), "{host}");
-        h5tile_gds::config::Config::parse(&host).unwrap();
+        assert_eq!((host.block, host.writeback), (8 << 20, true), "{host}");
+        assert_eq!(host.threads, io_threads());
+        assert_eq!(host.gds, Gds::Auto);
         let d = fake_device();
-        assert!(Route::Device(d, Gds::On)
-            .driver_config()
-            .ends_with("gds=on"));
-        assert!(Route::Device(d, Gds::Off)
-            .driver_config()
-            .ends_with("gds=off"));
+        assert_eq!(Route::Device(d, Gds::On).driver_config().gds, Gds::On);
+        assert_eq!(Route::Device(d, Gds::Off).driver_config().gds, Gds::Off);
     }
 
     #[test]

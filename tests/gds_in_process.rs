@@ -6,7 +6,9 @@
 use h5tile::dtype::Dtype;
 use h5tile::hdf5::gds::{driver, file_access};
 use h5tile::hdf5::{cstr, Dataset, File, Plist, Space};
-use hdf5_sys::h5f::{H5Fcreate, H5Fget_access_plist, H5F_ACC_TRUNC};
+use hdf5_sys::h5f::{
+    H5Fcreate, H5Fget_access_plist, H5Fget_vfd_handle, H5Fopen, H5F_ACC_RDONLY, H5F_ACC_TRUNC,
+};
 use hdf5_sys::h5p::{H5Pget_driver, H5P_DEFAULT};
 use hdf5_sys::h5s::H5S_ALL;
 
@@ -55,4 +57,79 @@ fn files_open_through_the_in_process_driver_without_a_plugin_path() {
     assert!(id < 0);
     assert!(h5tile::hdf5::take_error_stack().contains("unknown key 'speed'"));
     assert!(!d.path().join("bad.h5").exists());
+}
+
+/// `H5Fget_vfd_handle` through the driver gives what its POSIX-compatible feature promises:
+/// the address of the open descriptor, which `fstat`s to the file's inode.
+#[test]
+fn the_vfd_handle_is_the_files_descriptor() {
+    let d = tempfile::tempdir().unwrap();
+    let path = d.path().join("handle.h5");
+    let _l = h5tile::hdf5::lock();
+    let fapl = file_access("").unwrap();
+    let c_path = cstr(path.to_str().unwrap());
+    let id = unsafe { H5Fcreate(c_path.as_ptr(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.id()) };
+    let file = File::from_id(id, String::new).unwrap();
+    let mut handle: *mut std::ffi::c_void = std::ptr::null_mut();
+    let got = unsafe { H5Fget_vfd_handle(file.id(), fapl.id(), &mut handle) };
+    assert!(got >= 0 && !handle.is_null());
+    let fd = unsafe { *(handle as *const std::ffi::c_int) };
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    assert_eq!(
+        unsafe { libc::fstat(fd, &mut st) },
+        0,
+        "fd {fd} is not open"
+    );
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::metadata(&path).unwrap();
+    assert_eq!((st.st_dev, st.st_ino), (meta.dev(), meta.ino()));
+    file.close().unwrap();
+}
+
+/// Failures under the in-process driver are classified by the driver's own HDF5 error codes:
+/// an operating-system error is `H5TILE_ERR_IO` leading with the OS reason and the path, a
+/// refused `gds=on` is `H5TILE_ERR_CUDA` leading with the refusal; HDF5's stack follows.
+#[test]
+fn driver_failures_are_classified_by_their_error_code() {
+    use h5tile::hdf5::gds::driver_access;
+    use h5tile::status::{H5TILE_ERR_CUDA, H5TILE_ERR_IO};
+    use h5tile_gds::config::{Config, Gds};
+    let d = tempfile::tempdir().unwrap();
+    let _l = h5tile::hdf5::lock();
+    // A file that is not there, opened read-only through the driver.
+    let missing = d.path().join("missing.h5");
+    let fapl = driver_access(Config::default()).unwrap();
+    let c_path = cstr(missing.to_str().unwrap());
+    let id = unsafe { H5Fopen(c_path.as_ptr(), H5F_ACC_RDONLY, fapl.id()) };
+    assert!(id < 0);
+    let e = h5tile::hdf5::error("cannot open".into());
+    assert_eq!(e.status, H5TILE_ERR_IO, "{}", e.message);
+    let lead = format!(
+        "No such file or directory: cannot open '{}'",
+        missing.display()
+    );
+    assert!(e.message.starts_with(&lead), "{}", e.message);
+    assert!(e.message.contains("[cannot open: H5Fopen"), "{}", e.message);
+    // gds=on where cuFile cannot be used (no GPU here): the open is refused, nothing is made.
+    if h5tile_gds::device::cufile::driver().is_ok() {
+        eprintln!("SKIPPED the gds=on refusal: cuFile can be used on this machine");
+        return;
+    }
+    let on = Config {
+        gds: Gds::On,
+        ..Config::default()
+    };
+    let fapl = driver_access(on).unwrap();
+    let refused = d.path().join("refused.h5");
+    let c_path = cstr(refused.to_str().unwrap());
+    let id = unsafe { H5Fcreate(c_path.as_ptr(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.id()) };
+    assert!(id < 0);
+    let e = h5tile::hdf5::error("cannot create".into());
+    assert_eq!(e.status, H5TILE_ERR_CUDA, "{}", e.message);
+    assert!(
+        e.message.starts_with("gds=on, but cuFile cannot be used: "),
+        "{}",
+        e.message
+    );
+    assert!(!refused.exists());
 }

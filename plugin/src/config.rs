@@ -2,6 +2,7 @@
 //! `H5Pset_driver_by_name`): comma-separated `key=value`, sizes like `8MiB`. An unknown key or
 //! a bad value fails the open with a message saying which and why.
 
+#[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Gds {
     /// cuFile when usable, the compat path otherwise.
@@ -13,6 +14,7 @@ pub enum Gds {
     Off,
 }
 
+#[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Config {
     pub gds: Gds,
@@ -39,6 +41,32 @@ impl Default for Config {
             direct: false,
             writeback: false,
         }
+    }
+}
+
+/// The configuration as a value, for a driver registered in the same process as its caller
+/// (`H5Pset_driver` with this as the driver information; HDF5 copies it byte for byte, the
+/// class's `fapl_size`). The tag tells it from anything else.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DriverInfo {
+    tag: u64,
+    pub config: Config,
+}
+
+impl DriverInfo {
+    const TAG: u64 = u64::from_le_bytes(*b"h5tgds01");
+
+    pub fn new(config: Config) -> DriverInfo {
+        DriverInfo {
+            tag: DriverInfo::TAG,
+            config,
+        }
+    }
+
+    /// The configuration, when `self` is one of ours.
+    pub fn config(&self) -> Option<Config> {
+        (self.tag == DriverInfo::TAG).then_some(self.config)
     }
 }
 
@@ -86,6 +114,40 @@ impl Config {
             }
         }
         Ok(config)
+    }
+}
+
+impl Config {
+    /// Keys given that have no effect in this combination, said in words for a warning.
+    pub fn warnings(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.direct && self.writeback {
+            out.push(
+                "writeback=on is ignored with direct=on (raw data bypasses the page cache)".into(),
+            );
+        }
+        out
+    }
+}
+
+/// The configuration as the text `parse` reads back (for the log).
+impl std::fmt::Display for Config {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let gds = match self.gds {
+            Gds::Auto => "auto",
+            Gds::On => "on",
+            Gds::Off => "off",
+        };
+        let on = |b: bool| if b { "on" } else { "off" };
+        write!(
+            f,
+            "gds={gds},block={},threads={},bounce={},direct={},writeback={}",
+            self.block,
+            self.threads,
+            self.bounce,
+            on(self.direct),
+            on(self.writeback)
+        )
     }
 }
 
@@ -160,6 +222,24 @@ mod tests {
         );
         assert_eq!(Config::parse("").unwrap(), Config::default());
         assert_eq!(Config::parse(" , ").unwrap(), Config::default());
+    }
+
+    #[test]
+    fn a_config_prints_as_text_that_parses_back_to_it() {
+        let c = Config::parse("gds=on,block=4MiB,threads=3,direct=on").unwrap();
+        assert_eq!(Config::parse(&c.to_string()).unwrap(), c);
+        assert_eq!(DriverInfo::new(c).config(), Some(c));
+    }
+
+    #[test]
+    fn keys_without_effect_are_named() {
+        assert!(Config::parse("direct=on").unwrap().warnings().is_empty());
+        let w = Config::parse("direct=on,writeback=on").unwrap().warnings();
+        assert_eq!(w.len(), 1);
+        assert!(
+            w[0].starts_with("writeback=on is ignored with direct=on"),
+            "{w:?}"
+        );
     }
 
     #[test]

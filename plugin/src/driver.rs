@@ -4,8 +4,9 @@
 use crate::abi::*;
 use crate::config::{Config, Gds};
 use crate::device::{self, DeviceIo};
+use crate::error::{DriverError, Kind};
 use crate::posix::{OpenMode, PosixFile};
-use crate::{host, log};
+use crate::{host, locking, log};
 use std::ffi::{c_char, c_int, c_ulong, c_void, CStr};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -13,53 +14,67 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 #[repr(C)]
 struct GdsFile {
     public: H5FD_t,
+    /// The descriptor's number, where `get_handle` points (a POSIX-compatible handle is the
+    /// address of an `int` holding the descriptor, as sec2 gives it).
+    fd: c_int,
     name: String,
     file: PosixFile,
     config: Config,
     device: DeviceIo,
 }
 
+type Outcome<T> = Result<T, DriverError>;
+
 /// Runs a callback body; an error or a panic is pushed on the HDF5 error stack and `failed`
 /// is returned instead.
-fn guard<T>(func: &str, failed: T, body: impl FnOnce() -> Result<T, String>) -> T {
+fn guard<T>(func: &str, failed: T, body: impl FnOnce() -> Outcome<T>) -> T {
     match catch_unwind(AssertUnwindSafe(body)) {
         Ok(Ok(v)) => v,
-        Ok(Err(message)) => {
-            host::push_error(func, &message);
+        Ok(Err(error)) => {
+            host::push_error(func, &error);
             failed
         }
         Err(_) => {
-            host::push_error(
-                func,
-                "internal error (please report): panic in the h5tile_gds driver",
-            );
+            let panicked = "internal error (please report): panic in the h5tile_gds driver";
+            host::push_error(func, &DriverError::from(panicked));
             failed
         }
     }
 }
 
-unsafe fn file<'a>(f: *const H5FD_t) -> &'a GdsFile {
-    &*(f as *const GdsFile)
+/// The driver's file behind `f`; HDF5 never passes NULL, but a NULL is an error, not a crash.
+unsafe fn file<'a>(f: *const H5FD_t) -> Outcome<&'a GdsFile> {
+    (f as *const GdsFile)
+        .as_ref()
+        .ok_or_else(|| "file pointer is NULL".into())
 }
 
-unsafe fn file_mut<'a>(f: *mut H5FD_t) -> &'a mut GdsFile {
-    &mut *(f as *mut GdsFile)
+unsafe fn file_mut<'a>(f: *mut H5FD_t) -> Outcome<&'a mut GdsFile> {
+    (f as *mut GdsFile)
+        .as_mut()
+        .ok_or_else(|| "file pointer is NULL".into())
+}
+
+/// A C string argument; NULL is an error naming `what`.
+unsafe fn name_arg(name: *const c_char, what: &str) -> Outcome<String> {
+    if name.is_null() {
+        return Err(format!("{what} is NULL").into());
+    }
+    Ok(CStr::from_ptr(name).to_string_lossy().into_owned())
 }
 
 /// `addr..addr+size` must lie below the EOA, as in sec2.
-fn check_range(f: &GdsFile, addr: haddr_t, size: usize) -> Result<(), String> {
+fn check_range(f: &GdsFile, addr: haddr_t, size: usize) -> Outcome<()> {
     let end = addr
         .checked_add(size as u64)
         .filter(|&e| addr != HADDR_UNDEF && e <= MAXADDR);
     match end {
-        None => Err(format!(
-            "'{}': address {addr} + size {size} overflows",
-            f.name
-        )),
+        None => Err(format!("address {addr} + size {size} overflows in '{}'", f.name).into()),
         Some(end) if end > f.file.eoa => Err(format!(
-            "'{}': address {addr} + size {size} is past the end of allocated space {}",
-            f.name, f.file.eoa
-        )),
+            "address {addr} + size {size} is past the end of allocated space {} of '{}'",
+            f.file.eoa, f.name
+        )
+        .into()),
         _ => Ok(()),
     }
 }
@@ -71,16 +86,14 @@ unsafe extern "C" fn open(
     maxaddr: haddr_t,
 ) -> *mut H5FD_t {
     guard("h5tile_gds_open", std::ptr::null_mut(), || {
-        if name.is_null() {
-            return Err("file name is NULL".into());
-        }
-        let name = CStr::from_ptr(name).to_string_lossy().into_owned();
+        let name = name_arg(name, "file name")?;
         if maxaddr == 0 || maxaddr == HADDR_UNDEF || maxaddr > MAXADDR {
-            return Err(format!("'{name}': bogus maximum address {maxaddr}"));
+            return Err(format!("bogus maximum address {maxaddr} opening '{name}'").into());
         }
-        let config_text = host::driver_config(fapl).unwrap_or_default();
-        let config = Config::parse(&config_text)
-            .map_err(|e| format!("bad h5tile_gds configuration '{config_text}': {e}"))?;
+        let (config, config_text) = host::driver_config(fapl)?;
+        for warning in config.warnings() {
+            log::warn(&format!("'{name}': {warning}"));
+        }
         let mode = OpenMode {
             write: flags & H5F_ACC_RDWR != 0,
             create: flags & H5F_ACC_CREAT != 0,
@@ -98,8 +111,9 @@ unsafe extern "C" fn open(
         if config.gds == Gds::On && existed {
             device.require_gds()?;
         }
-        let file = PosixFile::open_with(&name, mode, config.direct, config.bounce)
-            .map_err(|e| format!("cannot open '{name}': {e}"))?;
+        let mut file = PosixFile::open_with(&name, mode, config.direct, config.bounce)
+            .map_err(|e| DriverError::os("cannot open", &name, &e))?;
+        file.ignore_disabled_locks = locking::ignore_disabled_locks(fapl);
         if config.gds == Gds::On && !existed {
             if let Err(e) = device.require_gds() {
                 let _ = std::fs::remove_file(&name);
@@ -126,6 +140,7 @@ unsafe extern "C" fn open(
         let public: H5FD_t = std::mem::zeroed();
         Ok(Box::into_raw(Box::new(GdsFile {
             public,
+            fd: file.raw_fd(),
             name,
             file,
             config,
@@ -136,6 +151,7 @@ unsafe extern "C" fn open(
 
 unsafe extern "C" fn close(f: *mut H5FD_t) -> herr_t {
     guard("h5tile_gds_close", -1, || {
+        file(f)?;
         let f = Box::from_raw(f as *mut GdsFile);
         let stats = f.file.stats;
         log::debug(&format!(
@@ -148,8 +164,9 @@ unsafe extern "C" fn close(f: *mut H5FD_t) -> herr_t {
 }
 
 unsafe extern "C" fn cmp(a: *const H5FD_t, b: *const H5FD_t) -> c_int {
-    let (a, b) = (&file(a).file, &file(b).file);
-    match (a.device, a.inode).cmp(&(b.device, b.inode)) {
+    // A NULL file sorts first (HDF5 never passes one).
+    let key = |f| file(f).ok().map(|f| (f.file.device, f.file.inode));
+    match key(a).cmp(&key(b)) {
         std::cmp::Ordering::Less => -1,
         std::cmp::Ordering::Equal => 0,
         std::cmp::Ordering::Greater => 1,
@@ -176,21 +193,21 @@ unsafe extern "C" fn query(_f: *const H5FD_t, flags: *mut c_ulong) -> herr_t {
 }
 
 unsafe extern "C" fn get_eoa(f: *const H5FD_t, _type: H5FD_mem_t) -> haddr_t {
-    file(f).file.eoa
+    guard("h5tile_gds_get_eoa", HADDR_UNDEF, || Ok(file(f)?.file.eoa))
 }
 
 unsafe extern "C" fn set_eoa(f: *mut H5FD_t, _type: H5FD_mem_t, addr: haddr_t) -> herr_t {
     guard("h5tile_gds_set_eoa", -1, || {
         if addr == HADDR_UNDEF || addr > MAXADDR {
-            return Err(format!("bogus end of allocated space {addr}"));
+            return Err(format!("bogus end of allocated space {addr}").into());
         }
-        file_mut(f).file.eoa = addr;
+        file_mut(f)?.file.eoa = addr;
         Ok(0)
     })
 }
 
 unsafe extern "C" fn get_eof(f: *const H5FD_t, _type: H5FD_mem_t) -> haddr_t {
-    file(f).file.eof
+    guard("h5tile_gds_get_eof", HADDR_UNDEF, || Ok(file(f)?.file.eof))
 }
 
 unsafe extern "C" fn get_handle(f: *mut H5FD_t, _fapl: hid_t, handle: *mut *mut c_void) -> herr_t {
@@ -198,8 +215,8 @@ unsafe extern "C" fn get_handle(f: *mut H5FD_t, _fapl: hid_t, handle: *mut *mut 
         if handle.is_null() {
             return Err("file handle pointer is NULL".into());
         }
-        // A POSIX descriptor, as H5FD_FEAT_POSIX_COMPAT_HANDLE promises.
-        *handle = &file(f).file as *const PosixFile as *mut c_void;
+        // The address of the descriptor, as H5FD_FEAT_POSIX_COMPAT_HANDLE promises.
+        *handle = &file(f)?.fd as *const c_int as *mut c_void;
         Ok(0)
     })
 }
@@ -213,14 +230,22 @@ unsafe extern "C" fn read(
     buf: *mut c_void,
 ) -> herr_t {
     guard("h5tile_gds_read", -1, || {
-        let f = file_mut(f);
+        let f = file_mut(f)?;
         check_range(f, addr, size)?;
+        if size == 0 {
+            return Ok(0);
+        }
+        if buf.is_null() {
+            return Err(format!("read buffer is NULL for {size} bytes at {addr}").into());
+        }
         if let Some(dst) = raw_device_memory(kind, buf) {
             return f.device_transfer(false, addr, dst, size);
         }
         let bytes = std::slice::from_raw_parts_mut(buf as *mut u8, size);
-        f.read_bytes(kind, addr, bytes)
-            .map_err(|e| format!("cannot read {size} bytes at {addr} of '{}': {e}", f.name))?;
+        f.read_bytes(kind, addr, bytes).map_err(|e| {
+            let what = format!("cannot read {size} bytes at {addr} of");
+            failed_transfer(DriverError::os(&what, &f.name, &e))
+        })?;
         Ok(0)
     })
 }
@@ -234,14 +259,22 @@ unsafe extern "C" fn write(
     buf: *const c_void,
 ) -> herr_t {
     guard("h5tile_gds_write", -1, || {
-        let f = file_mut(f);
+        let f = file_mut(f)?;
         check_range(f, addr, size)?;
+        if size == 0 {
+            return Ok(0);
+        }
+        if buf.is_null() {
+            return Err(format!("write buffer is NULL for {size} bytes at {addr}").into());
+        }
         if let Some(src) = raw_device_memory(kind, buf) {
             return f.device_transfer(true, addr, src, size);
         }
         let bytes = std::slice::from_raw_parts(buf as *const u8, size);
-        f.write_bytes(kind, addr, bytes)
-            .map_err(|e| format!("cannot write {size} bytes at {addr} of '{}': {e}", f.name))?;
+        f.write_bytes(kind, addr, bytes).map_err(|e| {
+            let what = format!("cannot write {size} bytes at {addr} of");
+            failed_transfer(DriverError::os(&what, &f.name, &e))
+        })?;
         Ok(0)
     })
 }
@@ -263,7 +296,7 @@ impl GdsFile {
         addr: u64,
         mem: device::DevicePtr,
         size: usize,
-    ) -> Result<herr_t, String> {
+    ) -> Outcome<herr_t> {
         let GdsFile {
             name,
             file,
@@ -276,8 +309,9 @@ impl GdsFile {
             true => ("write", device.write(file, config, addr, mem, size)),
         };
         moved.map(|()| 0).map_err(|e| {
-            let failed = device::TRANSFER_FAILED;
-            format!("{failed}: cannot {op} {size} bytes at {addr} of '{name}': {e}")
+            let message =
+                format!("{e}: cannot {op} {size} bytes of device memory at {addr} of '{name}'");
+            failed_transfer(DriverError::new(Kind::TransferFailed, message))
         })
     }
 
@@ -296,6 +330,12 @@ impl GdsFile {
             _ => self.file.write_at(addr, buf),
         }
     }
+}
+
+/// A failed read or write is logged at `error` (HDF5 reports it too, but only to its caller).
+fn failed_transfer(e: DriverError) -> DriverError {
+    log::error(&e.message);
+    e
 }
 
 /// Entry `i` of a vector argument: HDF5 ends the list early by repeating the last entry
@@ -321,6 +361,11 @@ unsafe fn each_entry(
     if n == 0 {
         return 0;
     }
+    if types.is_null() || addrs.is_null() || sizes.is_null() {
+        let e = format!("a vector request of {n} entries has a NULL list");
+        host::push_error("h5tile_gds_vector", &DriverError::from(e));
+        return -1;
+    }
     let types = std::slice::from_raw_parts(types, n);
     let addrs = std::slice::from_raw_parts(addrs, n);
     let sizes = std::slice::from_raw_parts(sizes, n);
@@ -345,6 +390,10 @@ unsafe extern "C" fn read_vector(
     sizes: *mut usize,
     bufs: *mut *mut c_void,
 ) -> herr_t {
+    if bufs.is_null() && count > 0 {
+        host::push_error("h5tile_gds_read_vector", &"buffer list is NULL".into());
+        return -1;
+    }
     each_entry(count, types, addrs, sizes, |t, addr, size, i| {
         read(f, t, dxpl, addr, size, *bufs.add(i))
     })
@@ -359,6 +408,10 @@ unsafe extern "C" fn write_vector(
     sizes: *mut usize,
     bufs: *mut *const c_void,
 ) -> herr_t {
+    if bufs.is_null() && count > 0 {
+        host::push_error("h5tile_gds_write_vector", &"buffer list is NULL".into());
+        return -1;
+    }
     each_entry(count, types, addrs, sizes, |t, addr, size, i| {
         write(f, t, dxpl, addr, size, *bufs.add(i))
     })
@@ -366,38 +419,39 @@ unsafe extern "C" fn write_vector(
 
 unsafe extern "C" fn truncate(f: *mut H5FD_t, _dxpl: hid_t, _closing: bool) -> herr_t {
     guard("h5tile_gds_truncate", -1, || {
-        let f = file_mut(f);
-        f.file
-            .truncate_to_eoa()
-            .map_err(|e| format!("cannot set the size of '{}' to {}: {e}", f.name, f.file.eoa))?;
+        let f = file_mut(f)?;
+        f.file.truncate_to_eoa().map_err(|e| {
+            let what = format!("cannot set the size to {} of", f.file.eoa);
+            DriverError::os(&what, &f.name, &e)
+        })?;
         Ok(0)
     })
 }
 
 unsafe extern "C" fn lock(f: *mut H5FD_t, rw: bool) -> herr_t {
     guard("h5tile_gds_lock", -1, || {
-        let f = file(f);
+        let f = file(f)?;
         f.file
             .lock(rw)
-            .map_err(|e| format!("cannot lock '{}': {e}", f.name))?;
+            .map_err(|e| DriverError::os("cannot lock", &f.name, &e))?;
         Ok(0)
     })
 }
 
 unsafe extern "C" fn unlock(f: *mut H5FD_t) -> herr_t {
     guard("h5tile_gds_unlock", -1, || {
-        let f = file(f);
+        let f = file(f)?;
         f.file
             .unlock()
-            .map_err(|e| format!("cannot unlock '{}': {e}", f.name))?;
+            .map_err(|e| DriverError::os("cannot unlock", &f.name, &e))?;
         Ok(0)
     })
 }
 
 unsafe extern "C" fn delete(name: *const c_char, _fapl: hid_t) -> herr_t {
     guard("h5tile_gds_delete", -1, || {
-        let name = CStr::from_ptr(name).to_string_lossy().into_owned();
-        std::fs::remove_file(&name).map_err(|e| format!("cannot delete '{name}': {e}"))?;
+        let name = name_arg(name, "file name")?;
+        std::fs::remove_file(&name).map_err(|e| DriverError::os("cannot delete", &name, &e))?;
         Ok(0)
     })
 }
@@ -411,7 +465,8 @@ unsafe extern "C" fn ctl(
 ) -> herr_t {
     // No operation codes are understood; fail only when the caller asks to.
     if flags & H5FD_CTL_FAIL_IF_UNKNOWN_FLAG != 0 {
-        host::push_error("h5tile_gds_ctl", &format!("unknown operation code {op}"));
+        let e = format!("unknown operation code {op}");
+        host::push_error("h5tile_gds_ctl", &DriverError::from(e));
         return -1;
     }
     0
@@ -433,7 +488,7 @@ pub static CLASS: H5FD_class_t = H5FD_class_t {
     sb_size: None,
     sb_encode: None,
     sb_decode: None,
-    fapl_size: 0,
+    fapl_size: std::mem::size_of::<crate::config::DriverInfo>(),
     fapl_get: None,
     fapl_copy: None,
     fapl_free: None,
@@ -469,6 +524,62 @@ pub static CLASS: H5FD_class_t = H5FD_class_t {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// HDF5 never passes NULL where a file, name or list is due, but a NULL is an error return,
+    /// not undefined behaviour.
+    #[test]
+    fn null_arguments_are_errors() {
+        let c = &CLASS;
+        let null_file = std::ptr::null_mut::<H5FD_t>();
+        unsafe {
+            assert_eq!(c.del.unwrap()(std::ptr::null(), 0), -1);
+            assert!(c.open.unwrap()(std::ptr::null(), 0, 0, MAXADDR).is_null());
+            assert_eq!(c.close.unwrap()(null_file), -1);
+            assert_eq!(c.get_eoa.unwrap()(null_file, 0), HADDR_UNDEF);
+            assert_eq!(c.get_eof.unwrap()(null_file, 0), HADDR_UNDEF);
+            assert_eq!(c.set_eoa.unwrap()(null_file, 0, 8), -1);
+            let mut handle = std::ptr::null_mut();
+            assert_eq!(c.get_handle.unwrap()(null_file, 0, &mut handle), -1);
+            let mut byte = 0u8;
+            let buf = (&mut byte as *mut u8).cast();
+            assert_eq!(c.read.unwrap()(null_file, H5FD_MEM_DRAW, 0, 0, 1, buf), -1);
+            assert_eq!(c.write.unwrap()(null_file, H5FD_MEM_DRAW, 0, 0, 1, buf), -1);
+            assert_eq!(c.truncate.unwrap()(null_file, 0, false), -1);
+            assert_eq!(c.lock.unwrap()(null_file, true), -1);
+            assert_eq!(c.unlock.unwrap()(null_file), -1);
+            use std::ptr::null_mut as n;
+            assert_eq!(
+                c.read_vector.unwrap()(null_file, 0, 2, n(), n(), n(), n()),
+                -1
+            );
+            assert_eq!(
+                c.write_vector.unwrap()(null_file, 0, 2, n(), n(), n(), n()),
+                -1
+            );
+            assert_eq!(c.cmp.unwrap()(null_file, null_file), 0);
+        }
+    }
+
+    /// A file opened through the driver: NULL buffers are errors for a transfer of some bytes
+    /// and nothing for a transfer of none.
+    #[test]
+    fn null_buffers_are_errors_unless_nothing_moves() {
+        let d = tempfile::tempdir().unwrap();
+        let name = std::ffi::CString::new(d.path().join("f").to_str().unwrap()).unwrap();
+        let c = &CLASS;
+        unsafe {
+            let flags = H5F_ACC_RDWR | H5F_ACC_CREAT | H5F_ACC_TRUNC;
+            let f = c.open.unwrap()(name.as_ptr(), flags, 0, MAXADDR);
+            assert!(!f.is_null());
+            assert_eq!(c.set_eoa.unwrap()(f, 0, 64), 0);
+            let null = std::ptr::null_mut();
+            assert_eq!(c.write.unwrap()(f, H5FD_MEM_DRAW, 0, 0, 8, null), -1);
+            assert_eq!(c.read.unwrap()(f, H5FD_MEM_DRAW, 0, 0, 8, null), -1);
+            assert_eq!(c.write.unwrap()(f, H5FD_MEM_DRAW, 0, 0, 0, null), 0);
+            assert_eq!(c.read.unwrap()(f, H5FD_MEM_DRAW, 0, 0, 0, null), 0);
+            assert_eq!(c.close.unwrap()(f), 0);
+        }
+    }
 
     #[test]
     fn vector_entries_repeat_the_last_one_after_the_stop_value() {

@@ -3,6 +3,8 @@
 //! host's (a site's 1.14 module, h5py's renamed copy, Legate's), so the plugin never links it.
 
 use crate::abi::{herr_t, hid_t};
+use crate::config::{Config, DriverInfo};
+use crate::error::{DriverError, Kind, CLASS_NAME};
 use std::ffi::{c_char, c_int, c_uint, c_void, CStr, CString};
 use std::sync::Mutex;
 
@@ -20,6 +22,15 @@ type Push = unsafe extern "C" fn(
     *const c_char,
     ...
 ) -> herr_t;
+type DriverInfoFn = unsafe extern "C" fn(hid_t) -> *const c_void;
+type AutoFn = Option<unsafe extern "C" fn(hid_t, *mut c_void) -> herr_t>;
+type GetAuto = unsafe extern "C" fn(hid_t, *mut AutoFn, *mut *mut c_void) -> herr_t;
+type SetAuto = unsafe extern "C" fn(hid_t, AutoFn, *mut c_void) -> herr_t;
+type GetStack = unsafe extern "C" fn() -> hid_t;
+type SetStack = unsafe extern "C" fn(hid_t) -> herr_t;
+/// `H5E_DEFAULT`: the current thread's error stack.
+const H5E_DEFAULT: hid_t = 0;
+type FileLocking = unsafe extern "C" fn(hid_t, *mut bool, *mut bool) -> herr_t;
 type UnregisterClass = unsafe extern "C" fn(hid_t) -> herr_t;
 
 /// Address of `name` in the host's libhdf5: first through the global namespace, then in each
@@ -98,8 +109,65 @@ pub fn loads_so_far() -> u64 {
     adds
 }
 
+/// The driver's configuration for an open with file-access properties `fapl`: the value
+/// h5tile passed in-process (`H5Pset_driver` with a [`DriverInfo`]), else the string given with
+/// `H5Pset_driver_by_name` or `HDF5_DRIVER_CONFIG`, parsed. Also the text, for the log.
+pub fn driver_config(fapl: hid_t) -> Result<(Config, String), DriverError> {
+    let text = config_string(fapl);
+    if text.is_none() && crate::registered_in_process() {
+        if let Some(config) = driver_info(fapl) {
+            return Ok((config, config.to_string()));
+        }
+    }
+    let text = text.unwrap_or_default();
+    match Config::parse(&text) {
+        Ok(config) => Ok((config, text)),
+        Err(e) => Err(format!("bad h5tile_gds configuration '{text}': {e}").into()),
+    }
+}
+
+/// The [`DriverInfo`] set on `fapl`, if any. HDF5 reports "no driver information" as an error:
+/// it is neither printed nor left on the caller's error stack.
+fn driver_info(fapl: hid_t) -> Option<Config> {
+    let get = symbol(c"H5Pget_driver_info");
+    let (get_stack, set_stack) = (
+        symbol(c"H5Eget_current_stack"),
+        symbol(c"H5Eset_current_stack"),
+    );
+    let (get_auto, set_auto) = (symbol(c"H5Eget_auto2"), symbol(c"H5Eset_auto2"));
+    if [get, get_stack, set_stack, get_auto, set_auto]
+        .iter()
+        .any(|p| p.is_null())
+    {
+        return None;
+    }
+    unsafe {
+        let get: DriverInfoFn = std::mem::transmute(get);
+        let get_stack: GetStack = std::mem::transmute(get_stack);
+        let set_stack: SetStack = std::mem::transmute(set_stack);
+        let get_auto: GetAuto = std::mem::transmute(get_auto);
+        let set_auto: SetAuto = std::mem::transmute(set_auto);
+        let saved = get_stack();
+        let (mut func, mut data) = (None, std::ptr::null_mut());
+        let printing = get_auto(H5E_DEFAULT, &mut func, &mut data) >= 0;
+        if printing {
+            set_auto(H5E_DEFAULT, None, std::ptr::null_mut());
+        }
+        let info = (get(fapl) as *const DriverInfo)
+            .as_ref()
+            .and_then(DriverInfo::config);
+        if printing {
+            set_auto(H5E_DEFAULT, func, data);
+        }
+        if saved >= 0 {
+            set_stack(saved);
+        }
+        info
+    }
+}
+
 /// The configuration string given with `H5Pset_driver_by_name` or `HDF5_DRIVER_CONFIG`.
-pub fn driver_config(fapl: hid_t) -> Option<String> {
+fn config_string(fapl: hid_t) -> Option<String> {
     let f = symbol(c"H5Pget_driver_config_str");
     if f.is_null() {
         return None;
@@ -118,16 +186,29 @@ pub fn driver_config(fapl: hid_t) -> Option<String> {
     Some(String::from_utf8_lossy(&buf).into_owned())
 }
 
-/// The driver's own HDF5 error class and its messages, registered on first use.
+/// The file-locking choice of `fapl` (`H5Pset_file_locking`): (use locks, ignore a file system
+/// without them). None where the host's HDF5 cannot say.
+pub fn file_locking(fapl: hid_t) -> Option<(bool, bool)> {
+    let f = symbol(c"H5Pget_file_locking");
+    if f.is_null() {
+        return None;
+    }
+    let get: FileLocking = unsafe { std::mem::transmute(f) };
+    let (mut use_locks, mut ignore) = (false, false);
+    (unsafe { get(fapl, &mut use_locks, &mut ignore) } >= 0).then_some((use_locks, ignore))
+}
+
+/// The driver's own HDF5 error class, its major code and one minor code per kind of failure,
+/// registered on first use.
 struct ErrorClass {
     class: hid_t,
     major: hid_t,
-    minor: hid_t,
+    minors: [hid_t; Kind::ALL.len()],
 }
 
 static ERROR_CLASS: Mutex<Option<ErrorClass>> = Mutex::new(None);
 
-fn error_class() -> Option<(hid_t, hid_t, hid_t)> {
+fn error_codes(kind: Kind) -> Option<(hid_t, hid_t, hid_t)> {
     let mut guard = ERROR_CLASS.lock().ok()?;
     if guard.is_none() {
         let (register, create) = (symbol(c"H5Eregister_class"), symbol(c"H5Ecreate_msg"));
@@ -137,35 +218,37 @@ fn error_class() -> Option<(hid_t, hid_t, hid_t)> {
         let register: RegisterClass = unsafe { std::mem::transmute(register) };
         let create: CreateMsg = unsafe { std::mem::transmute(create) };
         let version = CString::new(env!("CARGO_PKG_VERSION")).ok()?;
-        let class = unsafe {
-            register(
-                c"h5tile_gds".as_ptr(),
-                c"h5tile_gds VFD".as_ptr(),
-                version.as_ptr(),
-            )
-        };
+        let name = CString::new(CLASS_NAME).ok()?;
+        let class =
+            unsafe { register(name.as_ptr(), c"h5tile_gds VFD".as_ptr(), version.as_ptr()) };
         if class < 0 {
             return None;
         }
         let major = unsafe { create(class, 0, c"h5tile_gds virtual file driver".as_ptr()) };
-        let minor = unsafe { create(class, 1, c"driver error".as_ptr()) };
+        let minors = Kind::ALL.map(|k| {
+            let text = CString::new(k.minor_text()).expect("no NUL in minor texts");
+            unsafe { create(class, 1, text.as_ptr()) }
+        });
         *guard = Some(ErrorClass {
             class,
             major,
-            minor,
+            minors,
         });
     }
-    guard.as_ref().map(|e| (e.class, e.major, e.minor))
+    let e = guard.as_ref()?;
+    let i = Kind::ALL.iter().position(|&k| k == kind)?;
+    Some((e.class, e.major, e.minors[i]))
 }
 
-/// Pushes `message` onto the HDF5 error stack under the driver's error class, so the caller's
-/// HDF5 error report says what went wrong in the driver.
-pub fn push_error(func: &str, message: &str) {
+/// Pushes `error` onto the HDF5 error stack under the driver's error class, with the minor code
+/// of its kind, so the caller's HDF5 error report says what went wrong in the driver and a
+/// program can tell the kinds apart.
+pub fn push_error(func: &str, error: &DriverError) {
     // Not logged as an error: HDF5 itself tries opens that may fail (a file not there yet)
     // and reports the failures that matter, with this message on its stack.
-    crate::log::debug(message);
+    crate::log::debug(&error.message);
     let push = symbol(c"H5Epush2");
-    let Some((class, major, minor)) = error_class() else {
+    let Some((class, major, minor)) = error_codes(error.kind) else {
         return;
     };
     if push.is_null() {
@@ -173,7 +256,7 @@ pub fn push_error(func: &str, message: &str) {
     }
     let push: Push = unsafe { std::mem::transmute(push) };
     let func = CString::new(func).unwrap_or_default();
-    let message = CString::new(message.replace('\0', " ")).unwrap_or_default();
+    let message = CString::new(error.message.replace('\0', " ")).unwrap_or_default();
     unsafe {
         push(
             0,

@@ -11,7 +11,9 @@ pub mod abi;
 pub mod config;
 pub mod device;
 pub mod driver;
+pub mod error;
 pub mod host;
+mod locking;
 pub mod log;
 pub mod plan;
 pub mod posix;
@@ -30,7 +32,16 @@ pub extern "C" fn H5PLget_plugin_info() -> *const abi::H5FD_class_t {
     &driver::CLASS
 }
 
-/// The driver class, for registering the driver in-process (`H5FDregister`).
+/// The driver class, for registering the driver in-process (`H5FDregister`): files opened
+/// through it may then carry their configuration as a value ([`config::DriverInfo`]).
 pub fn class() -> &'static abi::H5FD_class_t {
+    IN_PROCESS.store(true, std::sync::atomic::Ordering::Relaxed);
     &driver::CLASS
+}
+
+static IN_PROCESS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Whether this copy of the driver was registered in-process by `class` (not loaded by name).
+fn registered_in_process() -> bool {
+    IN_PROCESS.load(std::sync::atomic::Ordering::Relaxed)
 }

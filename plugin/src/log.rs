@@ -35,6 +35,14 @@ fn emit(at: Level, tag: &str, message: &str) {
     }
 }
 
+pub fn error(message: &str) {
+    emit(Level::Error, "error", message);
+}
+
+pub fn warn(message: &str) {
+    emit(Level::Warn, "warn", message);
+}
+
 pub fn info(message: &str) {
     emit(Level::Info, "info", message);
 }

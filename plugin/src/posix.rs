@@ -30,6 +30,8 @@ pub struct PosixFile {
     direct: Option<(OwnedFd, AlignedBuffer)>,
     /// What the raw-data routes did, for the debug log and the tests.
     pub stats: RawStats,
+    /// A file system without locks (`flock` failing with ENOSYS) is no error (see `locking`).
+    pub ignore_disabled_locks: bool,
 }
 
 /// Counts of raw-data transfers by route.
@@ -257,6 +259,7 @@ impl PosixFile {
             inode: st.st_ino,
             direct,
             stats: RawStats::default(),
+            ignore_disabled_locks: false,
         })
     }
 
@@ -365,8 +368,8 @@ impl PosixFile {
         Ok(())
     }
 
-    /// A non-blocking shared (read) or exclusive (write) lock. With
-    /// `HDF5_USE_FILE_LOCKING=BEST_EFFORT`, file systems without locks are tolerated.
+    /// A non-blocking shared (read) or exclusive (write) lock. Where the file system has no
+    /// locks, that is tolerated if `ignore_disabled_locks` says so (see `locking`).
     pub fn lock(&self, exclusive: bool) -> io::Result<()> {
         let op = if exclusive {
             libc::LOCK_EX
@@ -383,9 +386,7 @@ impl PosixFile {
     fn flock(&self, op: i32) -> io::Result<()> {
         if unsafe { libc::flock(self.raw_fd(), op) } < 0 {
             let e = io::Error::last_os_error();
-            let best_effort = std::env::var("HDF5_USE_FILE_LOCKING")
-                .is_ok_and(|v| v.eq_ignore_ascii_case("BEST_EFFORT"));
-            if !(best_effort && e.raw_os_error() == Some(libc::ENOSYS)) {
+            if !(self.ignore_disabled_locks && e.raw_os_error() == Some(libc::ENOSYS)) {
                 return Err(e);
             }
         }

@@ -4,9 +4,10 @@
 
 use super::{check, cstr, Plist};
 use crate::status::Result;
+use h5tile_gds::config::{Config, DriverInfo};
 use hdf5_sys::h5fd::{H5FD_class_t, H5FDregister};
 use hdf5_sys::h5i::hid_t;
-use hdf5_sys::h5p::{H5Pset_alignment, H5Pset_driver_by_name, H5P_CLS_FILE_ACCESS};
+use hdf5_sys::h5p::{H5Pset_alignment, H5Pset_driver, H5Pset_driver_by_name, H5P_CLS_FILE_ACCESS};
 use std::sync::OnceLock;
 
 /// The driver's id in this process's HDF5, registering the class on first use.
@@ -36,13 +37,27 @@ pub fn file_access(config: &str) -> Result<Plist> {
     Ok(fapl)
 }
 
+/// File-access properties that open files through h5tile_gds with `config` passed as a value
+/// (the driver and h5tile share this process: nothing is printed and parsed back).
+pub fn driver_access(config: Config) -> Result<Plist> {
+    let id = driver()?;
+    let _l = super::lock();
+    let fapl = Plist::create(*H5P_CLS_FILE_ACCESS)?;
+    let info = DriverInfo::new(config);
+    check(
+        unsafe { H5Pset_driver(fapl.id(), id, (&info as *const DriverInfo).cast()) },
+        || format!("cannot select the h5tile_gds driver with {config}"),
+    )?;
+    Ok(fapl)
+}
+
 /// File-access properties for the tile files h5tile writes: through h5tile_gds configured
 /// with `config` (see `device::Route::driver_config`: raw data in pieces whose writeback starts
 /// at once, so the final fsync waits for the tail only and the copy into the page cache
 /// overlaps the disk; device memory by the mode asked for), and the tile's data aligned to
 /// 4 KiB in the file, as O_DIRECT and cuFile want it.
-pub fn tile_access(config: &str) -> Result<Plist> {
-    let fapl = file_access(config)?;
+pub fn tile_access(config: Config) -> Result<Plist> {
+    let fapl = driver_access(config)?;
     let _l = super::lock();
     check(
         unsafe { H5Pset_alignment(fapl.id(), 64 << 10, 4096) },

@@ -108,11 +108,26 @@ impl File {
     /// Closes the file and reports a failure to flush it, which dropping would hide.
     pub fn close(mut self) -> Result<()> {
         let _l = super::lock();
+        let name = self.name();
         let id = std::mem::replace(&mut self.0, -1);
         check(unsafe { H5Fclose(id) }, || {
-            "cannot close HDF5 file".to_string()
+            format!("cannot close HDF5 file '{name}'")
         })
         .map(|_| ())
+    }
+
+    /// The name the file was opened by ("" if HDF5 cannot say).
+    pub fn name(&self) -> String {
+        let _l = super::lock();
+        let n = unsafe { H5Fget_name(self.0, std::ptr::null_mut(), 0) };
+        if n <= 0 {
+            super::take_error_stack();
+            return String::new();
+        }
+        let mut buf = vec![0u8; n as usize + 1];
+        let n = unsafe { H5Fget_name(self.0, buf.as_mut_ptr().cast(), buf.len()) };
+        buf.truncate(n.max(0) as usize);
+        String::from_utf8_lossy(&buf).into_owned()
     }
 }
 

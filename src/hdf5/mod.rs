@@ -7,10 +7,15 @@ mod handle;
 
 pub use handle::{Attribute, Dataset, File, Plist, Space, Type};
 
-use crate::status::{Error, Result, H5TILE_ERR_HDF5};
+use crate::status::{
+    h5tile_status, Error, Result, H5TILE_ERR_CUDA, H5TILE_ERR_HDF5, H5TILE_ERR_IO,
+};
 use hdf5_sys::h5::herr_t;
 use hdf5_sys::h5e::H5E_direction_t::H5E_WALK_DOWNWARD;
-use hdf5_sys::h5e::{H5E_error2_t, H5Eclear2, H5Eget_msg, H5Eset_auto2, H5Ewalk2, H5E_DEFAULT};
+use hdf5_sys::h5e::{
+    H5E_error2_t, H5Eclear2, H5Eget_class_name, H5Eget_msg, H5Eset_auto2, H5Ewalk2, H5E_DEFAULT,
+};
+use hdf5_sys::h5i::hid_t;
 use parking_lot::{ReentrantMutex, ReentrantMutexGuard};
 use std::ffi::{c_uint, c_void, CStr};
 use std::sync::Once;
@@ -43,30 +48,135 @@ pub fn check<T: Copy + PartialOrd + Default>(ret: T, what: impl FnOnce() -> Stri
     }
 }
 
-/// An `H5TILE_ERR_HDF5` error for `what`, carrying and clearing the current HDF5 error stack.
+/// An error for `what` carrying and clearing the current HDF5 error stack. Usually
+/// `H5TILE_ERR_HDF5`; but where the cause lies below HDF5 the status says so and the message
+/// leads with that cause, HDF5's stack following in brackets: an operating-system error
+/// (from the h5tile_gds driver's code, or an errno in HDF5's own drivers' messages) is
+/// `H5TILE_ERR_IO`; a refused `gds=on` or a failed device transfer is `H5TILE_ERR_CUDA`.
 pub fn error(what: String) -> Error {
-    let stack = take_error_stack();
-    if stack.is_empty() {
-        Error::new(H5TILE_ERR_HDF5, what)
+    let entries = take_error_entries();
+    let stack = entries
+        .iter()
+        .map(StackEntry::line)
+        .collect::<Vec<_>>()
+        .join("; ");
+    let full = if stack.is_empty() {
+        what.clone()
     } else {
-        Error::new(H5TILE_ERR_HDF5, format!("{what}: {stack}"))
+        format!("{what}: {stack}")
+    };
+    // The innermost cause comes last in the stack.
+    match entries.iter().rev().find_map(|e| e.cause(&what)) {
+        Some((status, cause)) => Error::new(status, format!("{cause} [{full}]")),
+        None => Error::new(H5TILE_ERR_HDF5, full),
+    }
+}
+
+/// One entry of HDF5's error stack.
+struct StackEntry {
+    class: String,
+    func: String,
+    desc: String,
+    minor: String,
+}
+
+impl StackEntry {
+    fn line(&self) -> String {
+        format!("{}: {} ({})", self.func, self.desc, self.minor)
+    }
+
+    /// The status and leading words this entry gives the error, if it names a cause below HDF5
+    /// (`what` failed because of it: HDF5's own drivers do not always name the file).
+    fn cause(&self, what: &str) -> Option<(h5tile_status, String)> {
+        if self.class == h5tile_gds::error::CLASS_NAME {
+            use h5tile_gds::error::Kind;
+            return match Kind::from_minor_text(&self.minor)? {
+                Kind::Os => Some((H5TILE_ERR_IO, self.desc.clone())),
+                Kind::GdsRefused | Kind::TransferFailed => {
+                    Some((H5TILE_ERR_CUDA, self.desc.clone()))
+                }
+                Kind::Driver => None,
+            };
+        }
+        // HDF5's own drivers (sec2 …) write "…, errno = N, error message = '…', …".
+        let errno: i32 = self
+            .desc
+            .split("errno = ")
+            .nth(1)?
+            .split(',')
+            .next()?
+            .trim()
+            .parse()
+            .ok()?;
+        let reason = std::io::Error::from_raw_os_error(errno).to_string();
+        let reason = reason
+            .split(" (os error")
+            .next()
+            .unwrap_or(&reason)
+            .to_string();
+        (errno > 0).then(|| (H5TILE_ERR_IO, format!("{reason}: {what} ({})", self.desc)))
     }
 }
 
 /// Reads and clears this thread's HDF5 error stack as one line: "func: description (minor)".
 pub fn take_error_stack() -> String {
+    take_error_entries()
+        .iter()
+        .map(StackEntry::line)
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// Reads and clears this thread's HDF5 error stack, outermost entry first.
+fn take_error_entries() -> Vec<StackEntry> {
     let _l = lock();
-    let mut lines: Vec<String> = Vec::new();
+    let mut raw: Vec<RawEntry> = Vec::new();
     unsafe {
         H5Ewalk2(
             H5E_DEFAULT,
             H5E_WALK_DOWNWARD,
             Some(collect_error),
-            &mut lines as *mut Vec<String> as *mut c_void,
+            &mut raw as *mut Vec<RawEntry> as *mut c_void,
         );
         H5Eclear2(H5E_DEFAULT);
     }
-    lines.join("; ")
+    // Names are looked up after the walk: an API call inside it would clear the stack walked.
+    raw.into_iter()
+        .map(|e| StackEntry {
+            class: message_text(|buf, len| unsafe { H5Eget_class_name(e.class, buf, len) }),
+            minor: message_text(|buf, len| {
+                let mut kind = hdf5_sys::h5e::H5E_type_t::H5E_MINOR;
+                unsafe { H5Eget_msg(e.minor, &mut kind, buf, len) }
+            }),
+            func: e.func,
+            desc: e.desc,
+        })
+        .collect()
+}
+
+/// What an entry holds while the stack is walked: its strings copied, its ids as they are.
+struct RawEntry {
+    class: hid_t,
+    minor: hid_t,
+    func: String,
+    desc: String,
+}
+
+/// A name HDF5 writes into a buffer (`get(buf, len)` returns its length, or < 0).
+fn message_text(get: impl FnOnce(*mut std::ffi::c_char, usize) -> isize) -> String {
+    let mut buf = [0 as std::ffi::c_char; 256];
+    if get(buf.as_mut_ptr(), buf.len()) <= 0 {
+        take_nothing();
+        return String::new();
+    }
+    unsafe { CStr::from_ptr(buf.as_ptr()) }
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// A failed lookup pushes on the stack: clear it, as there is nothing to report.
+fn take_nothing() {
+    unsafe { H5Eclear2(H5E_DEFAULT) };
 }
 
 unsafe extern "C" fn collect_error(
@@ -74,7 +184,7 @@ unsafe extern "C" fn collect_error(
     err: *const H5E_error2_t,
     data: *mut c_void,
 ) -> herr_t {
-    let lines = &mut *(data as *mut Vec<String>);
+    let entries = &mut *(data as *mut Vec<RawEntry>);
     let err = &*err;
     let text = |p: *const std::ffi::c_char| {
         if p.is_null() {
@@ -83,20 +193,12 @@ unsafe extern "C" fn collect_error(
             CStr::from_ptr(p).to_string_lossy().into_owned()
         }
     };
-    let mut minor = [0 as std::ffi::c_char; 128];
-    let mut kind = hdf5_sys::h5e::H5E_type_t::H5E_MINOR;
-    let n = H5Eget_msg(err.min_num, &mut kind, minor.as_mut_ptr(), minor.len());
-    let minor = if n > 0 {
-        text(minor.as_ptr())
-    } else {
-        String::new()
-    };
-    lines.push(format!(
-        "{}: {} ({})",
-        text(err.func_name),
-        text(err.desc),
-        minor
-    ));
+    entries.push(RawEntry {
+        class: err.cls_id,
+        minor: err.min_num,
+        func: text(err.func_name),
+        desc: text(err.desc),
+    });
     0
 }
 

@@ -2,42 +2,13 @@
 //! into a fresh buffer (taking a page fault per 4 KiB) reaches about half of what the memory
 //! system gives two; a rank alone on a node should use the node's cores.
 
+use crate::device::io_threads;
 use std::fs::File;
 use std::io;
 use std::os::unix::fs::FileExt;
-use std::sync::OnceLock;
 
 /// Bytes per piece of a parallel read.
 const PIECE: usize = 8 << 20;
-
-/// Threads a rank uses for one large read or write: `H5TILE_THREADS` when set, else the CPUs this
-/// process may run on shared among the ranks of its node (as the MPI launcher reports them),
-/// at most 8. Worked out once per process (asking for the CPUs reads cgroup files).
-pub fn io_threads() -> usize {
-    static THREADS: OnceLock<usize> = OnceLock::new();
-    *THREADS.get_or_init(threads_from_environment)
-}
-
-fn threads_from_environment() -> usize {
-    if let Some(n) = std::env::var("H5TILE_THREADS")
-        .ok()
-        .and_then(|v| v.trim().parse::<usize>().ok())
-        .filter(|&n| n >= 1)
-    {
-        return n.min(256);
-    }
-    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let local_ranks = [
-        "OMPI_COMM_WORLD_LOCAL_SIZE",
-        "MPI_LOCALNRANKS",
-        "SLURM_NTASKS_PER_NODE",
-    ]
-    .iter()
-    .find_map(|v| std::env::var(v).ok()?.trim().parse::<usize>().ok())
-    .filter(|&n| n >= 1)
-    .unwrap_or(1);
-    (cpus / local_ranks).clamp(1, 8)
-}
 
 /// Fills all of `buf` from `file` at byte `at`, in `PIECE`-sized pieces over up to
 /// `io_threads()` threads; a short file is an `UnexpectedEof` error.

@@ -47,7 +47,7 @@ pub unsafe fn write_tile(
 ) -> Result<TileBytes> {
     let data_offset = (|| {
         let _l = hdf5::lock();
-        let file = File::create_with(path, &hdf5::gds::tile_access(&route.driver_config())?)?;
+        let file = File::create_with(path, &hdf5::gds::tile_access(route.driver_config())?)?;
         let t = dtype.hdf5_type()?;
         let space = Space::simple(&tile.shape)?;
         let dcpl = Plist::create(*H5P_CLS_DATASET_CREATE)?;
@@ -59,8 +59,7 @@ pub unsafe fn write_tile(
         drop(dset);
         file.close()?;
         Ok(data_offset)
-    })()
-    .map_err(crate::device::through_driver)?;
+    })()?;
     sync_path(path)?;
     let file_size = std::fs::metadata(path)
         .map_err(|e| Error::io("cannot stat", path, &e))?

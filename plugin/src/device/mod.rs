@@ -10,6 +10,7 @@ pub mod staging;
 pub use cuda::{device_memory, DevicePtr};
 
 use crate::config::{Config, Gds};
+use crate::error::{DriverError, Kind};
 use crate::log;
 use crate::posix::PosixFile;
 
@@ -38,14 +39,12 @@ pub struct DeviceIo {
     logged: bool,
 }
 
-/// How the driver's messages for a refused `gds=on` and for a failed device transfer begin,
-/// so that h5tile can pick them out of an HDF5 error stack (see `h5tile::device::through_driver`).
-pub const GDS_REFUSED: &str = "gds=on, but cuFile cannot be used";
-pub const TRANSFER_FAILED: &str = "device memory transfer failed";
-
-/// The message of a refused `gds=on` for file `name`.
-pub fn refusal(name: &str, why: impl std::fmt::Display) -> String {
-    format!("'{name}': {GDS_REFUSED}: {why}")
+/// The refusal of `gds=on` for file `name`, pushed under the driver's `GdsRefused` code.
+pub fn refusal(name: &str, why: impl std::fmt::Display) -> DriverError {
+    DriverError::new(
+        Kind::GdsRefused,
+        format!("gds=on, but cuFile cannot be used: {why} (opening '{name}')"),
+    )
 }
 
 /// The path device memory takes, as the log names it.
@@ -68,7 +67,7 @@ impl DeviceIo {
     }
 
     /// `gds=on`: registers the file with cuFile now, so an open that cannot use it fails.
-    pub fn require_gds(&mut self) -> Result<(), String> {
+    pub fn require_gds(&mut self) -> Result<(), DriverError> {
         self.route = Route::Gds(register_required(&self.name, self.write)?);
         Ok(())
     }
@@ -89,11 +88,14 @@ impl DeviceIo {
         if matches!(self.route, Route::Undecided) {
             self.route = match config.gds {
                 Gds::Off => Route::Compat(None),
-                Gds::On => Route::Gds(register_required(name, self.write)?),
+                Gds::On => Route::Gds(register_required(name, self.write).map_err(|e| e.message)?),
                 Gds::Auto => match register(name, self.write) {
                     Ok(handle) => Route::Gds(handle),
                     Err(why) => {
-                        log::info(&format!("'{name}': cuFile cannot be used ({why})"));
+                        let fallback = "device memory takes the compat path instead";
+                        log::warn(&format!(
+                            "'{name}': cuFile cannot be used ({why}); {fallback}"
+                        ));
                         Route::Compat(None)
                     }
                 },
@@ -172,7 +174,7 @@ impl DeviceIo {
 }
 
 /// `register` where `gds=on` requires it: a failure is the refusal.
-fn register_required(name: &str, write: bool) -> Result<cufile::Handle, String> {
+fn register_required(name: &str, write: bool) -> Result<cufile::Handle, DriverError> {
     register(name, write).map_err(|why| refusal(name, why))
 }
 
