@@ -51,7 +51,7 @@ build: setup
 	cargo build --release --workspace
 
 header: setup
-	H5TILE_BLESS_HEADER=1 cargo test --release --lib header_is_current
+	H5TILE_BLESS_HEADER=1 cargo test --release --lib header::
 
 # A private install used by the C tests and the demo, exactly as a user would install.
 stage: build

@@ -11,11 +11,14 @@ module h5tile
   implicit none
   private
 
+  ! Status codes: generated from src/status.rs (`make header` rewrites this block).
+  ! BEGIN status codes
   integer(c_int), parameter, public :: H5TILE_OK = 0, H5TILE_ERR_INVALID_ARGUMENT = 1, &
     H5TILE_ERR_IS_DIRECTORY = 2, H5TILE_ERR_NOT_FOUND = 3, H5TILE_ERR_NOT_A_DATASET = 4, &
     H5TILE_ERR_DTYPE = 5, H5TILE_ERR_SHAPE = 6, H5TILE_ERR_EXISTS = 7, H5TILE_ERR_IO = 8, &
     H5TILE_ERR_HDF5 = 9, H5TILE_ERR_MPI = 10, H5TILE_ERR_CUDA = 11, &
     H5TILE_ERR_MISSING_TILE = 12, H5TILE_ERR_PANIC = 99
+  ! END status codes
   integer(c_int), parameter, public :: H5TILE_BOOL = 0, H5TILE_INT8 = 1, H5TILE_INT16 = 2, &
     H5TILE_INT32 = 3, H5TILE_INT64 = 4, H5TILE_UINT8 = 5, H5TILE_UINT16 = 6, &
     H5TILE_UINT32 = 7, H5TILE_UINT64 = 8, H5TILE_FLOAT16 = 9, H5TILE_FLOAT32 = 10, &

@@ -10,7 +10,7 @@
 #include <stdint.h>
 
 #define H5TILE_VERSION_MAJOR 0
-#define H5TILE_VERSION_MINOR 1
+#define H5TILE_VERSION_MINOR 2
 #define H5TILE_VERSION_PATCH 0
 
 
@@ -82,11 +82,19 @@ typedef struct h5tile_batches h5tile_batches;
 // A write started by `h5tile_write_async` (opaque); `h5tile_wait` completes and frees it.
 typedef struct h5tile_request h5tile_request;
 
+// Element type codes of the C API (`H5TILE_BOOL` … `H5TILE_COMPLEX128`).
+typedef int h5tile_dtype;
+
 // How `h5tile_write` stores a dataset (`h5tile_write_options.layout`).
 typedef int h5tile_layout;
 
-// Options of `h5tile_write`; start from `h5tile_write_options_default()`.
+// Options of `h5tile_write`; start from `h5tile_write_options_default()`, then set fields.
+// The struct may gain fields in later versions: its first field records the size the program
+// was compiled with, so a program built against an older header keeps working.
 typedef struct {
+  // `sizeof(h5tile_write_options)` as the caller compiled it; set by
+  // `h5tile_write_options_default()` (do not change it).
+  size_t size;
   // `H5TILE_LAYOUT_VDS` (default).
   h5tile_layout layout;
   // Bitwise OR of `H5TILE_NO_OVERWRITE`, `H5TILE_ALLOW_PARTIAL`, `H5TILE_KEEP_OTHERS`
@@ -98,11 +106,12 @@ typedef struct {
   uint32_t gds;
 } h5tile_write_options;
 
-// Element type codes of the C API (`H5TILE_BOOL` … `H5TILE_COMPLEX128`).
-typedef int h5tile_dtype;
-
-// Options of `h5tile_read`; start from `h5tile_read_options_default()`.
+// Options of `h5tile_read` and `h5tile_batches_open`; start from
+// `h5tile_read_options_default()`, then set fields. Grows as `h5tile_write_options` does.
 typedef struct {
+  // `sizeof(h5tile_read_options)` as the caller compiled it; set by
+  // `h5tile_read_options_default()` (do not change it).
+  size_t size;
   // Bitwise OR of `H5TILE_READ_FILL_MISSING` (default 0).
   uint32_t flags;
   // Element type `h5tile_batches_next` delivers: `H5TILE_AS_STORED` (the default) for the
@@ -170,12 +179,6 @@ const char *h5tile_last_error(void);
 
 // The name of a status code, e.g. "H5TILE_ERR_SHAPE" ("unknown status" for other values).
 const char *h5tile_status_name(int status);
-
-// Default write options: VDS layout, overwrite allowed, full coverage required.
-h5tile_write_options h5tile_write_options_default(void);
-
-// Default read options: a missing virtual-dataset source is an error; elements as stored.
-h5tile_read_options h5tile_read_options_default(void);
 
 // Writes one tile per rank of an N-d array as the dataset `dataset` of the file `path`.
 //
@@ -490,8 +493,44 @@ h5tile_status h5tile_read_f(MPI_Fint comm,
                             void *buf,
                             const h5tile_read_options *opts);
 
+// Fills `*opts` with this version's default write options for a struct of `size` bytes (the
+// caller's `sizeof(h5tile_write_options)`); `h5tile_write_options_default()` calls it.
+// Returns `H5TILE_ERR_INVALID_ARGUMENT` if `opts` is NULL or `size` is smaller than the first
+// version of the struct. Fields beyond this version's are set to zero.
+//
+// # Safety
+// `opts` must be NULL or point to `size` writable bytes.
+h5tile_status h5tile_write_options_init(h5tile_write_options *opts, size_t size);
+
+// Fills `*opts` with this version's default read options for a struct of `size` bytes (the
+// caller's `sizeof(h5tile_read_options)`); `h5tile_read_options_default()` calls it. As
+// `h5tile_write_options_init`.
+//
+// # Safety
+// `opts` must be NULL or point to `size` writable bytes.
+h5tile_status h5tile_read_options_init(h5tile_read_options *opts, size_t size);
+
 #ifdef __cplusplus
 }  // extern "C"
 #endif  // __cplusplus
 
 #endif  /* H5TILE_H */
+
+#ifndef H5TILE_OPTIONS_DEFAULTS_H
+#define H5TILE_OPTIONS_DEFAULTS_H
+// Default write options (VDS layout, overwrite allowed, full coverage required, device
+// memory as `H5TILE_GDS` says), for a struct of the size this program was compiled with.
+static inline h5tile_write_options h5tile_write_options_default(void) {
+  h5tile_write_options o;
+  h5tile_write_options_init(&o, sizeof o);
+  return o;
+}
+
+// Default read options (a missing virtual-dataset source is an error, elements as stored,
+// device memory as `H5TILE_GDS` says), for a struct of the size this program was compiled with.
+static inline h5tile_read_options h5tile_read_options_default(void) {
+  h5tile_read_options o;
+  h5tile_read_options_init(&o, sizeof o);
+  return o;
+}
+#endif  /* H5TILE_OPTIONS_DEFAULTS_H */

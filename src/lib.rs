@@ -41,6 +41,88 @@ mod header {
         );
     }
 
+    /// The Fortran module's status parameters are generated from the same list as the enum
+    /// (`make header` rewrites the block between the markers).
+    #[test]
+    fn fortran_status_codes_are_current() {
+        let generated = include_str!(concat!(env!("OUT_DIR"), "/status_codes.f90"));
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("include/h5tile.f90");
+        let module = std::fs::read_to_string(&path).unwrap();
+        let (begin, end) = ("  ! BEGIN status codes\n", "  ! END status codes\n");
+        let (head, rest) = module
+            .split_once(begin)
+            .expect("BEGIN marker in h5tile.f90");
+        let (current, tail) = rest.split_once(end).expect("END marker in h5tile.f90");
+        if std::env::var_os("H5TILE_BLESS_HEADER").is_some() && current != generated {
+            std::fs::write(&path, format!("{head}{begin}{generated}{end}{tail}")).unwrap();
+            return;
+        }
+        assert!(
+            current == generated,
+            "include/h5tile.f90's status codes are stale: run `make header` and commit it"
+        );
+    }
+
+    /// Every constant the Fortran module declares has the header's value, and every status
+    /// code and element type of the header is in the module.
+    #[test]
+    fn fortran_constants_match_the_header() {
+        let header = include_str!(concat!(env!("OUT_DIR"), "/h5tile.h"));
+        let module = include_str!("../include/h5tile.f90");
+        let in_header = constants(header, &["#define "], " ");
+        let mut in_module = std::collections::BTreeMap::new();
+        // Fortran declarations continue over lines ending in '&'.
+        for decl in module.replace("&\n", " ").lines() {
+            if let Some((_, items)) = decl.split_once("parameter, public ::") {
+                for item in items.split(',') {
+                    if let Some((n, v)) = item.split_once('=') {
+                        in_module.insert(n.trim().to_string(), v.trim().to_string());
+                    }
+                }
+            }
+        }
+        let statuses = constants(header, &["  H5TILE_"], " = ");
+        for (name, value) in in_module.iter() {
+            let want = in_header.get(name).or_else(|| statuses.get(name));
+            assert_eq!(Some(value), want, "{name} in h5tile.f90");
+        }
+        for name in statuses.keys().chain(in_header.keys().filter(|n| {
+            ["BOOL", "INT", "UINT", "FLOAT", "COMPLEX"]
+                .iter()
+                .any(|t| n.starts_with(&format!("H5TILE_{t}")))
+        })) {
+            assert!(
+                in_module.contains_key(name),
+                "{name} is missing from h5tile.f90"
+            );
+        }
+    }
+
+    /// `NAME<sep>VALUE` on lines starting with one of `starts` (the prefix kept when it is
+    /// part of the name), as a map.
+    fn constants(
+        text: &str,
+        starts: &[&str],
+        sep: &str,
+    ) -> std::collections::BTreeMap<String, String> {
+        let mut out = std::collections::BTreeMap::new();
+        for line in text.lines() {
+            for start in starts {
+                if let Some(rest) = line.strip_prefix(start) {
+                    let rest = if start.trim_start().starts_with("H5TILE_") {
+                        line.trim()
+                    } else {
+                        rest
+                    };
+                    if let Some((n, v)) = rest.trim_end_matches(',').split_once(sep) {
+                        out.insert(n.trim().to_string(), v.trim().to_string());
+                    }
+                }
+            }
+        }
+        out
+    }
+
     #[test]
     fn header_version_macros_match_cargo() {
         let h = include_str!(concat!(env!("OUT_DIR"), "/h5tile.h"));

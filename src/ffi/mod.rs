@@ -4,130 +4,21 @@
 pub mod batches;
 pub mod boundary;
 pub mod fortran;
+pub mod options;
+
+pub use options::*;
 
 use crate::comm::Comm;
 use crate::dtype::{h5tile_dtype, Dtype};
 use crate::pending;
-use crate::read::{self, ReadOptions};
+use crate::read;
 use crate::status::*;
 use crate::tile::Tile;
-use crate::write::{self, Layout, LocalTile, WriteArgs, WriteOptions};
+use crate::write::{self, LocalTile, WriteArgs};
 use boundary::{ndim_arg, out_arg, run, slice_arg, str_arg};
 use mpi::ffi::MPI_Comm;
 use std::ffi::{c_char, c_int, c_void};
 use std::path::Path;
-
-/// How `h5tile_write` stores a dataset (`h5tile_write_options.layout`).
-#[allow(non_camel_case_types)]
-pub type h5tile_layout = c_int;
-/// One HDF5 file per non-empty tile in the folder `<path>.tiles/`, plus the master file at
-/// `path` holding a virtual dataset that refers to them by relative paths (the default).
-pub const H5TILE_LAYOUT_VDS: h5tile_layout = 0;
-/// One self-contained HDF5 file with a contiguous dataset, written by all ranks in parallel
-/// (rank 0 lays out the file, every rank writes its tiles' bytes into it). Needs a file
-/// system all ranks share; gaps left with `H5TILE_ALLOW_PARTIAL` read as zero.
-pub const H5TILE_LAYOUT_SINGLE: h5tile_layout = 1;
-
-/// `h5tile_write_options.flags`: fail with `H5TILE_ERR_EXISTS` if `path` exists.
-pub const H5TILE_NO_OVERWRITE: u32 = 1;
-/// `h5tile_write_options.flags`: tiles may leave gaps; those elements read back as zero.
-pub const H5TILE_ALLOW_PARTIAL: u32 = 2;
-/// `h5tile_write_options.flags`: keep everything else in an existing `path` (other datasets,
-/// groups, attributes, links) and replace or add only `dataset`, so one file can hold several
-/// fields of a checkpoint. The file is still replaced atomically (the new version starts as a
-/// copy of the old one); `dataset` must be a dataset or absent there.
-pub const H5TILE_KEEP_OTHERS: u32 = 4;
-/// `h5tile_read_options.flags`: read elements whose virtual-dataset source file is missing as
-/// the fill value (plain HDF5 behaviour) instead of failing with `H5TILE_ERR_MISSING_TILE`.
-pub const H5TILE_READ_FILL_MISSING: u32 = 1;
-/// `h5tile_read_options.dtype`: deliver elements in the type the dataset stores.
-pub const H5TILE_AS_STORED: h5tile_dtype = -1;
-
-/// Options of `h5tile_write`; start from `h5tile_write_options_default()`.
-#[allow(non_camel_case_types)]
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct h5tile_write_options {
-    /// `H5TILE_LAYOUT_VDS` (default).
-    pub layout: h5tile_layout,
-    /// Bitwise OR of `H5TILE_NO_OVERWRITE`, `H5TILE_ALLOW_PARTIAL`, `H5TILE_KEEP_OTHERS`
-    /// (default 0).
-    pub flags: u32,
-    /// How tiles in device memory move: `H5TILE_GDS_FROM_ENVIRONMENT` (default: the
-    /// environment variable `H5TILE_GDS`, else auto), `H5TILE_GDS_AUTO`, `H5TILE_GDS_ON` or
-    /// `H5TILE_GDS_OFF`. Host buffers ignore it.
-    pub gds: u32,
-}
-
-/// Options of `h5tile_read`; start from `h5tile_read_options_default()`.
-#[allow(non_camel_case_types)]
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-pub struct h5tile_read_options {
-    /// Bitwise OR of `H5TILE_READ_FILL_MISSING` (default 0).
-    pub flags: u32,
-    /// Element type `h5tile_batches_next` delivers: `H5TILE_AS_STORED` (the default) for the
-    /// dataset's own type, or a type HDF5 converts to. `h5tile_read` takes its type as an
-    /// argument; for it this field must be `H5TILE_AS_STORED` or that same type.
-    pub dtype: h5tile_dtype,
-    /// How reads into device memory move, as `h5tile_write_options.gds`.
-    pub gds: u32,
-}
-
-impl h5tile_write_options {
-    fn parse(opts: *const h5tile_write_options) -> Result<WriteOptions> {
-        let o = unsafe { opts.as_ref() }
-            .copied()
-            .unwrap_or_else(|| h5tile_write_options_default());
-        let layout = match o.layout {
-            H5TILE_LAYOUT_VDS => Layout::Vds,
-            H5TILE_LAYOUT_SINGLE => Layout::Single,
-            other => {
-                return fail(
-                    H5TILE_ERR_INVALID_ARGUMENT,
-                    format!("unknown layout {other}"),
-                )
-            }
-        };
-        let known = H5TILE_NO_OVERWRITE | H5TILE_ALLOW_PARTIAL | H5TILE_KEEP_OTHERS;
-        if o.flags & !known != 0 {
-            return fail(
-                H5TILE_ERR_INVALID_ARGUMENT,
-                format!("unknown write flags {:#x}", o.flags & !known),
-            );
-        }
-        Ok(WriteOptions {
-            layout,
-            no_overwrite: o.flags & H5TILE_NO_OVERWRITE != 0,
-            allow_partial: o.flags & H5TILE_ALLOW_PARTIAL != 0,
-            keep_others: o.flags & H5TILE_KEEP_OTHERS != 0,
-            gds: crate::device::mode_from_options(o.gds)?,
-        })
-    }
-}
-
-impl h5tile_read_options {
-    fn parse(opts: *const h5tile_read_options) -> Result<ReadOptions> {
-        let o = unsafe { opts.as_ref() }
-            .copied()
-            .unwrap_or_else(|| h5tile_read_options_default());
-        if o.flags & !H5TILE_READ_FILL_MISSING != 0 {
-            return fail(
-                H5TILE_ERR_INVALID_ARGUMENT,
-                format!("unknown read flags {:#x}", o.flags),
-            );
-        }
-        let dtype = match o.dtype {
-            H5TILE_AS_STORED => None,
-            code => Some(Dtype::parse(code)?),
-        };
-        Ok(ReadOptions {
-            fill_missing: o.flags & H5TILE_READ_FILL_MISSING != 0,
-            dtype,
-            gds: crate::device::mode_from_options(o.gds)?,
-        })
-    }
-}
 
 /// The library version, "MAJOR.MINOR.PATCH" (the same as the `H5TILE_VERSION_*` macros).
 #[no_mangle]
@@ -145,47 +36,11 @@ pub extern "C" fn h5tile_last_error() -> *const c_char {
 /// The name of a status code, e.g. "H5TILE_ERR_SHAPE" ("unknown status" for other values).
 #[no_mangle]
 pub extern "C" fn h5tile_status_name(status: c_int) -> *const c_char {
-    let name: &'static [u8] = match u32::try_from(status)
+    let name = u32::try_from(status)
         .ok()
         .and_then(h5tile_status::from_code)
-    {
-        Some(H5TILE_OK) => b"H5TILE_OK\0",
-        Some(H5TILE_ERR_INVALID_ARGUMENT) => b"H5TILE_ERR_INVALID_ARGUMENT\0",
-        Some(H5TILE_ERR_IS_DIRECTORY) => b"H5TILE_ERR_IS_DIRECTORY\0",
-        Some(H5TILE_ERR_NOT_FOUND) => b"H5TILE_ERR_NOT_FOUND\0",
-        Some(H5TILE_ERR_NOT_A_DATASET) => b"H5TILE_ERR_NOT_A_DATASET\0",
-        Some(H5TILE_ERR_DTYPE) => b"H5TILE_ERR_DTYPE\0",
-        Some(H5TILE_ERR_SHAPE) => b"H5TILE_ERR_SHAPE\0",
-        Some(H5TILE_ERR_EXISTS) => b"H5TILE_ERR_EXISTS\0",
-        Some(H5TILE_ERR_IO) => b"H5TILE_ERR_IO\0",
-        Some(H5TILE_ERR_HDF5) => b"H5TILE_ERR_HDF5\0",
-        Some(H5TILE_ERR_MPI) => b"H5TILE_ERR_MPI\0",
-        Some(H5TILE_ERR_CUDA) => b"H5TILE_ERR_CUDA\0",
-        Some(H5TILE_ERR_MISSING_TILE) => b"H5TILE_ERR_MISSING_TILE\0",
-        Some(H5TILE_ERR_PANIC) => b"H5TILE_ERR_PANIC\0",
-        None => b"unknown status\0",
-    };
+        .map_or(c"unknown status", h5tile_status::name);
     name.as_ptr() as *const c_char
-}
-
-/// Default write options: VDS layout, overwrite allowed, full coverage required.
-#[no_mangle]
-pub extern "C" fn h5tile_write_options_default() -> h5tile_write_options {
-    h5tile_write_options {
-        layout: H5TILE_LAYOUT_VDS,
-        flags: 0,
-        gds: crate::device::H5TILE_GDS_FROM_ENVIRONMENT,
-    }
-}
-
-/// Default read options: a missing virtual-dataset source is an error; elements as stored.
-#[no_mangle]
-pub extern "C" fn h5tile_read_options_default() -> h5tile_read_options {
-    h5tile_read_options {
-        flags: 0,
-        dtype: H5TILE_AS_STORED,
-        gds: crate::device::H5TILE_GDS_FROM_ENVIRONMENT,
-    }
 }
 
 /// Writes one tile per rank of an N-d array as the dataset `dataset` of the file `path`.

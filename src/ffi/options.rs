@@ -1,0 +1,271 @@
+//! The option structs of the C API, and how they grow without breaking programs compiled
+//! against an older header. Each struct starts with `size`, the `sizeof` the caller compiled;
+//! the header's `h5tile_*_options_default()` are inline functions that fill it in the caller's
+//! own code (a function in the library returning the struct by value would write this
+//! version's size into an older program's smaller struct). The library reads the first `size`
+//! bytes and takes this version's defaults for fields the caller's version did not have; a
+//! newer program's struct is accepted when the fields this version does not know are zero
+//! (their defaults), as Linux reads its extensible structs (`clone3`, `openat2`).
+
+use crate::dtype::{h5tile_dtype, Dtype};
+use crate::read::ReadOptions;
+use crate::status::*;
+use crate::write::{Layout, WriteOptions};
+use std::ffi::c_int;
+
+/// How `h5tile_write` stores a dataset (`h5tile_write_options.layout`).
+#[allow(non_camel_case_types)]
+pub type h5tile_layout = c_int;
+/// One HDF5 file per non-empty tile in the folder `<path>.tiles/`, plus the master file at
+/// `path` holding a virtual dataset that refers to them by relative paths (the default).
+pub const H5TILE_LAYOUT_VDS: h5tile_layout = 0;
+/// One self-contained HDF5 file with a contiguous dataset, written by all ranks in parallel
+/// (rank 0 lays out the file, every rank writes its tiles' bytes into it). Needs a file
+/// system all ranks share; gaps left with `H5TILE_ALLOW_PARTIAL` read as zero.
+pub const H5TILE_LAYOUT_SINGLE: h5tile_layout = 1;
+
+/// `h5tile_write_options.flags`: fail with `H5TILE_ERR_EXISTS` if `path` exists.
+pub const H5TILE_NO_OVERWRITE: u32 = 1;
+/// `h5tile_write_options.flags`: tiles may leave gaps; those elements read back as zero.
+pub const H5TILE_ALLOW_PARTIAL: u32 = 2;
+/// `h5tile_write_options.flags`: keep everything else in an existing `path` (other datasets,
+/// groups, attributes, links) and replace or add only `dataset`, so one file can hold several
+/// fields of a checkpoint. The file is still replaced atomically (the new version starts as a
+/// copy of the old one); `dataset` must be a dataset or absent there.
+pub const H5TILE_KEEP_OTHERS: u32 = 4;
+/// `h5tile_read_options.flags`: read elements whose virtual-dataset source file is missing as
+/// the fill value (plain HDF5 behaviour) instead of failing with `H5TILE_ERR_MISSING_TILE`.
+pub const H5TILE_READ_FILL_MISSING: u32 = 1;
+/// `h5tile_read_options.dtype`: deliver elements in the type the dataset stores.
+pub const H5TILE_AS_STORED: h5tile_dtype = -1;
+
+/// Options of `h5tile_write`; start from `h5tile_write_options_default()`, then set fields.
+/// The struct may gain fields in later versions: its first field records the size the program
+/// was compiled with, so a program built against an older header keeps working.
+#[allow(non_camel_case_types)]
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct h5tile_write_options {
+    /// `sizeof(h5tile_write_options)` as the caller compiled it; set by
+    /// `h5tile_write_options_default()` (do not change it).
+    pub size: usize,
+    /// `H5TILE_LAYOUT_VDS` (default).
+    pub layout: h5tile_layout,
+    /// Bitwise OR of `H5TILE_NO_OVERWRITE`, `H5TILE_ALLOW_PARTIAL`, `H5TILE_KEEP_OTHERS`
+    /// (default 0).
+    pub flags: u32,
+    /// How tiles in device memory move: `H5TILE_GDS_FROM_ENVIRONMENT` (default: the
+    /// environment variable `H5TILE_GDS`, else auto), `H5TILE_GDS_AUTO`, `H5TILE_GDS_ON` or
+    /// `H5TILE_GDS_OFF`. Host buffers ignore it.
+    pub gds: u32,
+}
+
+/// Options of `h5tile_read` and `h5tile_batches_open`; start from
+/// `h5tile_read_options_default()`, then set fields. Grows as `h5tile_write_options` does.
+#[allow(non_camel_case_types)]
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct h5tile_read_options {
+    /// `sizeof(h5tile_read_options)` as the caller compiled it; set by
+    /// `h5tile_read_options_default()` (do not change it).
+    pub size: usize,
+    /// Bitwise OR of `H5TILE_READ_FILL_MISSING` (default 0).
+    pub flags: u32,
+    /// Element type `h5tile_batches_next` delivers: `H5TILE_AS_STORED` (the default) for the
+    /// dataset's own type, or a type HDF5 converts to. `h5tile_read` takes its type as an
+    /// argument; for it this field must be `H5TILE_AS_STORED` or that same type.
+    pub dtype: h5tile_dtype,
+    /// How reads into device memory move, as `h5tile_write_options.gds`.
+    pub gds: u32,
+}
+
+impl h5tile_write_options {
+    /// This version's defaults.
+    fn defaults() -> h5tile_write_options {
+        h5tile_write_options {
+            size: std::mem::size_of::<h5tile_write_options>(),
+            layout: H5TILE_LAYOUT_VDS,
+            flags: 0,
+            gds: crate::device::H5TILE_GDS_FROM_ENVIRONMENT,
+        }
+    }
+
+    /// The caller's options (NULL: the defaults), read at the size the caller compiled.
+    ///
+    /// # Safety
+    /// `opts` must be NULL or point to `opts->size` readable bytes.
+    pub unsafe fn parse(opts: *const h5tile_write_options) -> Result<WriteOptions> {
+        let o = read_sized(
+            opts,
+            h5tile_write_options::defaults(),
+            "h5tile_write_options",
+        )?;
+        let layout = match o.layout {
+            H5TILE_LAYOUT_VDS => Layout::Vds,
+            H5TILE_LAYOUT_SINGLE => Layout::Single,
+            other => {
+                return fail(
+                    H5TILE_ERR_INVALID_ARGUMENT,
+                    format!("unknown layout {other}"),
+                )
+            }
+        };
+        let known = H5TILE_NO_OVERWRITE | H5TILE_ALLOW_PARTIAL | H5TILE_KEEP_OTHERS;
+        if o.flags & !known != 0 {
+            return fail(
+                H5TILE_ERR_INVALID_ARGUMENT,
+                format!("unknown write flags {:#x}", o.flags & !known),
+            );
+        }
+        Ok(WriteOptions {
+            layout,
+            no_overwrite: o.flags & H5TILE_NO_OVERWRITE != 0,
+            allow_partial: o.flags & H5TILE_ALLOW_PARTIAL != 0,
+            keep_others: o.flags & H5TILE_KEEP_OTHERS != 0,
+            gds: crate::device::mode_from_options(o.gds)?,
+        })
+    }
+}
+
+impl h5tile_read_options {
+    /// This version's defaults.
+    fn defaults() -> h5tile_read_options {
+        h5tile_read_options {
+            size: std::mem::size_of::<h5tile_read_options>(),
+            flags: 0,
+            dtype: H5TILE_AS_STORED,
+            gds: crate::device::H5TILE_GDS_FROM_ENVIRONMENT,
+        }
+    }
+
+    /// The caller's options (NULL: the defaults), read at the size the caller compiled.
+    ///
+    /// # Safety
+    /// `opts` must be NULL or point to `opts->size` readable bytes.
+    pub unsafe fn parse(opts: *const h5tile_read_options) -> Result<ReadOptions> {
+        let o = read_sized(opts, h5tile_read_options::defaults(), "h5tile_read_options")?;
+        if o.flags & !H5TILE_READ_FILL_MISSING != 0 {
+            return fail(
+                H5TILE_ERR_INVALID_ARGUMENT,
+                format!("unknown read flags {:#x}", o.flags),
+            );
+        }
+        let dtype = match o.dtype {
+            H5TILE_AS_STORED => None,
+            code => Some(Dtype::parse(code)?),
+        };
+        Ok(ReadOptions {
+            fill_missing: o.flags & H5TILE_READ_FILL_MISSING != 0,
+            dtype,
+            gds: crate::device::mode_from_options(o.gds)?,
+        })
+    }
+}
+
+/// Fills `*opts` with this version's default write options for a struct of `size` bytes (the
+/// caller's `sizeof(h5tile_write_options)`); `h5tile_write_options_default()` calls it.
+/// Returns `H5TILE_ERR_INVALID_ARGUMENT` if `opts` is NULL or `size` is smaller than the first
+/// version of the struct. Fields beyond this version's are set to zero.
+///
+/// # Safety
+/// `opts` must be NULL or point to `size` writable bytes.
+#[no_mangle]
+pub unsafe extern "C" fn h5tile_write_options_init(
+    opts: *mut h5tile_write_options,
+    size: usize,
+) -> h5tile_status {
+    super::boundary::run(|| write_sized(opts, size, h5tile_write_options::defaults(), FIRST_WRITE))
+}
+
+/// Fills `*opts` with this version's default read options for a struct of `size` bytes (the
+/// caller's `sizeof(h5tile_read_options)`); `h5tile_read_options_default()` calls it. As
+/// `h5tile_write_options_init`.
+///
+/// # Safety
+/// `opts` must be NULL or point to `size` writable bytes.
+#[no_mangle]
+pub unsafe extern "C" fn h5tile_read_options_init(
+    opts: *mut h5tile_read_options,
+    size: usize,
+) -> h5tile_status {
+    super::boundary::run(|| write_sized(opts, size, h5tile_read_options::defaults(), FIRST_READ))
+}
+
+/// The sizes of the first versions of the structs (the smallest a caller may pass).
+const FIRST_WRITE: usize = std::mem::size_of::<h5tile_write_options>();
+const FIRST_READ: usize = std::mem::size_of::<h5tile_read_options>();
+
+/// Reads a caller's struct of the size its first field says: this version's `defaults` for
+/// fields the caller's version lacks; fields beyond this version's must be zero.
+///
+/// # Safety
+/// `p` must be NULL or point to as many readable bytes as its first field says.
+unsafe fn read_sized<T: Copy>(p: *const T, defaults: T, what: &str) -> Result<T> {
+    let Some(first) = (p as *const usize).as_ref() else {
+        return Ok(defaults);
+    };
+    let (size, known) = (*first, std::mem::size_of::<T>());
+    let smallest = match what {
+        "h5tile_write_options" => FIRST_WRITE,
+        _ => FIRST_READ,
+    };
+    if size < smallest {
+        return fail(
+            H5TILE_ERR_INVALID_ARGUMENT,
+            format!(
+                "{what}.size is {size}, smaller than any version of the struct ({smallest}): \
+                 start from {what}_default()"
+            ),
+        );
+    }
+    let bytes = std::slice::from_raw_parts(p as *const u8, size);
+    if let Some(i) = bytes[known.min(size)..].iter().position(|&b| b != 0) {
+        return fail(
+            H5TILE_ERR_INVALID_ARGUMENT,
+            format!(
+                "{what} has {size} bytes and byte {} is set, a field this version of h5tile \
+                 ({}) does not know: link the h5tile the program was compiled against",
+                known + i,
+                env!("CARGO_PKG_VERSION")
+            ),
+        );
+    }
+    let mut out = defaults;
+    let n = size.min(known);
+    std::ptr::copy_nonoverlapping(p as *const u8, &mut out as *mut T as *mut u8, n);
+    // The size field now says what this version read; the rest kept the defaults.
+    std::ptr::copy_nonoverlapping(
+        &known as *const usize as *const u8,
+        &mut out as *mut T as *mut u8,
+        std::mem::size_of::<usize>(),
+    );
+    Ok(out)
+}
+
+/// Writes this version's `defaults` into a caller's struct of `size` bytes: as much of them as
+/// fits, zeros beyond, and `size` in the first field.
+///
+/// # Safety
+/// `p` must be NULL or point to `size` writable bytes.
+unsafe fn write_sized<T: Copy>(p: *mut T, size: usize, defaults: T, smallest: usize) -> Result<()> {
+    if p.is_null() {
+        return fail(H5TILE_ERR_INVALID_ARGUMENT, "opts is NULL");
+    }
+    if size < smallest {
+        return fail(
+            H5TILE_ERR_INVALID_ARGUMENT,
+            format!("size {size} is smaller than any version of the options struct ({smallest})"),
+        );
+    }
+    let known = std::mem::size_of::<T>();
+    let bytes = std::slice::from_raw_parts_mut(p as *mut u8, size);
+    bytes.fill(0);
+    let n = size.min(known);
+    std::ptr::copy_nonoverlapping(&defaults as *const T as *const u8, bytes.as_mut_ptr(), n);
+    std::ptr::copy_nonoverlapping(
+        &size as *const usize as *const u8,
+        bytes.as_mut_ptr(),
+        std::mem::size_of::<usize>(),
+    );
+    Ok(())
+}
