@@ -68,6 +68,8 @@ test: test-rust test-c
 test-rust: setup
 	cargo fmt --all -- --check
 	cargo clippy --release --workspace --all-targets -- -D warnings
+	@# The library alone, without the tests' `internals` feature: code nothing uses is an error.
+	cargo clippy --release --workspace -- -D warnings
 	cargo test --release --workspace
 
 test-c: stage

@@ -14,18 +14,6 @@
 #define H5TILE_VERSION_PATCH 0
 
 
-// Options field `gds`: take `H5TILE_GDS` from the environment (else `auto`).
-#define H5TILE_GDS_FROM_ENVIRONMENT 0
-
-// cuFile when usable, the bounded compat path otherwise.
-#define H5TILE_GDS_AUTO 1
-
-// cuFile or `H5TILE_ERR_CUDA`.
-#define H5TILE_GDS_ON 2
-
-// Always the compat path.
-#define H5TILE_GDS_OFF 3
-
 // `h5tile_write_options.flags`: fail with `H5TILE_ERR_EXISTS` if `path` exists.
 #define H5TILE_NO_OVERWRITE 1
 
@@ -41,6 +29,18 @@
 // `h5tile_read_options.flags`: read elements whose virtual-dataset source file is missing as
 // the fill value (plain HDF5 behaviour) instead of failing with `H5TILE_ERR_MISSING_TILE`.
 #define H5TILE_READ_FILL_MISSING 1
+
+// Options field `gds`: take `H5TILE_GDS` from the environment (else `auto`).
+#define H5TILE_GDS_FROM_ENVIRONMENT 0
+
+// cuFile when usable, the bounded compat path otherwise.
+#define H5TILE_GDS_AUTO 1
+
+// cuFile or `H5TILE_ERR_CUDA`.
+#define H5TILE_GDS_ON 2
+
+// Always the compat path.
+#define H5TILE_GDS_OFF 3
 
 // Outcome of every h5tile call. `H5TILE_OK` is success; every other value names what went
 // wrong, and `h5tile_last_error()` gives the message.

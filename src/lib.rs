@@ -1,27 +1,50 @@
 //! h5tile: tiled, collective HDF5 I/O for MPI programs, behind a C ABI (`include/h5tile.h`).
 //!
 //! Each MPI rank writes its own tile of an N-dimensional array, and the tiles appear as one
-//! HDF5 dataset; any rank reads any tile back. The modules, from the bottom up:
-//! `status` (status codes and errors), `tile`, `coverage` and `partition` (pure geometry),
-//! `dtype` (element types in HDF5), `device` (recognising device buffers and routing them), `hdf5` (the lock and RAII handles: the only code calling
-//! libhdf5), `comm` (every MPI call), `layout` (where bytes live and how a write commits),
-//! `write`, `read` and `batches` (the collective operations), `pending` (writes completing in
-//! the background), `ffi` (the C ABI).
+//! HDF5 dataset; any rank reads any tile back. The layers, from the bottom up (a module uses
+//! only those above it in this list):
+//!
+//! - `status`: the status codes and the error every fallible function returns: where a status
+//!   is made. `dtype`: the element types of the C API.
+//! - `geometry`: tiles, coverage and decompositions; pure, no I/O.
+//! - `platform`: the libraries underneath, one module each: `hdf5` (the only code calling
+//!   libhdf5), `comm` (the only code calling MPI), `device` (device memory, through the
+//!   h5tile_gds driver of `plugin/`).
+//! - `layout`: where a dataset's bytes live in files, and how a write commits; bytes reach the
+//!   disk here (`layout::single`'s `pwrite`s, tile files through the h5tile_gds driver).
+//! - `ops`: the operations: `write`, `read`, `batches`, `pending` (background writes).
+//! - `ffi`: the C ABI: arguments in, statuses out; the only `extern "C"` functions.
 
-pub mod batches;
-pub mod comm;
-pub mod coverage;
-pub mod device;
-pub mod dtype;
+pub(crate) mod dtype;
 pub mod ffi;
-pub mod hdf5;
-pub mod layout;
-pub mod partition;
-pub mod pending;
-pub mod read;
+pub(crate) mod geometry;
+pub(crate) mod layout;
+pub(crate) mod ops;
+pub(crate) mod platform;
 pub mod status;
-pub mod tile;
-pub mod write;
+
+/// What the integration tests in `tests/` drive directly (with the feature `internals`, which
+/// they turn on). Not an API: C programs use `h5tile.h`. Without the feature nothing inside
+/// the crate is public but the C ABI, so the compiler reports code nothing uses.
+#[cfg(feature = "internals")]
+#[doc(hidden)]
+pub mod internals {
+    pub use crate::dtype::Dtype;
+    pub use crate::geometry::tile::Tile;
+    pub use crate::ops::batches::Batches;
+    pub use crate::ops::read::{read, ReadOptions};
+    pub use crate::ops::write::{write, LocalTile, WriteArgs, WriteOptions};
+    pub use crate::platform::comm::Comm;
+    pub use crate::status;
+
+    /// The HDF5 handles and the driver registered in-process.
+    pub mod hdf5 {
+        pub use crate::platform::hdf5::gds;
+        pub use crate::platform::hdf5::{
+            cstr, error, lock, take_error_stack, Dataset, File, Plist, Space,
+        };
+    }
+}
 
 /// `include/h5tile.h` is committed so users need no Rust tools to read it; this keeps it equal
 /// to what cbindgen generates from the sources (`make header` rewrites it).

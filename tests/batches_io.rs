@@ -4,12 +4,12 @@
 //! (`rchar` in /proc/self/io) against one whole read of the same dataset. Its own test
 //! binary, so no other test's I/O is counted.
 
-use h5tile::batches::Batches;
-use h5tile::comm::Comm;
-use h5tile::dtype::Dtype;
-use h5tile::hdf5::{self, Dataset, File, Plist, Space};
-use h5tile::read::{read, ReadOptions};
-use h5tile::tile::Tile;
+use h5tile::internals::hdf5::{self, Dataset, File, Plist, Space};
+use h5tile::internals::Batches;
+use h5tile::internals::Comm;
+use h5tile::internals::Dtype;
+use h5tile::internals::Tile;
+use h5tile::internals::{read, ReadOptions};
 use hdf5_sys::h5p::{H5Pset_chunk, H5Pset_deflate, H5P_CLS_DATASET_CREATE};
 use hdf5_sys::h5s::H5S_ALL;
 use std::path::Path;

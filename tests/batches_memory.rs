@@ -4,11 +4,11 @@
 //! own VDS reading keeps every source file it touched open, ~0.6 MiB each). Its own test
 //! binary, so no other test's allocations share the process.
 
-use h5tile::batches::Batches;
-use h5tile::comm::Comm;
-use h5tile::dtype::Dtype;
-use h5tile::tile::Tile;
-use h5tile::write::{write, LocalTile, WriteArgs, WriteOptions};
+use h5tile::internals::Batches;
+use h5tile::internals::Comm;
+use h5tile::internals::Dtype;
+use h5tile::internals::Tile;
+use h5tile::internals::{write, LocalTile, WriteArgs, WriteOptions};
 
 const MIB: u64 = 1 << 20;
 

@@ -4,9 +4,9 @@
 //! test's thread with a seccomp filter under which `flock` fails with ENOSYS. Its own test
 //! binary with one test: the filter stays on the thread that installed it.
 
-use h5tile::hdf5::gds::file_access;
-use h5tile::hdf5::{cstr, File};
-use h5tile::status::H5TILE_ERR_IO;
+use h5tile::internals::hdf5::gds::file_access;
+use h5tile::internals::hdf5::{cstr, File};
+use h5tile::internals::status::H5TILE_ERR_IO;
 use hdf5_sys::h5f::{H5Fcreate, H5F_ACC_TRUNC};
 use hdf5_sys::h5p::{H5Pset_file_locking, H5P_DEFAULT};
 
@@ -70,7 +70,7 @@ fn a_file_system_without_locks_is_tolerated_only_where_the_property_list_says_so
         Some(libc::ENOSYS)
     );
 
-    let _l = h5tile::hdf5::lock();
+    let _l = h5tile::internals::hdf5::lock();
     let create = |name: &str, ignore_when_disabled: bool| {
         let fapl = file_access("").unwrap();
         assert!(unsafe { H5Pset_file_locking(fapl.id(), 1, ignore_when_disabled as u8) } >= 0);

@@ -3,9 +3,9 @@
 //! Its own test binary: it registers a process-wide driver, and no other test shares the
 //! process.
 
-use h5tile::dtype::Dtype;
-use h5tile::hdf5::gds::{driver, file_access};
-use h5tile::hdf5::{cstr, Dataset, File, Plist, Space};
+use h5tile::internals::hdf5::gds::{driver, file_access};
+use h5tile::internals::hdf5::{cstr, Dataset, File, Plist, Space};
+use h5tile::internals::Dtype;
 use hdf5_sys::h5f::{
     H5Fcreate, H5Fget_access_plist, H5Fget_vfd_handle, H5Fopen, H5F_ACC_RDONLY, H5F_ACC_TRUNC,
 };
@@ -17,7 +17,7 @@ fn files_open_through_the_in_process_driver_without_a_plugin_path() {
     assert!(std::env::var_os("HDF5_PLUGIN_PATH").is_none());
     let d = tempfile::tempdir().unwrap();
     let path = d.path().join("gds.h5");
-    let _l = h5tile::hdf5::lock();
+    let _l = h5tile::internals::hdf5::lock();
     let fapl = file_access("threads=2,block=4KiB").unwrap();
     let id = unsafe {
         H5Fcreate(
@@ -55,7 +55,7 @@ fn files_open_through_the_in_process_driver_without_a_plugin_path() {
     let other = cstr(d.path().join("bad.h5").to_str().unwrap());
     let id = unsafe { H5Fcreate(other.as_ptr(), H5F_ACC_TRUNC, H5P_DEFAULT, bad.id()) };
     assert!(id < 0);
-    assert!(h5tile::hdf5::take_error_stack().contains("unknown key 'speed'"));
+    assert!(h5tile::internals::hdf5::take_error_stack().contains("unknown key 'speed'"));
     assert!(!d.path().join("bad.h5").exists());
 }
 
@@ -65,7 +65,7 @@ fn files_open_through_the_in_process_driver_without_a_plugin_path() {
 fn the_vfd_handle_is_the_files_descriptor() {
     let d = tempfile::tempdir().unwrap();
     let path = d.path().join("handle.h5");
-    let _l = h5tile::hdf5::lock();
+    let _l = h5tile::internals::hdf5::lock();
     let fapl = file_access("").unwrap();
     let c_path = cstr(path.to_str().unwrap());
     let id = unsafe { H5Fcreate(c_path.as_ptr(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.id()) };
@@ -91,18 +91,18 @@ fn the_vfd_handle_is_the_files_descriptor() {
 /// refused `gds=on` is `H5TILE_ERR_CUDA` leading with the refusal; HDF5's stack follows.
 #[test]
 fn driver_failures_are_classified_by_their_error_code() {
-    use h5tile::hdf5::gds::driver_access;
-    use h5tile::status::{H5TILE_ERR_CUDA, H5TILE_ERR_IO};
+    use h5tile::internals::hdf5::gds::driver_access;
+    use h5tile::internals::status::{H5TILE_ERR_CUDA, H5TILE_ERR_IO};
     use h5tile_gds::config::{Config, Gds};
     let d = tempfile::tempdir().unwrap();
-    let _l = h5tile::hdf5::lock();
+    let _l = h5tile::internals::hdf5::lock();
     // A file that is not there, opened read-only through the driver.
     let missing = d.path().join("missing.h5");
     let fapl = driver_access(Config::default()).unwrap();
     let c_path = cstr(missing.to_str().unwrap());
     let id = unsafe { H5Fopen(c_path.as_ptr(), H5F_ACC_RDONLY, fapl.id()) };
     assert!(id < 0);
-    let e = h5tile::hdf5::error("cannot open".into());
+    let e = h5tile::internals::hdf5::error("cannot open".into());
     assert_eq!(e.status, H5TILE_ERR_IO, "{}", e.message);
     let lead = format!(
         "No such file or directory: cannot open '{}'",
@@ -124,7 +124,7 @@ fn driver_failures_are_classified_by_their_error_code() {
     let c_path = cstr(refused.to_str().unwrap());
     let id = unsafe { H5Fcreate(c_path.as_ptr(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl.id()) };
     assert!(id < 0);
-    let e = h5tile::hdf5::error("cannot create".into());
+    let e = h5tile::internals::hdf5::error("cannot create".into());
     assert_eq!(e.status, H5TILE_ERR_CUDA, "{}", e.message);
     assert!(
         e.message.starts_with("gds=on, but cuFile cannot be used: "),

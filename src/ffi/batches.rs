@@ -4,9 +4,9 @@
 use super::boundary::{ndim_arg, out_arg, run, slice_arg, str_arg};
 use super::fortran::{comm_from_fortran, MPI_Fint};
 use super::h5tile_read_options;
-use crate::batches::Batches;
-use crate::comm::Comm;
 use crate::dtype::h5tile_dtype;
+use crate::ops::batches::Batches;
+use crate::platform::comm::Comm;
 use crate::status::*;
 use mpi::ffi::MPI_Comm;
 use std::ffi::{c_char, c_void};
@@ -123,8 +123,10 @@ pub unsafe extern "C" fn h5tile_batches_next(
                 "buf, chunk_offset or chunk_shape is NULL",
             );
         }
-        let delivered = match h5tile_gds::device::device_memory(buf) {
-            Some(dst) => it.next_into(buf_bytes, |chunk| crate::device::copy_to_device(dst, chunk)),
+        let delivered = match crate::platform::device::device_memory(buf) {
+            Some(dst) => it.next_into(buf_bytes, |chunk| {
+                crate::platform::device::copy_to_device(dst, chunk)
+            }),
             None => it.next(std::slice::from_raw_parts_mut(buf as *mut u8, buf_bytes)),
         };
         if let Some(tile) = delivered? {
@@ -176,7 +178,11 @@ pub unsafe extern "C" fn h5tile_batches_next_view(
 }
 
 /// Writes a delivered chunk's offset and shape to the caller's arrays (ndim values each).
-unsafe fn place_out(tile: &crate::tile::Tile, chunk_offset: *mut u64, chunk_shape: *mut u64) {
+unsafe fn place_out(
+    tile: &crate::geometry::tile::Tile,
+    chunk_offset: *mut u64,
+    chunk_shape: *mut u64,
+) {
     let n = tile.ndim();
     std::slice::from_raw_parts_mut(chunk_offset, n).copy_from_slice(&tile.offset);
     std::slice::from_raw_parts_mut(chunk_shape, n).copy_from_slice(&tile.shape);

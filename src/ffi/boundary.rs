@@ -74,10 +74,13 @@ pub unsafe fn out_arg<'a, T>(p: *mut T, name: &str) -> Result<&'a mut T> {
 
 /// Checks `ndim` before any array of that length is read.
 pub fn ndim_arg(ndim: usize) -> Result<usize> {
-    if ndim == 0 || ndim > crate::write::MAX_NDIM {
+    if ndim == 0 || ndim > crate::ops::write::MAX_NDIM {
         return fail(
             H5TILE_ERR_INVALID_ARGUMENT,
-            format!("ndim is {ndim}; it must be 1 to {}", crate::write::MAX_NDIM),
+            format!(
+                "ndim is {ndim}; it must be 1 to {}",
+                crate::ops::write::MAX_NDIM
+            ),
         );
     }
     Ok(ndim)

@@ -2,19 +2,25 @@
 //! converts the result; the doc comments here are the documentation in `h5tile.h`.
 
 pub mod batches;
-pub mod boundary;
+pub(crate) mod boundary;
 pub mod fortran;
 pub mod options;
 
+// The element type codes belong to the C API (the header's `H5TILE_BOOL` …).
+pub use crate::dtype::{
+    h5tile_dtype, H5TILE_BOOL, H5TILE_COMPLEX128, H5TILE_COMPLEX64, H5TILE_FLOAT16, H5TILE_FLOAT32,
+    H5TILE_FLOAT64, H5TILE_INT16, H5TILE_INT32, H5TILE_INT64, H5TILE_INT8, H5TILE_UINT16,
+    H5TILE_UINT32, H5TILE_UINT64, H5TILE_UINT8,
+};
 pub use options::*;
 
-use crate::comm::Comm;
-use crate::dtype::{h5tile_dtype, Dtype};
-use crate::pending;
-use crate::read;
+use crate::dtype::Dtype;
+use crate::geometry::tile::Tile;
+use crate::ops::pending;
+use crate::ops::read;
+use crate::ops::write::{self, LocalTile, WriteArgs};
+use crate::platform::comm::Comm;
 use crate::status::*;
-use crate::tile::Tile;
-use crate::write::{self, LocalTile, WriteArgs};
 use boundary::{ndim_arg, out_arg, run, slice_arg, str_arg};
 use mpi::ffi::MPI_Comm;
 use std::ffi::{c_char, c_int, c_void};
@@ -411,7 +417,7 @@ pub unsafe extern "C" fn h5tile_partition(
                 "tile_offset or tile_shape is NULL",
             );
         }
-        let tile = crate::partition::block(nranks as u64, rank as u64, global);
+        let tile = crate::geometry::partition::block(nranks as u64, rank as u64, global);
         std::slice::from_raw_parts_mut(tile_offset, ndim).copy_from_slice(&tile.offset);
         std::slice::from_raw_parts_mut(tile_shape, ndim).copy_from_slice(&tile.shape);
         Ok(())

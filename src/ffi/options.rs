@@ -8,9 +8,10 @@
 //! (their defaults), as Linux reads its extensible structs (`clone3`, `openat2`).
 
 use crate::dtype::{h5tile_dtype, Dtype};
-use crate::read::ReadOptions;
+use crate::ops::read::ReadOptions;
+use crate::ops::write::{Layout, WriteOptions};
+use crate::platform::device::Gds;
 use crate::status::*;
-use crate::write::{Layout, WriteOptions};
 use std::ffi::c_int;
 
 /// How `h5tile_write` stores a dataset (`h5tile_write_options.layout`).
@@ -86,7 +87,7 @@ impl h5tile_write_options {
             size: std::mem::size_of::<h5tile_write_options>(),
             layout: H5TILE_LAYOUT_VDS,
             flags: 0,
-            gds: crate::device::H5TILE_GDS_FROM_ENVIRONMENT,
+            gds: H5TILE_GDS_FROM_ENVIRONMENT,
         }
     }
 
@@ -122,7 +123,7 @@ impl h5tile_write_options {
             no_overwrite: o.flags & H5TILE_NO_OVERWRITE != 0,
             allow_partial: o.flags & H5TILE_ALLOW_PARTIAL != 0,
             keep_others: o.flags & H5TILE_KEEP_OTHERS != 0,
-            gds: crate::device::mode_from_options(o.gds)?,
+            gds: mode_from_options(o.gds)?,
         })
     }
 }
@@ -134,7 +135,7 @@ impl h5tile_read_options {
             size: std::mem::size_of::<h5tile_read_options>(),
             flags: 0,
             dtype: H5TILE_AS_STORED,
-            gds: crate::device::H5TILE_GDS_FROM_ENVIRONMENT,
+            gds: H5TILE_GDS_FROM_ENVIRONMENT,
         }
     }
 
@@ -157,9 +158,49 @@ impl h5tile_read_options {
         Ok(ReadOptions {
             fill_missing: o.flags & H5TILE_READ_FILL_MISSING != 0,
             dtype,
-            gds: crate::device::mode_from_options(o.gds)?,
+            gds: mode_from_options(o.gds)?,
         })
     }
+}
+
+/// Options field `gds`: take `H5TILE_GDS` from the environment (else `auto`).
+pub const H5TILE_GDS_FROM_ENVIRONMENT: u32 = 0;
+/// cuFile when usable, the bounded compat path otherwise.
+pub const H5TILE_GDS_AUTO: u32 = 1;
+/// cuFile or `H5TILE_ERR_CUDA`.
+pub const H5TILE_GDS_ON: u32 = 2;
+/// Always the compat path.
+pub const H5TILE_GDS_OFF: u32 = 3;
+
+/// The mode an options field asks for, `environment` being `H5TILE_GDS`'s value.
+pub fn mode(field: u32, environment: Option<&str>) -> Result<Gds> {
+    match field {
+        H5TILE_GDS_AUTO => Ok(Gds::Auto),
+        H5TILE_GDS_ON => Ok(Gds::On),
+        H5TILE_GDS_OFF => Ok(Gds::Off),
+        H5TILE_GDS_FROM_ENVIRONMENT => match environment.map(str::trim) {
+            None | Some("") | Some("auto") => Ok(Gds::Auto),
+            Some("on") => Ok(Gds::On),
+            Some("off") => Ok(Gds::Off),
+            Some(other) => fail(
+                H5TILE_ERR_INVALID_ARGUMENT,
+                format!("H5TILE_GDS={other}: expected auto, on or off"),
+            ),
+        },
+        other => fail(
+            H5TILE_ERR_INVALID_ARGUMENT,
+            format!("gds option {other}: expected H5TILE_GDS_FROM_ENVIRONMENT, _AUTO, _ON or _OFF"),
+        ),
+    }
+}
+
+/// The mode for an options field, reading `H5TILE_GDS` only when the field defers to it.
+pub fn mode_from_options(field: u32) -> Result<Gds> {
+    let environment = match field {
+        H5TILE_GDS_FROM_ENVIRONMENT => std::env::var("H5TILE_GDS").ok(),
+        _ => None,
+    };
+    mode(field, environment.as_deref())
 }
 
 /// Fills `*opts` with this version's default write options for a struct of `size` bytes (the
@@ -268,4 +309,39 @@ unsafe fn write_sized<T: Copy>(p: *mut T, size: usize, defaults: T, smallest: us
         std::mem::size_of::<usize>(),
     );
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn options_win_over_the_environment_which_wins_over_the_default() {
+        assert_eq!(mode(H5TILE_GDS_FROM_ENVIRONMENT, None).unwrap(), Gds::Auto);
+        assert_eq!(
+            mode(H5TILE_GDS_FROM_ENVIRONMENT, Some("")).unwrap(),
+            Gds::Auto
+        );
+        assert_eq!(
+            mode(H5TILE_GDS_FROM_ENVIRONMENT, Some("on")).unwrap(),
+            Gds::On
+        );
+        assert_eq!(
+            mode(H5TILE_GDS_FROM_ENVIRONMENT, Some(" off ")).unwrap(),
+            Gds::Off
+        );
+        assert_eq!(mode(H5TILE_GDS_AUTO, Some("on")).unwrap(), Gds::Auto);
+        assert_eq!(mode(H5TILE_GDS_ON, Some("off")).unwrap(), Gds::On);
+        assert_eq!(mode(H5TILE_GDS_OFF, Some("bogus")).unwrap(), Gds::Off);
+    }
+
+    #[test]
+    fn a_bad_environment_value_or_field_is_an_invalid_argument_naming_it() {
+        let e = mode(H5TILE_GDS_FROM_ENVIRONMENT, Some("yes")).unwrap_err();
+        assert_eq!(e.status, H5TILE_ERR_INVALID_ARGUMENT);
+        assert!(e.message.contains("H5TILE_GDS=yes"), "{}", e.message);
+        let e = mode(7, None).unwrap_err();
+        assert_eq!(e.status, H5TILE_ERR_INVALID_ARGUMENT);
+        assert!(e.message.contains("gds option 7"), "{}", e.message);
+    }
 }

@@ -5,7 +5,7 @@
 //! their tiles, whose names carry their dataset's key). The copy loses the old version of the
 //! dataset, gets the new one, and replaces the old file by the same atomic rename as any write.
 
-use crate::hdf5::{self, cstr, File};
+use crate::platform::hdf5::{self, cstr, File};
 use crate::status::*;
 use hdf5_sys::h5i::{H5I_type_t, H5Iget_type};
 use hdf5_sys::h5l::{H5Ldelete, H5Lexists};

@@ -2,7 +2,7 @@
 //! into a fresh buffer (taking a page fault per 4 KiB) reaches about half of what the memory
 //! system gives two; a rank alone on a node should use the node's cores.
 
-use crate::device::io_threads;
+use crate::platform::device::io_threads;
 use std::fs::File;
 use std::io;
 use std::os::unix::fs::FileExt;
@@ -21,7 +21,7 @@ pub fn read_exact_at(file: &File, buf: &mut [u8], at: u64) -> io::Result<()> {
 
 fn read_exact_at_over(file: &File, buf: &mut [u8], at: u64, threads: usize) -> io::Result<()> {
     let base = buf.as_mut_ptr() as usize;
-    h5tile_gds::posix::in_pieces(buf.len(), PIECE, threads, |a, b| {
+    crate::platform::device::in_pieces(buf.len(), PIECE, threads, |a, b| {
         // Each piece is a disjoint part of `buf`, which outlives the workers.
         let part = unsafe { std::slice::from_raw_parts_mut((base + a) as *mut u8, b - a) };
         file.read_exact_at(part, at + a as u64)

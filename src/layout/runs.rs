@@ -1,7 +1,7 @@
 //! Byte runs of a box copied between two row-major arrays: how tile bytes at a known file
 //! offset map onto a caller's buffer, rows consecutive in both merged into one run.
 
-use crate::tile::Tile;
+use crate::geometry::tile::Tile;
 
 /// The rows of the box of `shape` at `src_at` of a row-major array of `src_shape`, copied to
 /// `dst_at` of a row-major array of `dst_shape`: the row length (elements along the last axis)

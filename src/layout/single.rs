@@ -6,11 +6,11 @@
 
 use super::runs::tile_runs;
 use super::sync_path;
-use crate::device::{DeviceFile, Route};
 use crate::dtype::Dtype;
-use crate::hdf5::{self, Dataset, Plist, Space};
+use crate::geometry::tile::Tile;
+use crate::platform::device::{DeviceFile, Route};
+use crate::platform::hdf5::{self, Dataset, Plist, Space};
 use crate::status::{fail, Error, Result, H5TILE_ERR_HDF5};
-use crate::tile::Tile;
 use hdf5_sys::h5::HADDR_UNDEF;
 use hdf5_sys::h5d::{H5D_alloc_time_t, H5D_fill_time_t, H5D_layout_t, H5Dget_offset};
 use hdf5_sys::h5p::{H5Pset_alloc_time, H5Pset_fill_time, H5Pset_layout, H5P_CLS_DATASET_CREATE};
@@ -47,7 +47,7 @@ pub fn create(
     let offset = unsafe { H5Dget_offset(dset.id()) };
     drop(dset);
     file.close()?;
-    let elements = crate::tile::volume(global);
+    let elements = crate::geometry::tile::volume(global);
     match (offset, elements) {
         (_, 0) => Ok(None),
         (HADDR_UNDEF, _) => fail(

@@ -5,11 +5,11 @@
 
 use super::runs::box_rows;
 use super::sync_path;
-use crate::device::{DeviceFile, DevicePtr, Route};
 use crate::dtype::Dtype;
-use crate::hdf5::{self, cstr, Dataset, File, Plist, Space, Type};
+use crate::geometry::tile::Tile;
+use crate::platform::device::{DeviceFile, DevicePtr, Route};
+use crate::platform::hdf5::{self, cstr, Dataset, File, Plist, Space, Type};
 use crate::status::{Error, Result, H5TILE_ERR_CUDA, H5TILE_ERR_MISSING_TILE};
-use crate::tile::Tile;
 use hdf5_sys::h5::HADDR_UNDEF;
 use hdf5_sys::h5a::{H5Acreate2, H5Awrite};
 use hdf5_sys::h5p::*;
@@ -396,7 +396,8 @@ pub fn block_mappings(dset: &Dataset, ndim: usize) -> Result<Option<Vec<BlockMap
     }
     let regions: Vec<Tile> = mappings.iter().map(|m| m.region.clone()).collect();
     let dims = dset.space()?.dims()?;
-    if regions.iter().any(|r| !r.fits_in(&dims)) || crate::coverage::check(&dims, &regions).is_err()
+    if regions.iter().any(|r| !r.fits_in(&dims))
+        || crate::geometry::coverage::check(&dims, &regions).is_err()
     {
         return Ok(None);
     }
@@ -829,7 +830,7 @@ mod tests {
 
     /// A 6x5 float64 VDS of 4 tiles (2x2), element (i, j) = 10 i + j.
     fn write_grid(path: &Path) {
-        use crate::write::{write, LocalTile, WriteArgs, WriteOptions};
+        use crate::ops::write::{write, LocalTile, WriteArgs, WriteOptions};
         let value = |i: u64, j: u64| (10 * i + j) as f64;
         let blocks = [
             (0u64, 0u64, 3u64, 2u64),
@@ -849,7 +850,8 @@ mod tests {
                 buf: d.as_ptr().cast(),
             })
             .collect();
-        let solo = unsafe { crate::comm::Comm::from_raw(mpi::ffi::RSMPI_COMM_NULL) }.unwrap();
+        let solo =
+            unsafe { crate::platform::comm::Comm::from_raw(mpi::ffi::RSMPI_COMM_NULL) }.unwrap();
         let args = WriteArgs {
             path,
             dataset: "/g",
@@ -863,7 +865,7 @@ mod tests {
 
     fn reader(path: &Path) -> DirectReader {
         let _l = hdf5::lock();
-        let open = crate::read::open_dataset(path, "/g").unwrap();
+        let open = crate::ops::read::open_dataset(path, "/g").unwrap();
         let mappings = block_mappings(&open.dataset, 2)
             .unwrap()
             .expect("plain boxes");

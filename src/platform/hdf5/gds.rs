@@ -2,12 +2,12 @@
 //! library, so h5tile can open files through it without HDF5_PLUGIN_PATH (the route device
 //! buffers will take).
 
-use super::{check, cstr, Plist};
+use super::{check, Plist};
 use crate::status::Result;
 use h5tile_gds::config::{Config, DriverInfo};
 use hdf5_sys::h5fd::{H5FD_class_t, H5FDregister};
 use hdf5_sys::h5i::hid_t;
-use hdf5_sys::h5p::{H5Pset_alignment, H5Pset_driver, H5Pset_driver_by_name, H5P_CLS_FILE_ACCESS};
+use hdf5_sys::h5p::{H5Pset_alignment, H5Pset_driver, H5P_CLS_FILE_ACCESS};
 use std::sync::OnceLock;
 
 /// The driver's id in this process's HDF5, registering the class on first use.
@@ -25,14 +25,18 @@ pub fn driver() -> Result<hid_t> {
 }
 
 /// File-access properties that open files through h5tile_gds with configuration `config`
-/// (the plugin's `key=value,...` string).
+/// (the plugin's `key=value,...` string, as a program loading the plugin by name gives it).
+#[cfg(any(test, feature = "internals"))]
 pub fn file_access(config: &str) -> Result<Plist> {
     driver()?;
     let _l = super::lock();
     let fapl = Plist::create(*H5P_CLS_FILE_ACCESS)?;
+    let config = super::cstr(config);
     check(
-        unsafe { H5Pset_driver_by_name(fapl.id(), c"h5tile_gds".as_ptr(), cstr(config).as_ptr()) },
-        || format!("cannot select the h5tile_gds driver with '{config}'"),
+        unsafe {
+            hdf5_sys::h5p::H5Pset_driver_by_name(fapl.id(), c"h5tile_gds".as_ptr(), config.as_ptr())
+        },
+        || format!("cannot select the h5tile_gds driver with {config:?}"),
     )?;
     Ok(fapl)
 }

@@ -21,7 +21,7 @@
 //! Once no two tiles overlap, they cover the array exactly when their element counts add
 //! up to its element count; the sum is exact however large the array.
 
-use crate::tile::Tile;
+use crate::geometry::tile::Tile;
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
 use std::ops::Bound;
@@ -724,7 +724,7 @@ mod tests {
                 Ok(coverage) => {
                     assert!(pairs.is_empty(), "round {round}: missed {pairs:?}");
                     let covered: u128 = tiles.iter().map(Tile::volume).sum();
-                    let total = crate::tile::volume(&global);
+                    let total = crate::geometry::tile::volume(&global);
                     let expected = if covered == total {
                         Coverage::Complete
                     } else {

@@ -4,49 +4,13 @@
 
 use crate::status::*;
 pub use h5tile_gds::config::{Config, Gds};
-pub use h5tile_gds::device::DevicePtr;
+pub use h5tile_gds::device::{device_memory, DevicePtr};
+/// Logging as the driver logs (`H5TILE_LOG`), so h5tile and its driver speak with one voice.
+pub use h5tile_gds::log;
+/// Moving a large transfer in pieces over a few threads, as the driver moves its own.
+pub use h5tile_gds::posix::in_pieces;
 use std::ffi::c_void;
 use std::sync::OnceLock;
-
-/// Options field `gds`: take `H5TILE_GDS` from the environment (else `auto`).
-pub const H5TILE_GDS_FROM_ENVIRONMENT: u32 = 0;
-/// cuFile when usable, the bounded compat path otherwise.
-pub const H5TILE_GDS_AUTO: u32 = 1;
-/// cuFile or `H5TILE_ERR_CUDA`.
-pub const H5TILE_GDS_ON: u32 = 2;
-/// Always the compat path.
-pub const H5TILE_GDS_OFF: u32 = 3;
-
-/// The mode an options field asks for, `environment` being `H5TILE_GDS`'s value.
-pub fn mode(field: u32, environment: Option<&str>) -> Result<Gds> {
-    match field {
-        H5TILE_GDS_AUTO => Ok(Gds::Auto),
-        H5TILE_GDS_ON => Ok(Gds::On),
-        H5TILE_GDS_OFF => Ok(Gds::Off),
-        H5TILE_GDS_FROM_ENVIRONMENT => match environment.map(str::trim) {
-            None | Some("") | Some("auto") => Ok(Gds::Auto),
-            Some("on") => Ok(Gds::On),
-            Some("off") => Ok(Gds::Off),
-            Some(other) => fail(
-                H5TILE_ERR_INVALID_ARGUMENT,
-                format!("H5TILE_GDS={other}: expected auto, on or off"),
-            ),
-        },
-        other => fail(
-            H5TILE_ERR_INVALID_ARGUMENT,
-            format!("gds option {other}: expected H5TILE_GDS_FROM_ENVIRONMENT, _AUTO, _ON or _OFF"),
-        ),
-    }
-}
-
-/// The mode for an options field, reading `H5TILE_GDS` only when the field defers to it.
-pub fn mode_from_options(field: u32) -> Result<Gds> {
-    let environment = match field {
-        H5TILE_GDS_FROM_ENVIRONMENT => std::env::var("H5TILE_GDS").ok(),
-        _ => None,
-    };
-    mode(field, environment.as_deref())
-}
 
 /// Where a caller's buffer lives, and so how its bytes move.
 #[derive(Clone, Copy, Debug)]
@@ -198,36 +162,6 @@ pub fn copy_to_device(dst: DevicePtr, src: &[u8]) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn options_win_over_the_environment_which_wins_over_the_default() {
-        assert_eq!(mode(H5TILE_GDS_FROM_ENVIRONMENT, None).unwrap(), Gds::Auto);
-        assert_eq!(
-            mode(H5TILE_GDS_FROM_ENVIRONMENT, Some("")).unwrap(),
-            Gds::Auto
-        );
-        assert_eq!(
-            mode(H5TILE_GDS_FROM_ENVIRONMENT, Some("on")).unwrap(),
-            Gds::On
-        );
-        assert_eq!(
-            mode(H5TILE_GDS_FROM_ENVIRONMENT, Some(" off ")).unwrap(),
-            Gds::Off
-        );
-        assert_eq!(mode(H5TILE_GDS_AUTO, Some("on")).unwrap(), Gds::Auto);
-        assert_eq!(mode(H5TILE_GDS_ON, Some("off")).unwrap(), Gds::On);
-        assert_eq!(mode(H5TILE_GDS_OFF, Some("bogus")).unwrap(), Gds::Off);
-    }
-
-    #[test]
-    fn a_bad_environment_value_or_field_is_an_invalid_argument_naming_it() {
-        let e = mode(H5TILE_GDS_FROM_ENVIRONMENT, Some("yes")).unwrap_err();
-        assert_eq!(e.status, H5TILE_ERR_INVALID_ARGUMENT);
-        assert!(e.message.contains("H5TILE_GDS=yes"), "{}", e.message);
-        let e = mode(7, None).unwrap_err();
-        assert_eq!(e.status, H5TILE_ERR_INVALID_ARGUMENT);
-        assert!(e.message.contains("gds option 7"), "{}", e.message);
-    }
 
     fn fake_device() -> DevicePtr {
         DevicePtr {

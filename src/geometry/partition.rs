@@ -1,7 +1,7 @@
 //! A balanced block decomposition, for callers that have no layout of their own: every rank
 //! asks for its block and gets a tile; together the tiles cover the array exactly once.
 
-use crate::tile::Tile;
+use crate::geometry::tile::Tile;
 
 /// Trial division stops here, which keeps `grid` fast for any u64; a cofactor left with
 /// only prime factors above it is dealt out whole. The grid stays valid (its product is
@@ -98,7 +98,7 @@ fn prime_factors_descending(mut n: u64) -> Vec<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::coverage::{check, Coverage};
+    use crate::geometry::coverage::{check, Coverage};
 
     /// The largest prime below 2^64.
     const LARGEST_U64_PRIME: u64 = 18_446_744_073_709_551_557;

@@ -10,13 +10,13 @@
 //! 4. rank 0 completes the new master under its temporary name and renames it over the old one
 //!    (the commit point), then deletes the previous generation's tiles.
 
-use crate::comm::Comm;
-use crate::coverage::{self, Coverage};
-use crate::device;
 use crate::dtype::Dtype;
+use crate::geometry::coverage::{self, Coverage};
+use crate::geometry::tile::Tile;
 use crate::layout::{self, single, vds};
+use crate::platform::comm::Comm;
+use crate::platform::device;
 use crate::status::*;
-use crate::tile::Tile;
 use std::ffi::c_void;
 use std::path::{Path, PathBuf};
 
@@ -42,7 +42,7 @@ pub struct WriteOptions {
     /// Keep the file's other contents: replace or add only this dataset.
     pub keep_others: bool,
     /// How tiles in device memory move.
-    pub gds: crate::device::Gds,
+    pub gds: crate::platform::device::Gds,
 }
 
 impl Default for WriteOptions {
@@ -52,7 +52,7 @@ impl Default for WriteOptions {
             no_overwrite: false,
             allow_partial: false,
             keep_others: false,
-            gds: crate::device::Gds::Auto,
+            gds: crate::platform::device::Gds::Auto,
         }
     }
 }
@@ -531,7 +531,7 @@ use tests::injected_failure;
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::read::{read, ReadOptions};
+    use crate::ops::read::{read, ReadOptions};
     use std::cell::Cell;
 
     thread_local! {

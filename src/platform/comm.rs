@@ -83,13 +83,6 @@ impl Comm {
         }
     }
 
-    /// Rank 0's `bytes` on every rank.
-    pub fn broadcast_bytes(&self, bytes: &mut [u8]) {
-        if let Comm::Mpi(c) = self {
-            c.process_at_rank(0).broadcast_into(bytes);
-        }
-    }
-
     /// Every rank's `local` (all of the same length), concatenated in rank order on rank 0;
     /// `None` on the other ranks.
     pub fn gather_to_root(&self, local: &[u64]) -> Option<Vec<u64>> {

@@ -4,6 +4,7 @@
 
 pub mod gds;
 mod handle;
+mod types;
 
 pub use handle::{Attribute, Dataset, File, Plist, Space, Type};
 

@@ -83,23 +83,6 @@ impl Tile {
         Some(Tile { offset, shape })
     }
 
-    /// Row-major (last axis fastest) linear index of the element at `point` within this tile, None if outside.
-    ///
-    /// Also None in the theoretical case where the index would not fit in u128.
-    pub fn linear_index(&self, point: &[u64]) -> Option<u128> {
-        if !self.is_well_formed() || point.len() != self.ndim() {
-            return None;
-        }
-        let mut index: u128 = 0;
-        for ((start, extent), &coordinate) in self.axes().zip(point) {
-            let within = coordinate.checked_sub(start).filter(|&d| d < extent)?;
-            index = index
-                .checked_mul(u128::from(extent))?
-                .checked_add(u128::from(within))?;
-        }
-        Some(index)
-    }
-
     /// The fields are public, so a caller can build a tile whose offset and shape disagree in length.
     fn is_well_formed(&self) -> bool {
         self.offset.len() == self.shape.len()
@@ -274,46 +257,6 @@ mod tests {
         assert_eq!(a.intersection(&b), Some(tile(&[MAX - 5], &[5])));
         let whole = tile(&[0, 0], &[MAX, MAX]);
         assert_eq!(whole.intersection(&whole), Some(whole.clone()));
-    }
-
-    #[test]
-    fn linear_index_is_row_major() {
-        let t = tile(&[10, 20, 30], &[2, 3, 4]);
-        assert_eq!(t.linear_index(&[10, 20, 30]), Some(0));
-        assert_eq!(t.linear_index(&[10, 20, 31]), Some(1));
-        assert_eq!(t.linear_index(&[10, 21, 30]), Some(4));
-        assert_eq!(t.linear_index(&[11, 20, 30]), Some(12));
-        assert_eq!(t.linear_index(&[11, 22, 33]), Some(23));
-    }
-
-    #[test]
-    fn linear_index_outside_is_none() {
-        let t = tile(&[10, 20], &[2, 3]);
-        assert_eq!(t.linear_index(&[9, 20]), None);
-        assert_eq!(t.linear_index(&[12, 20]), None);
-        assert_eq!(t.linear_index(&[10, 23]), None);
-        assert_eq!(tile(&[0], &[0]).linear_index(&[0]), None);
-    }
-
-    #[test]
-    fn linear_index_with_wrong_point_length_is_none() {
-        let t = tile(&[0, 0], &[2, 3]);
-        assert_eq!(t.linear_index(&[0]), None);
-        assert_eq!(t.linear_index(&[0, 0, 0]), None);
-    }
-
-    #[test]
-    fn linear_index_handles_huge_extents() {
-        let t = tile(&[0, 0], &[MAX, MAX]);
-        let last = u128::from(MAX) * u128::from(MAX) - 1;
-        assert_eq!(t.linear_index(&[MAX - 1, MAX - 1]), Some(last));
-    }
-
-    #[test]
-    fn linear_index_beyond_u128_is_none() {
-        let t = tile(&[0, 0, 0], &[MAX, MAX, MAX]);
-        assert_eq!(t.linear_index(&[0, 0, 5]), Some(5));
-        assert_eq!(t.linear_index(&[MAX - 1, MAX - 1, MAX - 1]), None);
     }
 
     #[test]

@@ -5,14 +5,14 @@
 //! sources, since HDF5 alone would read fill values in place of a missing tile file. A device
 //! buffer is read in the dataset's own type through the h5tile_gds device paths.
 
-use crate::comm::Comm;
-use crate::device::{self, DeviceFile, DevicePtr, Route};
 use crate::dtype::Dtype;
-use crate::hdf5::{self, cstr, Dataset, File, Space, Type};
+use crate::geometry::tile::Tile;
 use crate::layout::runs::tile_runs;
 use crate::layout::vds;
+use crate::platform::comm::Comm;
+use crate::platform::device::{self, DeviceFile, DevicePtr, Route};
+use crate::platform::hdf5::{self, cstr, Dataset, File, Space, Type};
 use crate::status::*;
-use crate::tile::Tile;
 use hdf5_sys::h5::HADDR_UNDEF;
 use hdf5_sys::h5d::{H5D_layout_t, H5Dget_offset};
 use hdf5_sys::h5f::H5Fis_accessible;
@@ -30,7 +30,7 @@ pub struct ReadOptions {
     /// Element type to deliver when the call takes none (batches); None: as stored.
     pub dtype: Option<Dtype>,
     /// How reads into device memory move.
-    pub gds: crate::device::Gds,
+    pub gds: crate::platform::device::Gds,
 }
 
 /// An open dataset and the file holding it (closed together).
@@ -44,7 +44,7 @@ pub struct OpenDataset {
 pub fn open_dataset(path: &Path, dataset: &str) -> Result<OpenDataset> {
     // "/" is the root group: valid to name, and then reported as not a dataset.
     if dataset != "/" {
-        crate::write::validate_dataset_name(dataset)?;
+        crate::ops::write::validate_dataset_name(dataset)?;
     }
     match std::fs::metadata(path) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -165,13 +165,13 @@ unsafe fn read_local(
     buf: *mut c_void,
     options: ReadOptions,
 ) -> Result<()> {
-    if tile.ndim() == 0 || tile.ndim() > crate::write::MAX_NDIM {
+    if tile.ndim() == 0 || tile.ndim() > crate::ops::write::MAX_NDIM {
         return fail(
             H5TILE_ERR_INVALID_ARGUMENT,
             format!(
                 "ndim is {}; it must be 1 to {}",
                 tile.ndim(),
-                crate::write::MAX_NDIM
+                crate::ops::write::MAX_NDIM
             ),
         );
     }
@@ -358,5 +358,5 @@ unsafe fn read_into_device(
 
 /// One line on stderr at `H5TILE_LOG=info` or `debug`, as the driver logs.
 fn log_info(line: &str) {
-    h5tile_gds::log::info(line);
+    device::log::info(line);
 }

@@ -6,13 +6,13 @@
 //! of HDF5 chunk cache for files whose storage chunks straddle the requested chunks; it never
 //! grows with the dataset.
 
-use crate::comm::Comm;
 use crate::dtype::Dtype;
-use crate::hdf5::{self, Dataset, Plist};
+use crate::geometry::tile::Tile;
 use crate::layout::vds;
-use crate::read::{open_dataset, OpenDataset};
+use crate::ops::read::{open_dataset, OpenDataset};
+use crate::platform::comm::Comm;
+use crate::platform::hdf5::{self, Dataset, Plist};
 use crate::status::*;
-use crate::tile::Tile;
 use hdf5_sys::h5d::H5D_layout_t;
 use hdf5_sys::h5p::{H5Pget_chunk, H5Pget_layout, H5Pset_chunk_cache, H5P_CLS_DATASET_ACCESS};
 use std::ops::Range;
@@ -71,10 +71,6 @@ impl ChunkGrid {
     /// Number of chunks (0 for a dataset with no elements).
     pub fn len(&self) -> u128 {
         self.counts.iter().map(|&n| n as u128).product()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 
     /// Chunk number `index` (< `len()`), clipped at the dataset's edge.
@@ -532,7 +528,7 @@ mod tests {
         let g = ChunkGrid::new(&[3, 4], &[100, 100]).unwrap();
         assert_eq!(g.len(), 1);
         assert_eq!(g.chunk(0), Tile::new(vec![0, 0], vec![3, 4]));
-        assert!(ChunkGrid::new(&[0, 4], &[2, 2]).unwrap().is_empty());
+        assert_eq!(ChunkGrid::new(&[0, 4], &[2, 2]).unwrap().len(), 0);
     }
 
     #[test]
@@ -584,7 +580,7 @@ mod tests {
         assert_eq!(g.bounds(&(3..3)), None);
     }
 
-    use crate::write::{write, LocalTile, WriteArgs, WriteOptions};
+    use crate::ops::write::{write, LocalTile, WriteArgs, WriteOptions};
 
     fn solo() -> Comm {
         unsafe { Comm::from_raw(mpi::ffi::RSMPI_COMM_NULL) }.unwrap()

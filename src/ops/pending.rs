@@ -9,10 +9,10 @@
 //! finds the file the previous one left (with `H5TILE_KEEP_OTHERS`, several fields of one
 //! checkpoint can be written in the background at once).
 
-use crate::comm::Comm;
-use crate::device::Route;
+use crate::ops::write::{self, OwnedWrite};
+use crate::platform::comm::Comm;
+use crate::platform::device::Route;
 use crate::status::*;
-use crate::write::{self, OwnedWrite};
 use parking_lot::Mutex;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -137,9 +137,9 @@ pub fn fence(comm: &Comm) -> Result<()> {
 mod tests {
     use super::*;
     use crate::dtype::Dtype;
-    use crate::read::{read, ReadOptions};
-    use crate::tile::Tile;
-    use crate::write::{LocalTile, WriteArgs, WriteOptions};
+    use crate::geometry::tile::Tile;
+    use crate::ops::read::{read, ReadOptions};
+    use crate::ops::write::{LocalTile, WriteArgs, WriteOptions};
     use std::path::Path;
 
     fn solo() -> Comm {

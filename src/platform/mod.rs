@@ -1,0 +1,8 @@
+//! The libraries h5tile stands on, each behind one module: `hdf5` (the process-wide lock,
+//! RAII handles, typed attributes: the only code calling libhdf5), `comm` (the only code
+//! calling MPI), `device` (recognising device memory and routing it through the h5tile_gds
+//! driver, whose public API it is the only user of besides `hdf5::gds`).
+
+pub(crate) mod comm;
+pub(crate) mod device;
+pub(crate) mod hdf5;
