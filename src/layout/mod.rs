@@ -11,7 +11,6 @@
 //! so one file holds several datasets, and only the replaced dataset's old tiles go.
 
 pub mod keep;
-pub mod pieces;
 pub mod runs;
 pub mod single;
 pub mod vds;

@@ -8,13 +8,12 @@
 
 use crate::dtype::Dtype;
 use crate::geometry::tile::Tile;
-use crate::layout::vds;
+use crate::ops::read::source::Source;
 use crate::ops::read::{open_dataset, OpenDataset};
 use crate::platform::comm::Comm;
-use crate::platform::hdf5::{self, Dataset, Plist};
+use crate::platform::hdf5::{self, Dataset, Plist, Storage};
 use crate::status::*;
-use hdf5_sys::h5d::H5D_layout_t;
-use hdf5_sys::h5p::{H5Pget_chunk, H5Pget_layout, H5Pset_chunk_cache, H5P_CLS_DATASET_ACCESS};
+use hdf5_sys::h5p::{H5Pset_chunk_cache, H5P_CLS_DATASET_ACCESS};
 use std::ops::Range;
 use std::path::Path;
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
@@ -189,24 +188,19 @@ impl Batches {
                 );
             }
             let range = grid.share(comm.rank(), comm.size());
-            let dcpl = open.dataset.create_plist()?;
-            let source = match unsafe { H5Pget_layout(dcpl.id()) } {
-                H5D_layout_t::H5D_VIRTUAL => match vds::block_mappings(&open.dataset, shape.len())?
-                {
-                    Some(mappings) => Source::Direct(vds::DirectReader::new(
-                        path,
-                        dataset,
-                        &open.dataset,
-                        mappings,
-                    )?),
-                    None => {
-                        if let (false, Some(region)) = (fill_missing, grid.bounds(&range)) {
-                            vds::check_sources(path, dataset, &open.dataset, &region)?;
-                        }
-                        Source::Hdf5(open)
-                    }
-                },
-                _ => Source::Hdf5(with_chunk_cache(open, dataset, &dcpl, chunk, dtype.size())?),
+            let region = grid.bounds(&range);
+            let source = match Source::open(
+                path,
+                dataset,
+                open,
+                shape.len(),
+                fill_missing,
+                region.as_ref(),
+            )? {
+                Source::Hdf5(open) => {
+                    Source::Hdf5(with_chunk_cache(open, dataset, chunk, dtype.size())?)
+                }
+                direct => direct,
             };
             Ok((source, grid, dtype, range))
         })?;
@@ -287,7 +281,7 @@ impl Batches {
     pub fn next(&mut self, buf: &mut [u8]) -> Result<Option<Tile>> {
         let room = buf.len();
         self.next_into(room, |chunk| {
-            buf[..chunk.len()].copy_from_slice(chunk);
+            copy_in_pieces(&mut buf[..chunk.len()], chunk);
             Ok(())
         })
     }
@@ -391,12 +385,23 @@ impl Drop for Batches {
     }
 }
 
-/// Where the reader thread gets chunks from.
-enum Source {
-    /// HDF5 reads the dataset (any layout).
-    Hdf5(OpenDataset),
-    /// A virtual dataset whose sources h5tile reads itself.
-    Direct(vds::DirectReader),
+/// Copies `src` into `dst` (of the same length); a large chunk in pieces over `io_threads()`
+/// workers, since one thread copying into a caller's fresh buffer (a page fault per 4 KiB) is
+/// slower than the reads it follows.
+fn copy_in_pieces(dst: &mut [u8], src: &[u8]) {
+    const PIECE: usize = 8 << 20;
+    let threads = match src.len() >= 4 * PIECE {
+        true => crate::platform::device::io_threads(),
+        false => 1,
+    };
+    let to = dst.as_mut_ptr() as usize;
+    let copied = crate::platform::device::in_pieces(src.len(), PIECE, threads, |a, b| {
+        // Each piece is a disjoint part of `dst`, which outlives the workers.
+        let part = unsafe { std::slice::from_raw_parts_mut((to + a) as *mut u8, b - a) };
+        part.copy_from_slice(&src[a..b]);
+        Ok(())
+    });
+    copied.expect("copying memory cannot fail");
 }
 
 /// The reader thread: for each chunk of `range`, waits for an empty buffer, reads the chunk
@@ -415,12 +420,7 @@ fn read_ahead(
         let tile = grid.chunk(index);
         buffer.resize(tile.volume() as usize * dtype.size(), 0);
         let buf = buffer.as_mut_ptr();
-        let result = catch_panic(|| unsafe {
-            match &mut source {
-                Source::Hdf5(open) => read_chunk(&open.dataset, &tile, dtype, buf),
-                Source::Direct(direct) => direct.read(&tile, dtype, buf, fill_missing),
-            }
-        });
+        let result = catch_panic(|| unsafe { source.read(&tile, dtype, buf, fill_missing) });
         if filled
             .send(Filled {
                 tile,
@@ -434,40 +434,19 @@ fn read_ahead(
     }
 }
 
-/// Reads `tile` of `dataset` as `dtype` into `buf`.
-///
-/// # Safety
-/// `buf` must have room for `tile.volume()` elements of `dtype`.
-unsafe fn read_chunk(dataset: &Dataset, tile: &Tile, dtype: Dtype, buf: *mut u8) -> Result<()> {
-    let _l = hdf5::lock();
-    let file_space = dataset.space()?;
-    file_space.select_block(&tile.offset, &tile.shape)?;
-    let mem_space = hdf5::Space::simple(&tile.shape)?;
-    dataset.read(
-        &dtype.hdf5_type()?,
-        mem_space.id(),
-        file_space.id(),
-        buf.cast(),
-    )
-}
-
 /// Re-opens a chunked dataset with a chunk cache that holds the storage chunks straddling one
 /// requested chunk (at most one requested chunk's bytes), so storage chunks shared by
 /// neighbouring requests are read from disk once.
 fn with_chunk_cache(
     open: OpenDataset,
     dataset: &str,
-    dcpl: &Plist,
     chunk: &[u64],
     elem: usize,
 ) -> Result<OpenDataset> {
-    if unsafe { H5Pget_layout(dcpl.id()) } != H5D_layout_t::H5D_CHUNKED {
+    let Storage::Chunked(storage) = open.dataset.storage()? else {
         return Ok(open);
-    }
-    let mut storage = vec![0u64; chunk.len()];
-    let rank = unsafe { H5Pget_chunk(dcpl.id(), storage.len() as i32, storage.as_mut_ptr()) };
-    if rank != chunk.len() as i32 {
-        hdf5::take_error_stack();
+    };
+    if storage.len() != chunk.len() {
         return Ok(open);
     }
     let storage_bytes = storage.iter().product::<u64>() as u128 * elem as u128;

@@ -248,6 +248,45 @@ impl Dataset {
     }
 }
 
+/// How a dataset keeps its elements.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Storage {
+    /// One contiguous block; `Some(offset)` where it lies in the file itself at that byte
+    /// (allocated, and not in external files).
+    Contiguous(Option<u64>),
+    /// Storage chunks of this shape.
+    Chunked(Vec<u64>),
+    /// A virtual dataset: mappings to other datasets.
+    Virtual,
+    /// Compact (inside the object header), or a layout this version does not know.
+    Other,
+}
+
+impl Dataset {
+    /// How the dataset keeps its elements.
+    pub fn storage(&self) -> Result<Storage> {
+        let _l = super::lock();
+        let dcpl = self.create_plist()?;
+        Ok(match unsafe { H5Pget_layout(dcpl.id()) } {
+            H5D_layout_t::H5D_CONTIGUOUS => {
+                let external = unsafe { H5Pget_external_count(dcpl.id()) };
+                let offset = unsafe { H5Dget_offset(self.0) };
+                let in_file = external == 0 && offset != hdf5_sys::h5::HADDR_UNDEF;
+                Storage::Contiguous(in_file.then_some(offset))
+            }
+            H5D_layout_t::H5D_CHUNKED => {
+                let rank = self.space()?.dims()?.len();
+                let mut chunk = vec![0u64; rank];
+                let got = unsafe { H5Pget_chunk(dcpl.id(), rank as i32, chunk.as_mut_ptr()) };
+                check(got, || "cannot read the dataset's chunk shape".into())?;
+                Storage::Chunked(chunk)
+            }
+            H5D_layout_t::H5D_VIRTUAL => Storage::Virtual,
+            _ => Storage::Other,
+        })
+    }
+}
+
 impl Space {
     /// A simple dataspace of the given extents, everything selected.
     pub fn simple(dims: &[u64]) -> Result<Space> {

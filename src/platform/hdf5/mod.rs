@@ -6,7 +6,7 @@ pub mod gds;
 mod handle;
 mod types;
 
-pub use handle::{Attribute, Dataset, File, Plist, Space, Type};
+pub use handle::{Attribute, Dataset, File, Plist, Space, Storage, Type};
 
 use crate::status::{
     h5tile_status, Error, Result, H5TILE_ERR_CUDA, H5TILE_ERR_HDF5, H5TILE_ERR_IO,

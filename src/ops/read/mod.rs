@@ -5,20 +5,22 @@
 //! sources, since HDF5 alone would read fill values in place of a missing tile file. A device
 //! buffer is read in the dataset's own type through the h5tile_gds device paths.
 
+pub(crate) mod byte_reads;
+pub(crate) mod direct;
+pub(crate) mod mappings;
+pub(crate) mod source;
+
 use crate::dtype::Dtype;
 use crate::geometry::tile::Tile;
-use crate::layout::runs::tile_runs;
-use crate::layout::vds;
 use crate::platform::comm::Comm;
-use crate::platform::device::{self, DeviceFile, DevicePtr, Route};
-use crate::platform::hdf5::{self, cstr, Dataset, File, Space, Type};
+use crate::platform::device::{self, DevicePtr, Route};
+use crate::platform::hdf5::{self, cstr, Dataset, File};
 use crate::status::*;
-use hdf5_sys::h5::HADDR_UNDEF;
-use hdf5_sys::h5d::{H5D_layout_t, H5Dget_offset};
 use hdf5_sys::h5f::H5Fis_accessible;
 use hdf5_sys::h5l::H5Lexists;
 use hdf5_sys::h5o::{H5O_info2_t, H5O_type_t, H5Oget_info_by_name3, H5O_INFO_BASIC};
-use hdf5_sys::h5p::{H5Pget_external_count, H5Pget_layout, H5P_DEFAULT};
+use hdf5_sys::h5p::H5P_DEFAULT;
+use source::Source;
 use std::ffi::c_void;
 use std::path::Path;
 
@@ -191,7 +193,7 @@ unsafe fn read_local(
             ),
         );
     }
-    let _l = hdf5::lock();
+    let lock = hdf5::lock();
     let open = open_dataset(path, dataset)?;
     let file_space = open.dataset.space()?;
     let dims = file_space.dims()?;
@@ -230,7 +232,7 @@ unsafe fn read_local(
         if tile.is_empty() {
             return Ok(());
         }
-        return read_into_device(&open, path, dataset, dtype, tile, dst, &route, options);
+        return read_into_device(open, path, dataset, dtype, tile, dst, &route, options);
     }
     if !file_type.converts_to(&mem_type) {
         let stored = Dtype::of_hdf5(&file_type)
@@ -248,36 +250,25 @@ unsafe fn read_local(
     if tile.is_empty() {
         return Ok(());
     }
-    read_host(&open, path, dataset, &mem_type, dtype, tile, buf, options)
+    // Each HDF5 call takes the lock itself; without it held here, a direct read moves its
+    // bytes while other threads' h5tile calls go on.
+    drop(lock);
+    read_host(open, path, dataset, dtype, tile, buf, options)
 }
 
 /// The read itself, into host memory, the checks done.
-#[allow(clippy::too_many_arguments)]
 unsafe fn read_host(
-    open: &OpenDataset,
+    open: OpenDataset,
     path: &Path,
     dataset: &str,
-    mem_type: &Type,
     dtype: Dtype,
     tile: &Tile,
     buf: *mut c_void,
     options: ReadOptions,
 ) -> Result<()> {
-    let file_space = open.dataset.space()?;
-    let dcpl = open.dataset.create_plist()?;
-    if H5Pget_layout(dcpl.id()) == H5D_layout_t::H5D_VIRTUAL {
-        if let Some(mappings) = vds::block_mappings(&open.dataset, tile.ndim())? {
-            let mut direct = vds::DirectReader::new(path, dataset, &open.dataset, mappings)?;
-            return direct.read(tile, dtype, buf.cast(), options.fill_missing);
-        }
-        if !options.fill_missing {
-            vds::check_sources(path, dataset, &open.dataset, tile)?;
-        }
-    }
-    file_space.select_block(&tile.offset, &tile.shape)?;
-    let mem_space = Space::simple(&tile.shape)?;
-    open.dataset
-        .read(mem_type, mem_space.id(), file_space.id(), buf)
+    let fill = options.fill_missing;
+    let mut source = Source::open(path, dataset, open, tile.ndim(), fill, Some(tile))?;
+    source.read(tile, dtype, buf.cast(), fill)
 }
 
 /// Largest host staging slab of a device read that cannot go straight to the device.
@@ -289,7 +280,7 @@ const STAGE_BYTES: usize = 64 << 20;
 /// `STAGE_BYTES` (or one index of the first dimension) through host memory and copied over.
 #[allow(clippy::too_many_arguments)]
 unsafe fn read_into_device(
-    open: &OpenDataset,
+    open: OpenDataset,
     path: &Path,
     dataset: &str,
     dtype: Dtype,
@@ -298,31 +289,13 @@ unsafe fn read_into_device(
     route: &Route,
     options: ReadOptions,
 ) -> Result<()> {
-    let dcpl = open.dataset.create_plist()?;
-    let elem = dtype.size();
-    match H5Pget_layout(dcpl.id()) {
-        H5D_layout_t::H5D_VIRTUAL => {
-            if let Some(mappings) = vds::block_mappings(&open.dataset, tile.ndim())? {
-                let mut direct = vds::DirectReader::new(path, dataset, &open.dataset, mappings)?;
-                if direct.read_device(tile, dtype, dst, route, options.fill_missing)? {
-                    return Ok(());
-                }
-            }
-        }
-        H5D_layout_t::H5D_CONTIGUOUS if H5Pget_external_count(dcpl.id()) == 0 => {
-            let offset = H5Dget_offset(open.dataset.id());
-            if offset != HADDR_UNDEF {
-                let dims = open.dataset.space()?.dims()?;
-                let mut file = DeviceFile::open(path, false, route)?;
-                for (s, d, len) in tile_runs(&dims, tile, elem) {
-                    file.read(offset + s, dst.offset(d as usize), len)?;
-                }
-                return Ok(());
-            }
-        }
-        _ => {}
+    let fill = options.fill_missing;
+    let mut source = Source::open(path, dataset, open, tile.ndim(), fill, Some(tile))?;
+    if source.read_device(path, tile, dtype, dst, route, fill)? {
+        return Ok(());
     }
     // Staged: slabs along the first dimension, each contiguous in the caller's buffer.
+    let elem = dtype.size();
     let slab_bytes = (tile.volume() / tile.shape[0] as u128) as usize * elem;
     let per_slab = (STAGE_BYTES / slab_bytes.max(1)).max(1) as u64;
     log_info(&format!(
@@ -331,7 +304,6 @@ unsafe fn read_into_device(
         path.display(),
         (per_slab as usize * slab_bytes) >> 20
     ));
-    let mem_type = dtype.hdf5_type()?;
     let mut host: Vec<u8> = Vec::new();
     let mut first = 0u64;
     while first < tile.shape[0] {
@@ -340,16 +312,7 @@ unsafe fn read_into_device(
         slab.offset[0] += first;
         slab.shape[0] = rows;
         host.resize(rows as usize * slab_bytes, 0);
-        read_host(
-            open,
-            path,
-            dataset,
-            &mem_type,
-            dtype,
-            &slab,
-            host.as_mut_ptr().cast(),
-            options,
-        )?;
+        source.read(&slab, dtype, host.as_mut_ptr(), fill)?;
         device::copy_to_device(dst.offset(first as usize * slab_bytes), &host)?;
         first += rows;
     }

@@ -1,0 +1,318 @@
+//! Reads of tile bytes planned under the HDF5 lock and done without it: the plan says which
+//! byte runs of which files go where in the caller's buffer; doing it takes no lock, so a
+//! batched reader's read-ahead never blocks the process's other h5tile calls, and the runs
+//! are shared among `io_threads()` workers, so a chunk made of many short rows reads as fast
+//! as one long run.
+
+use crate::platform::device::{in_pieces, io_threads};
+use std::fs::File;
+use std::io;
+use std::os::unix::fs::FileExt;
+use std::path::PathBuf;
+
+/// Bytes a worker moves at a time: large runs are cut into pieces this size, short runs
+/// grouped up to it.
+const JOB_BYTES: usize = 8 << 20;
+
+/// One run of a plan: `len` bytes at `at` of file `file`.
+#[derive(Debug)]
+enum Run {
+    /// Straight into the buffer at byte `dst`.
+    Place {
+        file: usize,
+        at: u64,
+        dst: usize,
+        len: usize,
+    },
+    /// Rows of `row` bytes, consecutive in the file, to the buffer at bytes `dsts` (short rows
+    /// read with one call through a scratch buffer, then copied to their places).
+    Scatter {
+        file: usize,
+        at: u64,
+        row: usize,
+        dsts: Vec<usize>,
+    },
+}
+
+impl Run {
+    fn len(&self) -> usize {
+        match self {
+            Run::Place { len, .. } => *len,
+            Run::Scatter { row, dsts, .. } => row * dsts.len(),
+        }
+    }
+}
+
+/// A plan of byte reads into one buffer of `total` bytes.
+pub(crate) struct ByteReads {
+    /// Each file with what to say when it cannot be read.
+    files: Vec<(File, PathBuf, String)>,
+    runs: Vec<Run>,
+    total: usize,
+}
+
+/// The caller's buffer, written by several workers at disjoint places.
+struct Target(*mut u8);
+unsafe impl Sync for Target {}
+
+impl ByteReads {
+    pub fn new(total: usize) -> ByteReads {
+        ByteReads {
+            files: Vec::new(),
+            runs: Vec::new(),
+            total,
+        }
+    }
+
+    /// Adds `file` (at `path`; `about` says whose elements it holds, for errors), returning its
+    /// number for the runs.
+    pub fn add_file(&mut self, file: File, path: PathBuf, about: String) -> usize {
+        self.files.push((file, path, about));
+        self.files.len() - 1
+    }
+
+    /// `len` bytes at `at` of `file` to buffer byte `dst`; joined to the previous run when it
+    /// continues it in the file and in the buffer.
+    pub fn place(&mut self, file: usize, at: u64, dst: usize, len: usize) {
+        debug_assert!(dst + len <= self.total);
+        if let Some(Run::Place {
+            file: f,
+            at: a,
+            dst: d,
+            len: l,
+        }) = self.runs.last_mut()
+        {
+            if *f == file && *a + *l as u64 == at && *d + *l == dst {
+                *l += len;
+                return;
+            }
+        }
+        self.runs.push(Run::Place { file, at, dst, len });
+    }
+
+    /// Rows of `row` bytes consecutive in `file` from `at`, to buffer bytes `dsts`.
+    pub fn scatter(&mut self, file: usize, at: u64, row: usize, dsts: Vec<usize>) {
+        debug_assert!(dsts.iter().all(|&d| d + row <= self.total));
+        self.runs.push(Run::Scatter {
+            file,
+            at,
+            row,
+            dsts,
+        });
+    }
+
+    /// Does the reads into `buf`, over `io_threads()` workers when there is enough to share.
+    /// A failure is reported as `failed(path, about, error)` of the first file that failed.
+    ///
+    /// # Safety
+    /// `buf` must have room for the `total` bytes given to `new`, and no one else may touch
+    /// the bytes the runs write until this returns.
+    pub unsafe fn execute<E>(
+        self,
+        buf: *mut u8,
+        failed: impl Fn(&PathBuf, &str, io::Error) -> E,
+    ) -> Result<(), E> {
+        let bytes: usize = self.runs.iter().map(Run::len).sum();
+        let threads = if bytes >= 2 * JOB_BYTES {
+            io_threads()
+        } else {
+            1
+        };
+        self.execute_on(threads, buf, failed)
+    }
+
+    /// `execute` on `threads` workers.
+    ///
+    /// # Safety
+    /// As `execute`.
+    unsafe fn execute_on<E>(
+        self,
+        threads: usize,
+        buf: *mut u8,
+        failed: impl Fn(&PathBuf, &str, io::Error) -> E,
+    ) -> Result<(), E> {
+        let jobs = self.jobs();
+        let target = Target(buf);
+        let first_error = std::sync::Mutex::new(None);
+        let outcome = in_pieces(jobs.len(), 1, threads, |a, b| {
+            let mut scratch = Vec::new();
+            for job in &jobs[a..b] {
+                for piece in job {
+                    if let Err(e) = self.read(piece, &target, &mut scratch) {
+                        let mut slot = first_error.lock().unwrap_or_else(|p| p.into_inner());
+                        slot.get_or_insert((piece.file(), e));
+                        return Err(io::Error::other("failed"));
+                    }
+                }
+            }
+            Ok(())
+        });
+        match (
+            outcome,
+            first_error.into_inner().unwrap_or_else(|p| p.into_inner()),
+        ) {
+            (Ok(_), _) => Ok(()),
+            (Err(_), Some((file, e))) => {
+                let (_, path, about) = &self.files[file];
+                Err(failed(path, about, e))
+            }
+            (Err(e), None) => {
+                let (_, path, about) = &self.files[0];
+                Err(failed(path, about, e))
+            }
+        }
+    }
+
+    /// The runs cut and grouped into jobs of about `JOB_BYTES`.
+    fn jobs(&self) -> Vec<Vec<Piece<'_>>> {
+        let mut jobs: Vec<Vec<Piece<'_>>> = vec![Vec::new()];
+        let mut size = 0usize;
+        fn push<'a>(jobs: &mut Vec<Vec<Piece<'a>>>, size: &mut usize, piece: Piece<'a>, n: usize) {
+            if *size > 0 && *size + n > JOB_BYTES {
+                jobs.push(Vec::new());
+                *size = 0;
+            }
+            jobs.last_mut().expect("one job at least").push(piece);
+            *size += n;
+        }
+        for run in &self.runs {
+            match run {
+                Run::Place { file, at, dst, len } => {
+                    let mut off = 0;
+                    while off < *len {
+                        let n = JOB_BYTES.min(len - off);
+                        let piece = Piece::Place {
+                            file: *file,
+                            at: at + off as u64,
+                            dst: dst + off,
+                            len: n,
+                        };
+                        push(&mut jobs, &mut size, piece, n);
+                        off += n;
+                    }
+                }
+                Run::Scatter { .. } => push(&mut jobs, &mut size, Piece::Scatter(run), run.len()),
+            }
+        }
+        jobs
+    }
+
+    /// Reads one piece into the target (`scratch`: the worker's staging for scattered rows).
+    unsafe fn read(&self, piece: &Piece, target: &Target, scratch: &mut Vec<u8>) -> io::Result<()> {
+        match *piece {
+            Piece::Place { file, at, dst, len } => {
+                // Each piece is a disjoint part of the buffer.
+                let part = std::slice::from_raw_parts_mut(target.0.add(dst), len);
+                self.files[file].0.read_exact_at(part, at)
+            }
+            Piece::Scatter(Run::Scatter {
+                file,
+                at,
+                row,
+                dsts,
+            }) => {
+                scratch.resize(row * dsts.len(), 0);
+                self.files[*file].0.read_exact_at(scratch, *at)?;
+                for (j, &d) in dsts.iter().enumerate() {
+                    let out = std::slice::from_raw_parts_mut(target.0.add(d), *row);
+                    out.copy_from_slice(&scratch[j * row..(j + 1) * row]);
+                }
+                Ok(())
+            }
+            Piece::Scatter(Run::Place { .. }) => unreachable!("scatter pieces hold scatter runs"),
+        }
+    }
+}
+
+/// What one worker reads at a time.
+enum Piece<'a> {
+    Place {
+        file: usize,
+        at: u64,
+        dst: usize,
+        len: usize,
+    },
+    Scatter(&'a Run),
+}
+
+impl Piece<'_> {
+    fn file(&self) -> usize {
+        match self {
+            Piece::Place { file, .. } => *file,
+            Piece::Scatter(Run::Scatter { file, .. } | Run::Place { file, .. }) => *file,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file_of(dir: &std::path::Path, name: &str, bytes: &[u8]) -> (File, PathBuf) {
+        let path = dir.join(name);
+        std::fs::write(&path, bytes).unwrap();
+        (File::open(&path).unwrap(), path)
+    }
+
+    /// Many short rows, long runs cut into pieces and scattered rows all land where planned,
+    /// whether one worker or several do them.
+    #[test]
+    fn planned_runs_land_where_planned() {
+        for threads in [1, 3] {
+            runs_land_where_planned_on(threads);
+        }
+    }
+
+    fn runs_land_where_planned_on(threads: usize) {
+        let d = tempfile::tempdir().unwrap();
+        let data: Vec<u8> = (0..(40u32 << 20) / 4)
+            .flat_map(|i| i.to_le_bytes())
+            .collect();
+        let (f, p) = file_of(d.path(), "a", &data);
+        let total = 36 << 20;
+        let mut plan = ByteReads::new(total);
+        let a = plan.add_file(f, p, "a".into());
+        // 16 MiB in 4096 rows of 4 KiB, every other row of the file, reversed in the buffer.
+        for r in 0..4096usize {
+            plan.place(a, (2 * r * 4096) as u64, (4095 - r) * 4096, 4096);
+        }
+        // One 18 MiB run, continued by a second (joined into one).
+        plan.place(a, 1 << 20, 16 << 20, 9 << 20);
+        plan.place(a, 10 << 20, 25 << 20, 9 << 20);
+        // Short rows consecutive in the file, to scattered places.
+        plan.scatter(a, 100, 10, vec![(34 << 20) + 50, 34 << 20]);
+        let mut buf = vec![0u8; total];
+        unsafe { plan.execute_on(threads, buf.as_mut_ptr(), |_, _, e| e) }.unwrap();
+        for r in [0usize, 1, 2047, 4095] {
+            let got = &buf[(4095 - r) * 4096..][..4096];
+            assert_eq!(got, &data[2 * r * 4096..][..4096], "row {r}");
+        }
+        assert_eq!(&buf[16 << 20..34 << 20], &data[1 << 20..19 << 20]);
+        assert_eq!(&buf[(34 << 20) + 50..][..10], &data[100..110]);
+        assert_eq!(&buf[34 << 20..][..10], &data[110..120]);
+    }
+
+    /// Reading past the end of a file is an error naming the file, on one worker or several.
+    #[test]
+    fn a_short_file_names_itself() {
+        for threads in [1, 3] {
+            a_short_file_names_itself_on(threads);
+        }
+    }
+
+    fn a_short_file_names_itself_on(threads: usize) {
+        let d = tempfile::tempdir().unwrap();
+        let (f, p) = file_of(d.path(), "short", &vec![7u8; 3 * JOB_BYTES + 5]);
+        let mut plan = ByteReads::new(3 * JOB_BYTES + 8);
+        let a = plan.add_file(f, p.clone(), "tile 0".into());
+        plan.place(a, 0, 0, 3 * JOB_BYTES + 8);
+        let mut buf = vec![0u8; 3 * JOB_BYTES + 8];
+        let e = unsafe {
+            plan.execute_on(threads, buf.as_mut_ptr(), |path, about, e| {
+                (path.clone(), about.to_string(), e.kind())
+            })
+        }
+        .unwrap_err();
+        assert_eq!(e, (p, "tile 0".to_string(), io::ErrorKind::UnexpectedEof));
+    }
+}

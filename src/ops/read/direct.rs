@@ -1,0 +1,494 @@
+//! Reading a virtual dataset whose mappings are plain boxes by opening its sources itself:
+//! only the sources a read needs are opened, a missing one is reported by name, and the tiles
+//! h5tile wrote are read from the bytes their master records, without HDF5.
+
+use super::byte_reads::ByteReads;
+use super::mappings::{locate_source, missing_tile, read_tile_bytes, BlockMapping};
+use crate::dtype::Dtype;
+use crate::geometry::tile::Tile;
+use crate::layout::runs::box_rows;
+use crate::layout::vds::{TileBytes, TILE_DATASET};
+use crate::platform::device::{DeviceFile, DevicePtr, Route};
+use crate::platform::hdf5::{self, Dataset, File, Plist, Space, Type};
+use crate::status::{Error, Result, H5TILE_ERR_CUDA};
+use hdf5_sys::h5::HADDR_UNDEF;
+use hdf5_sys::h5p::H5Pget_fill_value;
+use std::path::{Path, PathBuf};
+
+/// Most source files kept open between reads of one `DirectReader`.
+const OPEN_SOURCES: usize = 8;
+
+/// Reads boxes of a virtual dataset by opening its sources itself, so only the sources a read
+/// needs are opened, a missing one is reported by name, and no more than `OPEN_SOURCES` stay
+/// open (HDF5 keeps every source it touched open until the dataset closes, which for
+/// thousands of tiles costs gigabytes).
+pub struct DirectReader {
+    master: PathBuf,
+    dataset: String,
+    mappings: Vec<BlockMapping>,
+    /// Element of the dataset's fill value, per element type asked for.
+    fill: Vec<(Dtype, Vec<u8>)>,
+    dcpl: Plist,
+    /// Recently used sources, most recent first: (mapping index, file, dataset).
+    open: Vec<(usize, File, Dataset)>,
+    /// For a master h5tile wrote: where each mapping's tile keeps its bytes.
+    tile_bytes: Option<Vec<TileBytes>>,
+    /// The element type the dataset stores, when it is one of h5tile's.
+    stored: Option<(Dtype, Type)>,
+}
+
+/// Largest staging read when copying tile bytes into a caller's buffer.
+const SCRATCH_BYTES: usize = 4 << 20;
+
+/// Plans rows of `row` bytes consecutive in file `f` from `at` to buffer bytes `dsts`: as one
+/// run where they are consecutive in the buffer too, else read once and scattered.
+fn gather(plan: &mut ByteReads, f: usize, at: u64, row: usize, dsts: Vec<usize>) {
+    if dsts.is_empty() {
+        return;
+    }
+    if dsts.windows(2).all(|w| w[1] == w[0] + row) {
+        plan.place(f, at, dsts[0], row * dsts.len());
+    } else {
+        plan.scatter(f, at, row, dsts);
+    }
+}
+
+impl DirectReader {
+    pub fn new(
+        master: &Path,
+        dataset: &str,
+        dset: &Dataset,
+        mappings: Vec<BlockMapping>,
+    ) -> Result<DirectReader> {
+        let tile_bytes = read_tile_bytes(dset, mappings.len())
+            .filter(|_| mappings.iter().all(|m| m.dataset == TILE_DATASET));
+        let file_type = dset.dtype()?;
+        let stored = Dtype::of_hdf5(&file_type).ok().map(|d| (d, file_type));
+        Ok(DirectReader {
+            master: master.to_path_buf(),
+            dataset: dataset.to_string(),
+            mappings,
+            fill: Vec::new(),
+            dcpl: dset.create_plist()?,
+            open: Vec::new(),
+            tile_bytes,
+            stored,
+        })
+    }
+
+    /// Reads `want` as `dtype` into `buf` (dense, row-major). Elements no source covers, and
+    /// with `fill_missing` those of missing sources, get the dataset's fill value; otherwise a
+    /// missing or unreadable source is `H5TILE_ERR_MISSING_TILE` naming it. The reads are
+    /// planned under the HDF5 lock; tile bytes then move without it (see `ByteReads`).
+    ///
+    /// # Safety
+    /// `buf` must have room for `want.volume()` elements of `dtype`.
+    pub unsafe fn read(
+        &mut self,
+        want: &Tile,
+        dtype: Dtype,
+        buf: *mut u8,
+        fill_missing: bool,
+    ) -> Result<()> {
+        let plan = self.plan(want, dtype, buf, fill_missing)?;
+        let (master, dataset) = (&self.master, &self.dataset);
+        plan.execute(buf, |path, region, e| {
+            missing_tile(
+                path,
+                &region,
+                dataset,
+                master,
+                &format!("cannot be read ({e})"),
+            )
+        })
+    }
+
+    /// Under the HDF5 lock: fills what needs filling, reads through HDF5 what must be (parts
+    /// whose bytes are not recorded, or need converting), and plans the reads of the rest.
+    unsafe fn plan(
+        &mut self,
+        want: &Tile,
+        dtype: Dtype,
+        buf: *mut u8,
+        fill_missing: bool,
+    ) -> Result<ByteReads> {
+        let _l = hdf5::lock();
+        let parts: Vec<(usize, Tile)> = (0..self.mappings.len())
+            .filter_map(|i| want.intersection(&self.mappings[i].region).map(|c| (i, c)))
+            .collect();
+        let covered: u128 = parts.iter().map(|(_, c)| c.volume()).sum();
+        if fill_missing || covered < want.volume() {
+            self.prefill(want, dtype, buf)?;
+        }
+        let mem_type = dtype.hdf5_type()?;
+        let mem_space = Space::simple(&want.shape)?;
+        // Tile bytes are copied straight from the file when nothing needs converting.
+        let raw = match &self.stored {
+            Some((d, t)) => *d == dtype && t.equal(&mem_type),
+            None => false,
+        };
+        let mut plan = ByteReads::new(want.volume() as usize * dtype.size());
+        for (i, common) in parts {
+            if raw {
+                match self.plan_tile_bytes(i, &common, want, dtype.size(), &mut plan) {
+                    Ok(true) => continue,
+                    Ok(false) => {}
+                    Err(_) if fill_missing => continue,
+                    Err(e) => return Err(e),
+                }
+            }
+            let slot = match self.source(i) {
+                Ok(slot) => slot,
+                Err(_) if fill_missing => continue,
+                Err(e) => return Err(e),
+            };
+            let (src, at) = self.mappings[i].placement(&common, want);
+            let (_, _, source) = &self.open[slot];
+            let file_space = source.space()?;
+            file_space.select_block(&src, &common.shape)?;
+            mem_space.select_block(&at, &common.shape)?;
+            source.read(&mem_type, mem_space.id(), file_space.id(), buf.cast())?;
+        }
+        Ok(plan)
+    }
+
+    /// Plans copying `common` (virtual-dataset coordinates) of mapping `i`'s tile into its
+    /// place in a buffer laid out as `want`, from the tile file's bytes where h5tile recorded
+    /// them, which spares HDF5 opening one file per tile (each open costs HDF5 half a megabyte
+    /// of cache set-up). Returns false, having planned nothing, when there is no record or the
+    /// file is no longer the one recorded (its size changed): HDF5 then reads it.
+    fn plan_tile_bytes(
+        &mut self,
+        i: usize,
+        common: &Tile,
+        want: &Tile,
+        elem: usize,
+        plan: &mut ByteReads,
+    ) -> Result<bool> {
+        let Some(bytes) = self.tile_bytes.as_ref().map(|b| b[i]) else {
+            return Ok(false);
+        };
+        let m = &self.mappings[i];
+        if bytes.data_offset == HADDR_UNDEF {
+            return Ok(false);
+        }
+        let path = locate_source(&self.master, &m.file, &m.region, &self.dataset)?;
+        let missing =
+            |why: String| missing_tile(&path, &m.region, &self.dataset, &self.master, &why);
+        let file =
+            std::fs::File::open(&path).map_err(|e| missing(format!("cannot be read ({e})")))?;
+        if file.metadata().map(|md| md.len()).ok() != Some(bytes.file_size) {
+            return Ok(false);
+        }
+        let (src, dst) = m.placement(common, want);
+        let f = plan.add_file(file, path.clone(), m.region.to_string());
+        // Rows of the common box, consecutive ones in the file read together.
+        let (row, rows) = box_rows(&m.region.shape, &src, &want.shape, &dst, &common.shape);
+        let row_bytes = row as usize * elem;
+        let at = |s: u64| bytes.data_offset + s * elem as u64;
+        // Rows of a page or more, and rows consecutive in the buffer too, go straight to their
+        // place (joined when they continue each other); shorter ones are gathered in runs of
+        // rows consecutive in the file, read with one call each and scattered.
+        let mut gathered: Vec<usize> = Vec::new();
+        let mut gathered_from = 0u64;
+        for (s, d) in rows {
+            let (s, d) = (s, d as usize * elem);
+            if row_bytes >= 4096 {
+                plan.place(f, at(s), d, row_bytes);
+                continue;
+            }
+            let follows = s == gathered_from + (gathered.len() * row as usize) as u64;
+            if !gathered.is_empty()
+                && (!follows || (gathered.len() + 1) * row_bytes > SCRATCH_BYTES)
+            {
+                let rows = std::mem::take(&mut gathered);
+                gather(plan, f, at(gathered_from), row_bytes, rows);
+            }
+            if gathered.is_empty() {
+                gathered_from = s;
+            }
+            gathered.push(d);
+        }
+        gather(plan, f, at(gathered_from), row_bytes, gathered);
+        Ok(true)
+    }
+
+    /// Index in `open` of mapping `i`'s source, opening it (and closing the least recently
+    /// used one) if needed.
+    fn source(&mut self, i: usize) -> Result<usize> {
+        if let Some(pos) = self.open.iter().position(|(j, _, _)| *j == i) {
+            let entry = self.open.remove(pos);
+            self.open.insert(0, entry);
+            return Ok(0);
+        }
+        let m = &self.mappings[i];
+        let path = locate_source(&self.master, &m.file, &m.region, &self.dataset)?;
+        let missing =
+            |why: String| missing_tile(&path, &m.region, &self.dataset, &self.master, &why);
+        let file = File::open_read(&path)
+            .map_err(|e| missing(format!("cannot be read ({})", e.message)))?;
+        let dset = Dataset::open(file.id(), &m.dataset)
+            .map_err(|e| missing(format!("cannot be read ({})", e.message)))?;
+        let dims = dset.space()?.dims()?;
+        let end_fits = m
+            .source_offset
+            .iter()
+            .zip(&m.region.shape)
+            .zip(&dims)
+            .all(|((o, s), d)| o + s <= *d);
+        if dims.len() != m.region.ndim() || !end_fits {
+            return Err(missing(format!(
+                "holds a dataset of shape {dims:?}, too small for its mapping"
+            )));
+        }
+        self.open.truncate(OPEN_SOURCES - 1);
+        self.open.insert(0, (i, file, dset));
+        Ok(0)
+    }
+
+    /// Fills `buf` with the dataset's fill value in `dtype` (zero unless the file sets one).
+    unsafe fn prefill(&mut self, want: &Tile, dtype: Dtype, buf: *mut u8) -> Result<()> {
+        let size = dtype.size();
+        let element = self.fill_element(dtype)?;
+        let bytes = std::slice::from_raw_parts_mut(buf, want.volume() as usize * size);
+        if element.iter().all(|&b| b == 0) {
+            bytes.fill(0);
+        } else {
+            bytes
+                .chunks_exact_mut(size)
+                .for_each(|e| e.copy_from_slice(&element));
+        }
+        Ok(())
+    }
+
+    /// The dataset's fill value as one element of `dtype`.
+    unsafe fn fill_element(&mut self, dtype: Dtype) -> Result<Vec<u8>> {
+        let size = dtype.size();
+        if !self.fill.iter().any(|(d, _)| *d == dtype) {
+            let mut element = vec![0u8; size];
+            let mem_type = dtype.hdf5_type()?;
+            if H5Pget_fill_value(self.dcpl.id(), mem_type.id(), element.as_mut_ptr().cast()) < 0 {
+                hdf5::take_error_stack();
+                element.fill(0);
+            }
+            self.fill.push((dtype, element));
+        }
+        let element = &self
+            .fill
+            .iter()
+            .find(|(d, _)| *d == dtype)
+            .expect("just added")
+            .1;
+        Ok(element.clone())
+    }
+
+    /// Reads `want` (stored as `dtype`) into device memory `dst` straight from the tile files'
+    /// recorded bytes, through the h5tile_gds device paths. Returns false, having read nothing,
+    /// where it cannot: the master records no tile bytes, a tile file has changed, or elements
+    /// to fill would need a fill value other than zero. Then the caller stages.
+    pub fn read_device(
+        &mut self,
+        want: &Tile,
+        dtype: Dtype,
+        dst: DevicePtr,
+        route: &Route,
+        fill_missing: bool,
+    ) -> Result<bool> {
+        let _l = hdf5::lock();
+        let Some(tile_bytes) = self.tile_bytes.clone() else {
+            return Ok(false);
+        };
+        if !matches!(&self.stored, Some((d, _)) if *d == dtype) {
+            return Ok(false);
+        }
+        // Every part's file first: nothing is read unless all of it can be read this way.
+        let mut plan: Vec<(usize, Tile, PathBuf)> = Vec::new();
+        let mut missing = false;
+        for (i, m) in self.mappings.iter().enumerate() {
+            let Some(common) = want.intersection(&m.region) else {
+                continue;
+            };
+            if tile_bytes[i].data_offset == HADDR_UNDEF {
+                return Ok(false);
+            }
+            let path = locate_source(&self.master, &m.file, &m.region, &self.dataset);
+            let size = path
+                .as_ref()
+                .ok()
+                .and_then(|p| std::fs::metadata(p).ok())
+                .map(|md| md.len());
+            match (path, size) {
+                (Ok(p), Some(size)) if size == tile_bytes[i].file_size => plan.push((i, common, p)),
+                (Ok(_), Some(_)) => return Ok(false),
+                _ if fill_missing => missing = true,
+                (Ok(p), None) => {
+                    return Err(missing_tile(
+                        &p,
+                        &m.region,
+                        &self.dataset,
+                        &self.master,
+                        "does not exist",
+                    ))
+                }
+                (Err(e), _) => return Err(e),
+            }
+        }
+        let covered: u128 = plan.iter().map(|(_, c, _)| c.volume()).sum();
+        let elem = dtype.size();
+        if missing || covered < want.volume() {
+            if unsafe { self.fill_element(dtype)? }.iter().any(|&b| b != 0) {
+                return Ok(false);
+            }
+            dst.zero(want.volume() as usize * elem).map_err(|e| {
+                Error::new(H5TILE_ERR_CUDA, format!("cannot zero device memory: {e}"))
+            })?;
+        }
+        for (i, common, path) in plan {
+            let m = &self.mappings[i];
+            let (src, at) = m.placement(&common, want);
+            let mut file = DeviceFile::open(&path, false, route)?;
+            for (s, d, len) in crate::layout::runs::box_runs(
+                &m.region.shape,
+                &src,
+                &want.shape,
+                &at,
+                &common.shape,
+                elem,
+            ) {
+                file.read(tile_bytes[i].data_offset + s, dst.offset(d as usize), len)?;
+            }
+        }
+        Ok(true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::mappings::block_mappings;
+    use super::*;
+    use crate::status::H5TILE_ERR_MISSING_TILE;
+
+    /// A 6x5 float64 VDS of 4 tiles (2x2), element (i, j) = 10 i + j.
+    fn write_grid(path: &Path) {
+        use crate::ops::write::{write, LocalTile, WriteArgs, WriteOptions};
+        let value = |i: u64, j: u64| (10 * i + j) as f64;
+        let blocks = [
+            (0u64, 0u64, 3u64, 2u64),
+            (0, 2, 3, 3),
+            (3, 0, 3, 2),
+            (3, 2, 3, 3),
+        ];
+        let data: Vec<Vec<f64>> = blocks
+            .iter()
+            .map(|&(r, c, h, w)| (0..h * w).map(|k| value(r + k / w, c + k % w)).collect())
+            .collect();
+        let tiles = blocks
+            .iter()
+            .zip(&data)
+            .map(|(&(r, c, h, w), d)| LocalTile {
+                tile: Tile::new(vec![r, c], vec![h, w]),
+                buf: d.as_ptr().cast(),
+            })
+            .collect();
+        let solo =
+            unsafe { crate::platform::comm::Comm::from_raw(mpi::ffi::RSMPI_COMM_NULL) }.unwrap();
+        let args = WriteArgs {
+            path,
+            dataset: "/g",
+            dtype: Dtype::Float64,
+            global: &[6, 5],
+            tiles,
+            options: WriteOptions::default(),
+        };
+        unsafe { write(&solo, &args) }.unwrap();
+    }
+
+    fn reader(path: &Path) -> DirectReader {
+        let _l = hdf5::lock();
+        let open = crate::ops::read::open_dataset(path, "/g").unwrap();
+        let mappings = block_mappings(&open.dataset, 2)
+            .unwrap()
+            .expect("plain boxes");
+        DirectReader::new(path, "/g", &open.dataset, mappings).unwrap()
+    }
+
+    fn read_f64(r: &mut DirectReader, want: &Tile) -> Vec<f64> {
+        let mut out = vec![-1.0f64; want.volume() as usize];
+        unsafe { r.read(want, Dtype::Float64, out.as_mut_ptr().cast(), false) }.unwrap();
+        out
+    }
+
+    fn expected(want: &Tile) -> Vec<f64> {
+        let (h, w) = (want.shape[0], want.shape[1]);
+        (0..h * w)
+            .map(|k| (10 * (want.offset[0] + k / w) + want.offset[1] + k % w) as f64)
+            .collect()
+    }
+
+    #[test]
+    fn h5tile_tiles_are_read_from_their_recorded_bytes_without_hdf5_opens() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("grid.h5");
+        write_grid(&path);
+        let mut r = reader(&path);
+        assert!(
+            r.tile_bytes.is_some(),
+            "the master records where each tile's bytes are"
+        );
+        for want in [
+            Tile::new(vec![0, 0], vec![6, 5]),
+            Tile::new(vec![1, 1], vec![4, 3]),
+            Tile::new(vec![5, 4], vec![1, 1]),
+        ] {
+            assert_eq!(read_f64(&mut r, &want), expected(&want), "{want}");
+        }
+        assert!(r.open.is_empty(), "no tile file was opened with HDF5");
+        // Asking for another type goes through HDF5, which converts.
+        let want = Tile::new(vec![2, 1], vec![2, 3]);
+        let mut out = vec![0f32; 6];
+        unsafe { r.read(&want, Dtype::Float32, out.as_mut_ptr().cast(), false) }.unwrap();
+        assert_eq!(
+            out,
+            expected(&want)
+                .iter()
+                .map(|&v| v as f32)
+                .collect::<Vec<_>>()
+        );
+        assert!(!r.open.is_empty());
+    }
+
+    #[test]
+    fn a_tile_file_changed_since_it_was_written_is_read_by_hdf5() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("grid.h5");
+        write_grid(&path);
+        let dir = crate::layout::tile_dir(&path);
+        let first = std::fs::read_dir(&dir)
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .min()
+            .unwrap();
+        // Appending bytes changes the size but not the HDF5 content.
+        let mut f = std::fs::OpenOptions::new()
+            .append(true)
+            .open(&first)
+            .unwrap();
+        std::io::Write::write_all(&mut f, &[0u8; 100]).unwrap();
+        let mut r = reader(&path);
+        let all = Tile::new(vec![0, 0], vec![6, 5]);
+        assert_eq!(read_f64(&mut r, &all), expected(&all));
+        assert_eq!(r.open.len(), 1, "only the changed tile went through HDF5");
+        std::fs::remove_file(&first).unwrap();
+        let mut out = vec![0f64; 30];
+        let e = unsafe { reader(&path).read(&all, Dtype::Float64, out.as_mut_ptr().cast(), false) }
+            .unwrap_err();
+        assert_eq!(e.status, H5TILE_ERR_MISSING_TILE);
+        assert!(
+            e.message
+                .contains(&first.file_name().unwrap().to_string_lossy().to_string()),
+            "{}",
+            e.message
+        );
+    }
+}

@@ -1,0 +1,353 @@
+//! Reading a virtual dataset's mappings: which file and dataset fill which box, where HDF5
+//! would find each source file, whether every source a read needs is really there (HDF5 alone
+//! would read fill values in place of a lost tile), and the byte records h5tile's masters keep.
+
+use crate::geometry::tile::Tile;
+use crate::layout::vds::{TileBytes, TILE_BYTES_ATTRIBUTE};
+use crate::platform::hdf5::{self, cstr, Dataset, File, Space};
+use crate::status::{Error, Result, H5TILE_ERR_MISSING_TILE};
+use hdf5_sys::h5p::*;
+use hdf5_sys::h5s::{H5S_sel_type, H5Sget_select_type};
+use hdf5_sys::h5t::H5T_NATIVE_UINT64;
+use std::ffi::c_char;
+use std::path::{Path, PathBuf};
+
+/// The literal name behind a source name as HDF5 parses it ("%%" is one '%'), or None for a
+/// printf-style pattern (`%b`) or a name whose '%' HDF5 versions treat differently; such
+/// sources are left to HDF5.
+pub fn unescape_source_name(name: &str) -> Option<String> {
+    let mut out = String::with_capacity(name.len());
+    let mut chars = name.chars();
+    while let Some(c) = chars.next() {
+        if c == '%' {
+            match chars.next() {
+                Some('%') => out.push('%'),
+                _ => return None,
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    Some(out)
+}
+
+/// One mapping of a virtual dataset: which file and dataset fill which box of it.
+#[derive(Debug, Clone)]
+pub struct Mapping {
+    pub file: String,
+    pub dataset: String,
+    /// Bounding box of the mapped elements (None for an empty selection).
+    pub region: Option<Tile>,
+}
+
+/// The mappings of virtual dataset `dset` (rank `ndim`).
+pub fn sources(dset: &Dataset, ndim: usize) -> Result<Vec<Mapping>> {
+    let _l = hdf5::lock();
+    let dcpl = dset.create_plist()?;
+    let mut count = 0usize;
+    hdf5::check(
+        unsafe { H5Pget_virtual_count(dcpl.id(), &mut count) },
+        || "cannot count VDS mappings".into(),
+    )?;
+    (0..count)
+        .map(|i| {
+            let file =
+                read_name(|buf, n| unsafe { H5Pget_virtual_filename(dcpl.id(), i, buf, n) })?;
+            let dataset =
+                read_name(|buf, n| unsafe { H5Pget_virtual_dsetname(dcpl.id(), i, buf, n) })?;
+            let vspace = Space::from_id(unsafe { H5Pget_virtual_vspace(dcpl.id(), i) }, || {
+                format!("cannot read VDS mapping {i}")
+            })?;
+            let region = vspace.selection_bounds(ndim).map(|(start, end)| {
+                let shape = start.iter().zip(&end).map(|(s, e)| e - s + 1).collect();
+                Tile::new(start, shape)
+            });
+            Ok(Mapping {
+                file,
+                dataset,
+                region,
+            })
+        })
+        .collect()
+}
+
+fn read_name(get: impl Fn(*mut c_char, usize) -> isize) -> Result<String> {
+    let n = hdf5::check(get(std::ptr::null_mut(), 0), || {
+        "cannot read VDS source name".into()
+    })?;
+    let mut buf = vec![0u8; n as usize + 1];
+    hdf5::check(get(buf.as_mut_ptr() as *mut c_char, buf.len()), || {
+        "cannot read VDS source name".into()
+    })?;
+    buf.truncate(n as usize);
+    Ok(String::from_utf8_lossy(&buf).into_owned())
+}
+
+/// Where HDF5 looks for source `file` of a VDS whose master is `master` (as its
+/// `H5F_prefix_open_file` does): an absolute name as is; then the name — for an absolute one,
+/// its last component — under each folder of `HDF5_VDS_PREFIX` (`${ORIGIN}` meaning the
+/// master's folder), under the master's folder, and under the working directory. Returns the
+/// first candidate that exists, or the first candidate (for the message) when none does.
+pub fn resolve_source(master: &Path, file: &str) -> (PathBuf, bool) {
+    let origin = master
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let given = Path::new(file);
+    let mut candidates = Vec::new();
+    let name = if given.is_absolute() {
+        candidates.push(given.to_path_buf());
+        given.file_name().map(Path::new).unwrap_or(given)
+    } else {
+        given
+    };
+    if let Ok(prefixes) = std::env::var("HDF5_VDS_PREFIX") {
+        for p in prefixes.split(':').filter(|p| !p.is_empty()) {
+            let p = p.replace("${ORIGIN}", &origin.to_string_lossy());
+            candidates.push(Path::new(&p).join(name));
+        }
+    }
+    candidates.push(origin.join(name));
+    candidates.push(name.to_path_buf());
+    match candidates.iter().find(|c| c.is_file()) {
+        Some(c) => (c.clone(), true),
+        None => (candidates.swap_remove(0), false),
+    }
+}
+
+/// `H5TILE_ERR_MISSING_TILE` for the source at `path` of `region` of `dataset` in `master`.
+pub(super) fn missing_tile(
+    path: &Path,
+    region: &dyn std::fmt::Display,
+    dataset: &str,
+    master: &Path,
+    why: &str,
+) -> Error {
+    Error::new(
+        H5TILE_ERR_MISSING_TILE,
+        format!(
+            "tile file '{}' holding elements {region} of '{dataset}' in '{}' {why}",
+            path.display(),
+            master.display()
+        ),
+    )
+}
+
+/// The file holding `region` of `dataset` in `master`, as HDF5 would find it (`file` "."
+/// is the master itself), or `H5TILE_ERR_MISSING_TILE` when it does not exist.
+pub(super) fn locate_source(
+    master: &Path,
+    file: &str,
+    region: &Tile,
+    dataset: &str,
+) -> Result<PathBuf> {
+    if file == "." {
+        return Ok(master.to_path_buf());
+    }
+    match resolve_source(master, file) {
+        (path, true) => Ok(path),
+        (path, false) => Err(missing_tile(
+            &path,
+            region,
+            dataset,
+            master,
+            "does not exist",
+        )),
+    }
+}
+
+/// Checks that every source of virtual dataset `dset` (in `master`) whose elements meet `want`
+/// exists and opens, since HDF5 alone would read fill values in place of a lost tile.
+/// Sources named with printf-style patterns are left to HDF5.
+pub fn check_sources(master: &Path, dataset: &str, dset: &Dataset, want: &Tile) -> Result<()> {
+    let _l = hdf5::lock();
+    for src in sources(dset, want.ndim())? {
+        let Some(region) = &src.region else { continue };
+        let names = (
+            unescape_source_name(&src.file),
+            unescape_source_name(&src.dataset),
+        );
+        let (Some(file), Some(source_dataset)) = names else {
+            continue;
+        };
+        if want.intersection(region).is_none() {
+            continue;
+        }
+        let path = locate_source(master, &file, region, dataset)?;
+        let missing = |why: String| missing_tile(&path, region, dataset, master, &why);
+        let opened = File::open_read(&path)
+            .and_then(|f| Dataset::open(f.id(), &source_dataset).map(|d| (f, d)));
+        if let Err(e) = opened {
+            return Err(missing(format!("cannot be read ({})", e.message)));
+        }
+    }
+    Ok(())
+}
+
+/// A mapping reduced to boxes: `region` of the virtual dataset holds the box of the same
+/// shape at `source_offset` of dataset `dataset` in file `file` (a literal name).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BlockMapping {
+    pub file: String,
+    pub dataset: String,
+    pub region: Tile,
+    pub source_offset: Vec<u64>,
+}
+
+impl BlockMapping {
+    /// Where `common` (a part of `region`, in virtual-dataset coordinates) starts in the source
+    /// dataset, and where it starts in a buffer laid out as `want`.
+    pub(super) fn placement(&self, common: &Tile, want: &Tile) -> (Vec<u64>, Vec<u64>) {
+        let n = want.ndim();
+        let src = (0..n)
+            .map(|a| self.source_offset[a] + common.offset[a] - self.region.offset[a])
+            .collect();
+        let dst = (0..n).map(|a| common.offset[a] - want.offset[a]).collect();
+        (src, dst)
+    }
+}
+
+/// The mappings of virtual dataset `dset` (rank `ndim`) when h5tile can follow them itself:
+/// each a single box copied from a box of the same shape, with literal names, and no two
+/// overlapping. That is every VDS h5tile writes, Legate's, and the usual h5py ones. None
+/// otherwise: HDF5 then reads the dataset (after `check_sources`).
+pub fn block_mappings(dset: &Dataset, ndim: usize) -> Result<Option<Vec<BlockMapping>>> {
+    let _l = hdf5::lock();
+    let dcpl = dset.create_plist()?;
+    let mut count = 0usize;
+    hdf5::check(
+        unsafe { H5Pget_virtual_count(dcpl.id(), &mut count) },
+        || "cannot count VDS mappings".into(),
+    )?;
+    let mut mappings = Vec::with_capacity(count);
+    for i in 0..count {
+        let file = read_name(|buf, n| unsafe { H5Pget_virtual_filename(dcpl.id(), i, buf, n) })?;
+        let dataset = read_name(|buf, n| unsafe { H5Pget_virtual_dsetname(dcpl.id(), i, buf, n) })?;
+        let (Some(file), Some(dataset)) =
+            (unescape_source_name(&file), unescape_source_name(&dataset))
+        else {
+            return Ok(None);
+        };
+        let what = || format!("cannot read VDS mapping {i}");
+        let vspace = Space::from_id(unsafe { H5Pget_virtual_vspace(dcpl.id(), i) }, what)?;
+        let sspace = Space::from_id(unsafe { H5Pget_virtual_srcspace(dcpl.id(), i) }, what)?;
+        let Some((offset, shape)) = vspace.single_block() else {
+            return Ok(None);
+        };
+        // A source selected whole may not record its extent: it must then match the region,
+        // which `DirectReader` checks when it opens the source.
+        let source_offset =
+            if unsafe { H5Sget_select_type(sspace.id()) } == H5S_sel_type::H5S_SEL_ALL {
+                vec![0; ndim]
+            } else {
+                match sspace.single_block() {
+                    Some((source_offset, source_shape)) if source_shape == shape => source_offset,
+                    _ => return Ok(None),
+                }
+            };
+        if offset.len() != ndim {
+            return Ok(None);
+        }
+        mappings.push(BlockMapping {
+            file,
+            dataset,
+            region: Tile::new(offset, shape),
+            source_offset,
+        });
+    }
+    let regions: Vec<Tile> = mappings.iter().map(|m| m.region.clone()).collect();
+    let dims = dset.space()?.dims()?;
+    if regions.iter().any(|r| !r.fits_in(&dims))
+        || crate::geometry::coverage::check(&dims, &regions).is_err()
+    {
+        return Ok(None);
+    }
+    Ok(Some(mappings))
+}
+
+/// The `[data_offset, file_size]` records of an h5tile master, one per mapping, if present.
+pub(super) fn read_tile_bytes(dset: &Dataset, count: usize) -> Option<Vec<TileBytes>> {
+    let _l = hdf5::lock();
+    let name = cstr(TILE_BYTES_ATTRIBUTE);
+    if unsafe { hdf5_sys::h5a::H5Aexists(dset.id(), name.as_ptr()) } <= 0 {
+        hdf5::take_error_stack();
+        return None;
+    }
+    let attr = hdf5::Attribute::from_id(
+        unsafe { hdf5_sys::h5a::H5Aopen(dset.id(), name.as_ptr(), H5P_DEFAULT) },
+        String::new,
+    )
+    .ok()?;
+    let space = Space::from_id(
+        unsafe { hdf5_sys::h5a::H5Aget_space(attr.id()) },
+        String::new,
+    )
+    .ok()?;
+    if space.dims().ok()? != [count as u64, 2] {
+        return None;
+    }
+    let mut values = vec![0u64; 2 * count];
+    let ok = unsafe {
+        hdf5_sys::h5a::H5Aread(attr.id(), *H5T_NATIVE_UINT64, values.as_mut_ptr().cast())
+    };
+    if ok < 0 {
+        hdf5::take_error_stack();
+        return None;
+    }
+    Some(
+        values
+            .chunks_exact(2)
+            .map(|v| TileBytes {
+                data_offset: v[0],
+                file_size: v[1],
+            })
+            .collect(),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percent_sequences_are_read_as_hdf5_parses_them() {
+        let parsed = unescape_source_name("100%%.h5.tiles/d.h5");
+        assert_eq!(parsed.as_deref(), Some("100%.h5.tiles/d.h5"));
+        assert_eq!(
+            unescape_source_name("plain/t.h5").as_deref(),
+            Some("plain/t.h5")
+        );
+        assert_eq!(unescape_source_name("f-%b.h5"), None);
+        assert_eq!(unescape_source_name("f%"), None);
+    }
+
+    #[test]
+    fn relative_sources_resolve_beside_the_master_then_in_the_working_directory() {
+        let d = tempfile::tempdir().unwrap();
+        let master = d.path().join("m.h5");
+        std::fs::create_dir(d.path().join("m.h5.tiles")).unwrap();
+        std::fs::write(d.path().join("m.h5.tiles/a.h5"), b"").unwrap();
+        assert_eq!(
+            resolve_source(&master, "m.h5.tiles/a.h5"),
+            (d.path().join("m.h5.tiles/a.h5"), true)
+        );
+        let (p, found) = resolve_source(&master, "m.h5.tiles/missing.h5");
+        assert!(!found);
+        assert_eq!(p, d.path().join("m.h5.tiles/missing.h5"));
+    }
+
+    #[test]
+    fn a_moved_absolute_source_is_found_by_its_name_beside_the_master() {
+        let d = tempfile::tempdir().unwrap();
+        let master = d.path().join("m.h5");
+        std::fs::write(d.path().join("t0.h5"), b"").unwrap();
+        assert_eq!(
+            resolve_source(&master, "/no/such/dir/t0.h5"),
+            (d.path().join("t0.h5"), true)
+        );
+        assert_eq!(
+            resolve_source(&master, "/no/such/dir/t1.h5"),
+            (PathBuf::from("/no/such/dir/t1.h5"), false)
+        );
+    }
+}

@@ -1,0 +1,102 @@
+//! Where a read takes a dataset's elements from, chosen once when the dataset is opened: a
+//! virtual dataset whose mappings are plain boxes is read from its sources by h5tile
+//! (`DirectReader`); any other dataset by HDF5, a virtual one after checking that the sources
+//! the read needs are there. Device memory is filled straight from the file where the bytes'
+//! places are known (h5tile's tiles, contiguous storage), through host memory otherwise.
+
+use super::direct::DirectReader;
+use super::mappings::{block_mappings, check_sources};
+use super::OpenDataset;
+use crate::dtype::Dtype;
+use crate::geometry::tile::Tile;
+use crate::layout::runs::tile_runs;
+use crate::platform::device::{DeviceFile, DevicePtr, Route};
+use crate::platform::hdf5::{self, Space, Storage};
+use crate::status::Result;
+use std::path::Path;
+
+pub(crate) enum Source {
+    /// h5tile reads the sources of a virtual dataset itself.
+    Direct(DirectReader),
+    /// HDF5 reads the dataset (any layout).
+    Hdf5(OpenDataset),
+}
+
+impl Source {
+    /// The source for reading `dataset` of `path` (opened as `open`, of rank `ndim`). `region`
+    /// is the part the reads will touch, whose virtual sources are checked unless
+    /// `fill_missing` (None: nothing to check).
+    pub fn open(
+        path: &Path,
+        dataset: &str,
+        open: OpenDataset,
+        ndim: usize,
+        fill_missing: bool,
+        region: Option<&Tile>,
+    ) -> Result<Source> {
+        let _l = hdf5::lock();
+        if open.dataset.storage()? == Storage::Virtual {
+            if let Some(mappings) = block_mappings(&open.dataset, ndim)? {
+                let direct = DirectReader::new(path, dataset, &open.dataset, mappings)?;
+                return Ok(Source::Direct(direct));
+            }
+            if let (false, Some(region)) = (fill_missing, region) {
+                check_sources(path, dataset, &open.dataset, region)?;
+            }
+        }
+        Ok(Source::Hdf5(open))
+    }
+
+    /// Reads `tile` as `dtype` into host memory `buf` (dense, row-major).
+    ///
+    /// # Safety
+    /// `buf` must have room for `tile.volume()` elements of `dtype`.
+    pub unsafe fn read(
+        &mut self,
+        tile: &Tile,
+        dtype: Dtype,
+        buf: *mut u8,
+        fill_missing: bool,
+    ) -> Result<()> {
+        match self {
+            Source::Direct(direct) => direct.read(tile, dtype, buf, fill_missing),
+            Source::Hdf5(open) => {
+                let _l = hdf5::lock();
+                let file_space = open.dataset.space()?;
+                file_space.select_block(&tile.offset, &tile.shape)?;
+                let mem_space = Space::simple(&tile.shape)?;
+                let mem_type = dtype.hdf5_type()?;
+                open.dataset
+                    .read(&mem_type, mem_space.id(), file_space.id(), buf.cast())
+            }
+        }
+    }
+
+    /// Reads `tile` (stored as `dtype`) into device memory `dst` straight from the file, where
+    /// the places of its bytes are known: h5tile's tile files, contiguous storage. Returns
+    /// false, having read nothing, where they are not; the caller then goes through host memory.
+    pub fn read_device(
+        &mut self,
+        path: &Path,
+        tile: &Tile,
+        dtype: Dtype,
+        dst: DevicePtr,
+        route: &Route,
+        fill_missing: bool,
+    ) -> Result<bool> {
+        match self {
+            Source::Direct(direct) => direct.read_device(tile, dtype, dst, route, fill_missing),
+            Source::Hdf5(open) => {
+                let Storage::Contiguous(Some(offset)) = open.dataset.storage()? else {
+                    return Ok(false);
+                };
+                let dims = open.dataset.space()?.dims()?;
+                let mut file = DeviceFile::open(path, false, route)?;
+                for (s, d, len) in tile_runs(&dims, tile, dtype.size()) {
+                    file.read(offset + s, dst.offset(d as usize), len)?;
+                }
+                Ok(true)
+            }
+        }
+    }
+}
