@@ -10,8 +10,7 @@ use h5tile::internals::Comm;
 use h5tile::internals::Dtype;
 use h5tile::internals::Tile;
 use h5tile::internals::{read, ReadOptions};
-use hdf5_sys::h5p::{H5Pset_chunk, H5Pset_deflate, H5P_CLS_DATASET_CREATE};
-use hdf5_sys::h5s::H5S_ALL;
+use hdf5_sys::h5p::{H5Pset_chunk, H5Pset_deflate};
 use std::path::Path;
 
 const N: u64 = 1024;
@@ -32,15 +31,14 @@ fn write_chunked(path: &Path) {
         .collect();
     let _l = hdf5::lock();
     let file = File::create(path).unwrap();
-    let dcpl = Plist::create(*H5P_CLS_DATASET_CREATE).unwrap();
+    let dcpl = Plist::dataset_create().unwrap();
     unsafe {
         assert!(H5Pset_chunk(dcpl.id(), 2, [128u64, 128].as_ptr()) >= 0);
         assert!(H5Pset_deflate(dcpl.id(), 1) >= 0);
     }
     let t = Dtype::Int32.hdf5_type().unwrap();
-    let dset =
-        Dataset::create(file.id(), "/z", &t, &Space::simple(&[N, N]).unwrap(), &dcpl).unwrap();
-    unsafe { dset.write(&t, H5S_ALL, H5S_ALL, values.as_ptr().cast()) }.unwrap();
+    let dset = Dataset::create(&file, "/z", &t, &Space::simple(&[N, N]).unwrap(), &dcpl).unwrap();
+    unsafe { dset.write(&t, None, None, values.as_ptr().cast()) }.unwrap();
     drop(dset);
     file.close().unwrap();
 }

@@ -10,7 +10,6 @@ use hdf5_sys::h5f::{
     H5Fcreate, H5Fget_access_plist, H5Fget_vfd_handle, H5Fopen, H5F_ACC_RDONLY, H5F_ACC_TRUNC,
 };
 use hdf5_sys::h5p::{H5Pget_driver, H5P_DEFAULT};
-use hdf5_sys::h5s::H5S_ALL;
 
 #[test]
 fn files_open_through_the_in_process_driver_without_a_plugin_path() {
@@ -32,23 +31,16 @@ fn files_open_through_the_in_process_driver_without_a_plugin_path() {
     assert_eq!(unsafe { H5Pget_driver(used.id()) }, driver().unwrap());
     let t = Dtype::Int64.hdf5_type().unwrap();
     let values: Vec<i64> = (0..10_000).collect();
-    let dcpl = Plist::create(*hdf5_sys::h5p::H5P_CLS_DATASET_CREATE).unwrap();
-    let dset = Dataset::create(
-        file.id(),
-        "/v",
-        &t,
-        &Space::simple(&[10_000]).unwrap(),
-        &dcpl,
-    )
-    .unwrap();
-    unsafe { dset.write(&t, H5S_ALL, H5S_ALL, values.as_ptr().cast()) }.unwrap();
+    let dcpl = Plist::dataset_create().unwrap();
+    let dset = Dataset::create(&file, "/v", &t, &Space::simple(&[10_000]).unwrap(), &dcpl).unwrap();
+    unsafe { dset.write(&t, None, None, values.as_ptr().cast()) }.unwrap();
     drop(dset);
     file.close().unwrap();
     // Written through the driver, read back with HDF5's default one.
     let file = File::open_read(&path).unwrap();
-    let dset = Dataset::open(file.id(), "/v").unwrap();
+    let dset = Dataset::open(&file, "/v").unwrap();
     let mut back = vec![0i64; 10_000];
-    unsafe { dset.read(&t, H5S_ALL, H5S_ALL, back.as_mut_ptr().cast()) }.unwrap();
+    unsafe { dset.read(&t, None, None, back.as_mut_ptr().cast()) }.unwrap();
     assert_eq!(back, values);
     // The configuration is checked when a file opens: a bad one fails the open.
     let bad = file_access("speed=fast").unwrap();

@@ -5,12 +5,8 @@
 //! their tiles, whose names carry their dataset's key). The copy loses the old version of the
 //! dataset, gets the new one, and replaces the old file by the same atomic rename as any write.
 
-use crate::platform::hdf5::{self, cstr, File};
+use crate::platform::hdf5::{File, ObjectKind};
 use crate::status::*;
-use hdf5_sys::h5i::{H5I_type_t, H5Iget_type};
-use hdf5_sys::h5l::{H5Ldelete, H5Lexists};
-use hdf5_sys::h5o::{H5Oclose, H5Oopen};
-use hdf5_sys::h5p::H5P_DEFAULT;
 use std::path::Path;
 
 /// Checks, before anything is written, that `dataset` can be replaced in the existing file
@@ -31,16 +27,13 @@ pub fn new_master(tmp: &Path, keep: Option<(&Path, &str)>) -> Result<File> {
     let file = File::open_write(tmp).map_err(|e| kept(old, e))?;
     // Checked again: the file may have changed since the write began.
     if replaceable(&file, old, dataset)? {
-        let _l = hdf5::lock();
-        hdf5::check(
-            unsafe { H5Ldelete(file.id(), cstr(dataset).as_ptr(), H5P_DEFAULT) },
-            || {
-                format!(
-                    "cannot remove the old '{dataset}' from the copy of '{}'",
-                    old.display()
-                )
-            },
-        )?;
+        file.unlink(dataset).map_err(|e| {
+            let what = format!(
+                "cannot remove the old '{dataset}' from the copy of '{}'",
+                old.display()
+            );
+            Error::new(e.status, format!("{what}: {}", e.message))
+        })?;
     }
     Ok(file)
 }
@@ -59,28 +52,20 @@ fn kept(path: &Path, e: Error) -> Error {
 /// Whether `dataset` exists in `file` (named `path` in messages), after checking that every
 /// object on its path is a group and that it is a dataset.
 fn replaceable(file: &File, path: &Path, dataset: &str) -> Result<bool> {
-    let _l = hdf5::lock();
     let parts: Vec<&str> = dataset.trim_start_matches('/').split('/').collect();
     let mut name = String::new();
     for (i, part) in parts.iter().enumerate() {
         name = format!("{name}/{part}");
-        let c = cstr(&name);
-        if unsafe { H5Lexists(file.id(), c.as_ptr(), H5P_DEFAULT) } <= 0 {
-            hdf5::take_error_stack();
+        let kind = file.object_kind(&name).map_err(|e| {
+            let what = format!("cannot open '{name}' in '{}'", path.display());
+            Error::new(e.status, format!("{what}: {}", e.message))
+        })?;
+        let Some(kind) = kind else {
             return Ok(false);
-        }
-        let object = unsafe { H5Oopen(file.id(), c.as_ptr(), H5P_DEFAULT) };
-        if object < 0 {
-            return Err(hdf5::error(format!(
-                "cannot open '{name}' in '{}'",
-                path.display()
-            )));
-        }
-        let kind = unsafe { H5Iget_type(object) };
-        unsafe { H5Oclose(object) };
+        };
         let last = i + 1 == parts.len();
         match (last, kind) {
-            (false, H5I_type_t::H5I_GROUP) | (true, H5I_type_t::H5I_DATASET) => {}
+            (false, ObjectKind::Group) | (true, ObjectKind::Dataset) => {}
             (false, _) => {
                 return fail(
                     H5TILE_ERR_INVALID_ARGUMENT,

@@ -11,9 +11,6 @@ use crate::geometry::tile::Tile;
 use crate::platform::device::{DeviceFile, Route};
 use crate::platform::hdf5::{self, Dataset, Plist, Space};
 use crate::status::{fail, Error, Result, H5TILE_ERR_HDF5};
-use hdf5_sys::h5::HADDR_UNDEF;
-use hdf5_sys::h5d::{H5D_alloc_time_t, H5D_fill_time_t, H5D_layout_t, H5Dget_offset};
-use hdf5_sys::h5p::{H5Pset_alloc_time, H5Pset_fill_time, H5Pset_layout, H5P_CLS_DATASET_CREATE};
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 
@@ -30,31 +27,19 @@ pub fn create(
     let _l = hdf5::lock();
     let file = super::keep::new_master(path, keep_from.map(|old| (old, dataset)))?;
     let t = dtype.hdf5_type()?;
-    let dcpl = Plist::create(*H5P_CLS_DATASET_CREATE)?;
-    let what = || "cannot set up contiguous, pre-allocated storage".to_string();
-    unsafe {
-        hdf5::check(H5Pset_layout(dcpl.id(), H5D_layout_t::H5D_CONTIGUOUS), what)?;
-        hdf5::check(
-            H5Pset_alloc_time(dcpl.id(), H5D_alloc_time_t::H5D_ALLOC_TIME_EARLY),
-            what,
-        )?;
-        hdf5::check(
-            H5Pset_fill_time(dcpl.id(), H5D_fill_time_t::H5D_FILL_TIME_NEVER),
-            what,
-        )?;
-    }
-    let dset = Dataset::create(file.id(), dataset, &t, &Space::simple(global)?, &dcpl)?;
-    let offset = unsafe { H5Dget_offset(dset.id()) };
+    let dcpl = Plist::contiguous_allocated()?;
+    let dset = Dataset::create(&file, dataset, &t, &Space::simple(global)?, &dcpl)?;
+    let offset = dset.data_offset();
     drop(dset);
     file.close()?;
     let elements = crate::geometry::tile::volume(global);
     match (offset, elements) {
         (_, 0) => Ok(None),
-        (HADDR_UNDEF, _) => fail(
+        (None, _) => fail(
             H5TILE_ERR_HDF5,
             format!("HDF5 allocated no storage for '{dataset}'"),
         ),
-        (o, _) => Ok(Some(o)),
+        (offset, _) => Ok(offset),
     }
 }
 

@@ -6,12 +6,8 @@ use super::sync_path;
 use crate::dtype::Dtype;
 use crate::geometry::tile::Tile;
 use crate::platform::device::Route;
-use crate::platform::hdf5::{self, cstr, Dataset, File, Plist, Space};
+use crate::platform::hdf5::{self, Dataset, File, Plist, Space};
 use crate::status::{Error, Result};
-use hdf5_sys::h5a::{H5Acreate2, H5Awrite};
-use hdf5_sys::h5p::*;
-use hdf5_sys::h5s::H5S_ALL;
-use hdf5_sys::h5t::H5T_NATIVE_UINT64;
 use std::ffi::c_void;
 use std::path::Path;
 
@@ -46,12 +42,12 @@ pub unsafe fn write_tile(
         let file = File::create_with(path, &hdf5::gds::tile_access(route.driver_config())?)?;
         let t = dtype.hdf5_type()?;
         let space = Space::simple(&tile.shape)?;
-        let dcpl = Plist::create(*H5P_CLS_DATASET_CREATE)?;
-        let dset = Dataset::create(file.id(), TILE_DATASET, &t, &space, &dcpl)?;
-        dset.write(&t, H5S_ALL, H5S_ALL, buf)?;
+        let dcpl = Plist::dataset_create()?;
+        let dset = Dataset::create(&file, TILE_DATASET, &t, &space, &dcpl)?;
+        dset.write(&t, None, None, buf)?;
         write_u64_attribute(&dset, "h5tile_offset", &tile.offset)?;
         write_u64_attribute(&dset, "h5tile_global_shape", global)?;
-        let data_offset = hdf5_sys::h5d::H5Dget_offset(dset.id());
+        let data_offset = dset.data_offset().unwrap_or(NO_OFFSET);
         drop(dset);
         file.close()?;
         Ok(data_offset)
@@ -66,43 +62,15 @@ pub unsafe fn write_tile(
     })
 }
 
+/// The `data_offset` recorded for a tile whose storage HDF5 did not place (HDF5's own
+/// `HADDR_UNDEF`): readers then leave the tile to HDF5.
+pub(crate) const NO_OFFSET: u64 = u64::MAX;
+
 /// Name of the master's attribute listing, per mapping, `[data_offset, file_size]` of its tile.
 pub const TILE_BYTES_ATTRIBUTE: &str = "h5tile_tile_bytes";
 
 fn write_u64_attribute(dset: &Dataset, name: &str, values: &[u64]) -> Result<()> {
-    write_u64_array_attribute(dset, name, &[values.len() as u64], values)
-}
-
-fn write_u64_array_attribute(
-    dset: &Dataset,
-    name: &str,
-    dims: &[u64],
-    values: &[u64],
-) -> Result<()> {
-    let space = Space::simple(dims)?;
-    let what = || format!("cannot write attribute '{name}'");
-    let id = unsafe {
-        H5Acreate2(
-            dset.id(),
-            cstr(name).as_ptr(),
-            *H5T_NATIVE_UINT64,
-            space.id(),
-            H5P_DEFAULT,
-            H5P_DEFAULT,
-        )
-    };
-    let attr = hdf5::Attribute::from_id(id, what)?;
-    hdf5::check(
-        unsafe {
-            H5Awrite(
-                attr.id(),
-                *H5T_NATIVE_UINT64,
-                values.as_ptr() as *const c_void,
-            )
-        },
-        what,
-    )?;
-    Ok(())
+    dset.write_u64_attribute(name, &[values.len() as u64], values)
 }
 
 /// Writes the master file at `path`: `dataset` of `global` shape whose elements come from
@@ -120,39 +88,24 @@ pub fn write_master(
     let _l = hdf5::lock();
     let file = super::keep::new_master(path, keep_from.map(|old| (old, dataset)))?;
     let t = dtype.hdf5_type()?;
-    let dcpl = Plist::create(*H5P_CLS_DATASET_CREATE)?;
+    let dcpl = Plist::dataset_create()?;
     for (tile, file_name, _) in sources {
         let vspace = Space::simple(global)?;
         vspace.select_block(&tile.offset, &tile.shape)?;
         let src_space = Space::simple(&tile.shape)?;
         // Our file names hold no '%', which HDF5 would read as a pattern (see `tile_dir`).
         debug_assert!(!file_name.contains('%'));
-        hdf5::check(
-            unsafe {
-                H5Pset_virtual(
-                    dcpl.id(),
-                    vspace.id(),
-                    cstr(file_name).as_ptr(),
-                    cstr(TILE_DATASET).as_ptr(),
-                    src_space.id(),
-                )
-            },
-            || format!("cannot map tile {tile} to '{file_name}'"),
-        )?;
+        dcpl.add_virtual_mapping(&vspace, file_name, TILE_DATASET, &src_space)
+            .map_err(|e| Error::new(e.status, format!("cannot map tile {tile}: {}", e.message)))?;
     }
     let space = Space::simple(global)?;
-    let dset = Dataset::create(file.id(), dataset, &t, &space, &dcpl)?;
+    let dset = Dataset::create(&file, dataset, &t, &space, &dcpl)?;
     if !sources.is_empty() {
         let bytes: Vec<u64> = sources
             .iter()
             .flat_map(|(_, _, b)| [b.data_offset, b.file_size])
             .collect();
-        write_u64_array_attribute(
-            &dset,
-            TILE_BYTES_ATTRIBUTE,
-            &[sources.len() as u64, 2],
-            &bytes,
-        )?;
+        dset.write_u64_attribute(TILE_BYTES_ATTRIBUTE, &[sources.len() as u64, 2], &bytes)?;
     }
     drop(dset);
     file.close()

@@ -13,7 +13,6 @@ use crate::ops::read::{open_dataset, OpenDataset};
 use crate::platform::comm::Comm;
 use crate::platform::hdf5::{self, Dataset, Plist, Storage};
 use crate::status::*;
-use hdf5_sys::h5p::{H5Pset_chunk_cache, H5P_CLS_DATASET_ACCESS};
 use std::ops::Range;
 use std::path::Path;
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
@@ -457,12 +456,8 @@ fn with_chunk_cache(
         .product();
     let request_bytes = chunk.iter().map(|&c| c as u128).product::<u128>() * elem as u128;
     let cache = (touched * storage_bytes).min(request_bytes).max(1 << 20) as usize;
-    let dapl = Plist::create(*H5P_CLS_DATASET_ACCESS)?;
-    hdf5::check(
-        unsafe { H5Pset_chunk_cache(dapl.id(), 100_003, cache, 1.0) },
-        || "cannot set the chunk cache".into(),
-    )?;
-    let reopened = Dataset::open_with_access(open.file.id(), dataset, &dapl)?;
+    let dapl = Plist::chunk_cache(cache)?;
+    let reopened = Dataset::open_with_access(&open.file, dataset, &dapl)?;
     Ok(OpenDataset {
         dataset: reopened,
         file: open.file,

@@ -7,12 +7,10 @@ use super::mappings::{locate_source, missing_tile, read_tile_bytes, BlockMapping
 use crate::dtype::Dtype;
 use crate::geometry::tile::Tile;
 use crate::layout::runs::box_rows;
-use crate::layout::vds::{TileBytes, TILE_DATASET};
+use crate::layout::vds::{TileBytes, NO_OFFSET, TILE_DATASET};
 use crate::platform::device::{DeviceFile, DevicePtr, Route};
 use crate::platform::hdf5::{self, Dataset, File, Plist, Space, Type};
 use crate::status::{Error, Result, H5TILE_ERR_CUDA};
-use hdf5_sys::h5::HADDR_UNDEF;
-use hdf5_sys::h5p::H5Pget_fill_value;
 use std::path::{Path, PathBuf};
 
 /// Most source files kept open between reads of one `DirectReader`.
@@ -147,7 +145,7 @@ impl DirectReader {
             let file_space = source.space()?;
             file_space.select_block(&src, &common.shape)?;
             mem_space.select_block(&at, &common.shape)?;
-            source.read(&mem_type, mem_space.id(), file_space.id(), buf.cast())?;
+            source.read(&mem_type, Some(&mem_space), Some(&file_space), buf.cast())?;
         }
         Ok(plan)
     }
@@ -169,7 +167,7 @@ impl DirectReader {
             return Ok(false);
         };
         let m = &self.mappings[i];
-        if bytes.data_offset == HADDR_UNDEF {
+        if bytes.data_offset == NO_OFFSET {
             return Ok(false);
         }
         let path = locate_source(&self.master, &m.file, &m.region, &self.dataset)?;
@@ -227,7 +225,7 @@ impl DirectReader {
             |why: String| missing_tile(&path, &m.region, &self.dataset, &self.master, &why);
         let file = File::open_read(&path)
             .map_err(|e| missing(format!("cannot be read ({})", e.message)))?;
-        let dset = Dataset::open(file.id(), &m.dataset)
+        let dset = Dataset::open(&file, &m.dataset)
             .map_err(|e| missing(format!("cannot be read ({})", e.message)))?;
         let dims = dset.space()?.dims()?;
         let end_fits = m
@@ -265,12 +263,8 @@ impl DirectReader {
     unsafe fn fill_element(&mut self, dtype: Dtype) -> Result<Vec<u8>> {
         let size = dtype.size();
         if !self.fill.iter().any(|(d, _)| *d == dtype) {
-            let mut element = vec![0u8; size];
             let mem_type = dtype.hdf5_type()?;
-            if H5Pget_fill_value(self.dcpl.id(), mem_type.id(), element.as_mut_ptr().cast()) < 0 {
-                hdf5::take_error_stack();
-                element.fill(0);
-            }
+            let element = self.dcpl.fill_value(&mem_type).unwrap_or(vec![0u8; size]);
             self.fill.push((dtype, element));
         }
         let element = &self
@@ -308,7 +302,7 @@ impl DirectReader {
             let Some(common) = want.intersection(&m.region) else {
                 continue;
             };
-            if tile_bytes[i].data_offset == HADDR_UNDEF {
+            if tile_bytes[i].data_offset == NO_OFFSET {
                 return Ok(false);
             }
             let path = locate_source(&self.master, &m.file, &m.region, &self.dataset);

@@ -4,12 +4,8 @@
 
 use crate::geometry::tile::Tile;
 use crate::layout::vds::{TileBytes, TILE_BYTES_ATTRIBUTE};
-use crate::platform::hdf5::{self, cstr, Dataset, File, Space};
+use crate::platform::hdf5::{self, Dataset, File};
 use crate::status::{Error, Result, H5TILE_ERR_MISSING_TILE};
-use hdf5_sys::h5p::*;
-use hdf5_sys::h5s::{H5S_sel_type, H5Sget_select_type};
-use hdf5_sys::h5t::H5T_NATIVE_UINT64;
-use std::ffi::c_char;
 use std::path::{Path, PathBuf};
 
 /// The literal name behind a source name as HDF5 parses it ("%%" is one '%'), or None for a
@@ -43,44 +39,18 @@ pub struct Mapping {
 /// The mappings of virtual dataset `dset` (rank `ndim`).
 pub fn sources(dset: &Dataset, ndim: usize) -> Result<Vec<Mapping>> {
     let _l = hdf5::lock();
-    let dcpl = dset.create_plist()?;
-    let mut count = 0usize;
-    hdf5::check(
-        unsafe { H5Pget_virtual_count(dcpl.id(), &mut count) },
-        || "cannot count VDS mappings".into(),
-    )?;
-    (0..count)
-        .map(|i| {
-            let file =
-                read_name(|buf, n| unsafe { H5Pget_virtual_filename(dcpl.id(), i, buf, n) })?;
-            let dataset =
-                read_name(|buf, n| unsafe { H5Pget_virtual_dsetname(dcpl.id(), i, buf, n) })?;
-            let vspace = Space::from_id(unsafe { H5Pget_virtual_vspace(dcpl.id(), i) }, || {
-                format!("cannot read VDS mapping {i}")
-            })?;
-            let region = vspace.selection_bounds(ndim).map(|(start, end)| {
+    let mappings = dset.create_plist()?.virtual_mappings()?;
+    Ok(mappings
+        .into_iter()
+        .map(|m| Mapping {
+            region: m.virtual_space.selection_bounds(ndim).map(|(start, end)| {
                 let shape = start.iter().zip(&end).map(|(s, e)| e - s + 1).collect();
                 Tile::new(start, shape)
-            });
-            Ok(Mapping {
-                file,
-                dataset,
-                region,
-            })
+            }),
+            file: m.file,
+            dataset: m.dataset,
         })
-        .collect()
-}
-
-fn read_name(get: impl Fn(*mut c_char, usize) -> isize) -> Result<String> {
-    let n = hdf5::check(get(std::ptr::null_mut(), 0), || {
-        "cannot read VDS source name".into()
-    })?;
-    let mut buf = vec![0u8; n as usize + 1];
-    hdf5::check(get(buf.as_mut_ptr() as *mut c_char, buf.len()), || {
-        "cannot read VDS source name".into()
-    })?;
-    buf.truncate(n as usize);
-    Ok(String::from_utf8_lossy(&buf).into_owned())
+        .collect())
 }
 
 /// Where HDF5 looks for source `file` of a VDS whose master is `master` (as its
@@ -175,8 +145,8 @@ pub fn check_sources(master: &Path, dataset: &str, dset: &Dataset, want: &Tile) 
         }
         let path = locate_source(master, &file, region, dataset)?;
         let missing = |why: String| missing_tile(&path, region, dataset, master, &why);
-        let opened = File::open_read(&path)
-            .and_then(|f| Dataset::open(f.id(), &source_dataset).map(|d| (f, d)));
+        let opened =
+            File::open_read(&path).and_then(|f| Dataset::open(&f, &source_dataset).map(|d| (f, d)));
         if let Err(e) = opened {
             return Err(missing(format!("cannot be read ({})", e.message)));
         }
@@ -213,38 +183,29 @@ impl BlockMapping {
 /// otherwise: HDF5 then reads the dataset (after `check_sources`).
 pub fn block_mappings(dset: &Dataset, ndim: usize) -> Result<Option<Vec<BlockMapping>>> {
     let _l = hdf5::lock();
-    let dcpl = dset.create_plist()?;
-    let mut count = 0usize;
-    hdf5::check(
-        unsafe { H5Pget_virtual_count(dcpl.id(), &mut count) },
-        || "cannot count VDS mappings".into(),
-    )?;
-    let mut mappings = Vec::with_capacity(count);
-    for i in 0..count {
-        let file = read_name(|buf, n| unsafe { H5Pget_virtual_filename(dcpl.id(), i, buf, n) })?;
-        let dataset = read_name(|buf, n| unsafe { H5Pget_virtual_dsetname(dcpl.id(), i, buf, n) })?;
-        let (Some(file), Some(dataset)) =
-            (unescape_source_name(&file), unescape_source_name(&dataset))
-        else {
+    let stored = dset.create_plist()?.virtual_mappings()?;
+    let mut mappings = Vec::with_capacity(stored.len());
+    for m in stored {
+        let (Some(file), Some(dataset)) = (
+            unescape_source_name(&m.file),
+            unescape_source_name(&m.dataset),
+        ) else {
             return Ok(None);
         };
-        let what = || format!("cannot read VDS mapping {i}");
-        let vspace = Space::from_id(unsafe { H5Pget_virtual_vspace(dcpl.id(), i) }, what)?;
-        let sspace = Space::from_id(unsafe { H5Pget_virtual_srcspace(dcpl.id(), i) }, what)?;
+        let (vspace, sspace) = (m.virtual_space, m.source_space);
         let Some((offset, shape)) = vspace.single_block() else {
             return Ok(None);
         };
         // A source selected whole may not record its extent: it must then match the region,
         // which `DirectReader` checks when it opens the source.
-        let source_offset =
-            if unsafe { H5Sget_select_type(sspace.id()) } == H5S_sel_type::H5S_SEL_ALL {
-                vec![0; ndim]
-            } else {
-                match sspace.single_block() {
-                    Some((source_offset, source_shape)) if source_shape == shape => source_offset,
-                    _ => return Ok(None),
-                }
-            };
+        let source_offset = if sspace.selects_all() {
+            vec![0; ndim]
+        } else {
+            match sspace.single_block() {
+                Some((source_offset, source_shape)) if source_shape == shape => source_offset,
+                _ => return Ok(None),
+            }
+        };
         if offset.len() != ndim {
             return Ok(None);
         }
@@ -267,31 +228,8 @@ pub fn block_mappings(dset: &Dataset, ndim: usize) -> Result<Option<Vec<BlockMap
 
 /// The `[data_offset, file_size]` records of an h5tile master, one per mapping, if present.
 pub(super) fn read_tile_bytes(dset: &Dataset, count: usize) -> Option<Vec<TileBytes>> {
-    let _l = hdf5::lock();
-    let name = cstr(TILE_BYTES_ATTRIBUTE);
-    if unsafe { hdf5_sys::h5a::H5Aexists(dset.id(), name.as_ptr()) } <= 0 {
-        hdf5::take_error_stack();
-        return None;
-    }
-    let attr = hdf5::Attribute::from_id(
-        unsafe { hdf5_sys::h5a::H5Aopen(dset.id(), name.as_ptr(), H5P_DEFAULT) },
-        String::new,
-    )
-    .ok()?;
-    let space = Space::from_id(
-        unsafe { hdf5_sys::h5a::H5Aget_space(attr.id()) },
-        String::new,
-    )
-    .ok()?;
-    if space.dims().ok()? != [count as u64, 2] {
-        return None;
-    }
-    let mut values = vec![0u64; 2 * count];
-    let ok = unsafe {
-        hdf5_sys::h5a::H5Aread(attr.id(), *H5T_NATIVE_UINT64, values.as_mut_ptr().cast())
-    };
-    if ok < 0 {
-        hdf5::take_error_stack();
+    let (dims, values) = dset.u64_attribute(TILE_BYTES_ATTRIBUTE)?;
+    if dims != [count as u64, 2] {
         return None;
     }
     Some(

@@ -14,12 +14,8 @@ use crate::dtype::Dtype;
 use crate::geometry::tile::Tile;
 use crate::platform::comm::Comm;
 use crate::platform::device::{self, DevicePtr, Route};
-use crate::platform::hdf5::{self, cstr, Dataset, File};
+use crate::platform::hdf5::{self, Dataset, File, ObjectKind};
 use crate::status::*;
-use hdf5_sys::h5f::H5Fis_accessible;
-use hdf5_sys::h5l::H5Lexists;
-use hdf5_sys::h5o::{H5O_info2_t, H5O_type_t, H5Oget_info_by_name3, H5O_INFO_BASIC};
-use hdf5_sys::h5p::H5P_DEFAULT;
 use source::Source;
 use std::ffi::c_void;
 use std::path::Path;
@@ -68,58 +64,35 @@ pub fn open_dataset(path: &Path, dataset: &str) -> Result<OpenDataset> {
         return Err(Error::io("cannot open", path, &e));
     }
     let _l = hdf5::lock();
-    let c_path = cstr(&path.to_string_lossy());
-    match unsafe { H5Fis_accessible(c_path.as_ptr(), H5P_DEFAULT) } {
-        a if a < 0 => {
-            return Err(hdf5::error(format!(
-                "cannot open '{}' with HDF5",
-                path.display()
-            )))
-        }
-        0 => {
-            hdf5::take_error_stack();
-            return fail(
-                H5TILE_ERR_HDF5,
-                format!("'{}' is not an HDF5 file", path.display()),
-            );
-        }
-        _ => {}
+    if !hdf5::is_hdf5(path)? {
+        return fail(
+            H5TILE_ERR_HDF5,
+            format!("'{}' is not an HDF5 file", path.display()),
+        );
     }
     let file = File::open_read(path)?;
     // Walk the path so a missing group and a missing dataset both read as "not found".
     let trimmed = dataset.trim_start_matches('/');
     let mut prefix = String::new();
+    let mut kind = file.object_kind("/")?;
     for part in trimmed.split('/').filter(|p| !p.is_empty()) {
         prefix.push('/');
         prefix.push_str(part);
-        let exists = unsafe { H5Lexists(file.id(), cstr(&prefix).as_ptr(), H5P_DEFAULT) };
-        if exists <= 0 {
-            hdf5::take_error_stack();
+        kind = file.object_kind(&prefix)?;
+        if kind.is_none() {
             return fail(
                 H5TILE_ERR_NOT_FOUND,
                 format!("no object '{prefix}' in '{}'", path.display()),
             );
         }
     }
-    let mut info: H5O_info2_t = unsafe { std::mem::zeroed() };
-    hdf5::check(
-        unsafe {
-            H5Oget_info_by_name3(
-                file.id(),
-                cstr(dataset).as_ptr(),
-                &mut info,
-                H5O_INFO_BASIC,
-                H5P_DEFAULT,
-            )
-        },
-        || format!("cannot inspect '{dataset}' in '{}'", path.display()),
-    )?;
-    if info.type_ != H5O_type_t::H5O_TYPE_DATASET {
-        let kind = match info.type_ {
-            H5O_type_t::H5O_TYPE_GROUP => "a group",
-            H5O_type_t::H5O_TYPE_NAMED_DATATYPE => "a named datatype",
-            _ => "not a dataset",
-        };
+    let kind = match kind {
+        Some(ObjectKind::Dataset) => None,
+        Some(ObjectKind::Group) => Some("a group"),
+        Some(ObjectKind::NamedType) => Some("a named datatype"),
+        _ => Some("not a dataset"),
+    };
+    if let Some(kind) = kind {
         return fail(
             H5TILE_ERR_NOT_A_DATASET,
             format!(
@@ -128,7 +101,7 @@ pub fn open_dataset(path: &Path, dataset: &str) -> Result<OpenDataset> {
             ),
         );
     }
-    let dataset = Dataset::open(file.id(), dataset)?;
+    let dataset = Dataset::open(&file, dataset)?;
     Ok(OpenDataset { dataset, file })
 }
 

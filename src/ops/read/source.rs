@@ -67,7 +67,7 @@ impl Source {
                 let mem_space = Space::simple(&tile.shape)?;
                 let mem_type = dtype.hdf5_type()?;
                 open.dataset
-                    .read(&mem_type, mem_space.id(), file_space.id(), buf.cast())
+                    .read(&mem_type, Some(&mem_space), Some(&file_space), buf.cast())
             }
         }
     }

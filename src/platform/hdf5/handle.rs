@@ -22,11 +22,20 @@ macro_rules! handle {
 
         impl $name {
             /// Takes ownership of `id`, or turns a negative id into an HDF5 error.
+            #[cfg_attr(not(any(test, feature = "internals")), allow(dead_code))]
             pub fn from_id(id: hid_t, what: impl FnOnce() -> String) -> Result<$name> {
                 check(id, what).map($name)
             }
 
+            /// The raw id: for this module's HDF5 calls, and the integration tests' own.
+            #[cfg(any(test, feature = "internals"))]
             pub fn id(&self) -> hid_t {
+                self.0
+            }
+
+            #[cfg(not(any(test, feature = "internals")))]
+            #[allow(dead_code)] // not every handle type is passed to raw calls
+            pub(in crate::platform::hdf5) fn id(&self) -> hid_t {
                 self.0
             }
         }
@@ -131,10 +140,75 @@ impl File {
     }
 }
 
+/// What an object in a file is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ObjectKind {
+    Group,
+    Dataset,
+    NamedType,
+    Other,
+}
+
+impl File {
+    /// The kind of the object `name` (an absolute path in the file), None when there is no
+    /// such object (a missing group on the way included).
+    pub fn object_kind(&self, name: &str) -> Result<Option<ObjectKind>> {
+        let _l = super::lock();
+        let c = cstr(name);
+        if name != "/" && unsafe { hdf5_sys::h5l::H5Lexists(self.0, c.as_ptr(), H5P_DEFAULT) } <= 0
+        {
+            super::take_error_stack();
+            return Ok(None);
+        }
+        use hdf5_sys::h5o::{H5O_info2_t, H5O_type_t, H5Oget_info_by_name3, H5O_INFO_BASIC};
+        let mut info: H5O_info2_t = unsafe { std::mem::zeroed() };
+        check(
+            unsafe {
+                H5Oget_info_by_name3(self.0, c.as_ptr(), &mut info, H5O_INFO_BASIC, H5P_DEFAULT)
+            },
+            || format!("cannot inspect '{name}'"),
+        )?;
+        Ok(Some(match info.type_ {
+            H5O_type_t::H5O_TYPE_GROUP => ObjectKind::Group,
+            H5O_type_t::H5O_TYPE_DATASET => ObjectKind::Dataset,
+            H5O_type_t::H5O_TYPE_NAMED_DATATYPE => ObjectKind::NamedType,
+            _ => ObjectKind::Other,
+        }))
+    }
+
+    /// Removes the link `name` (the object goes when nothing else links to it).
+    pub fn unlink(&self, name: &str) -> Result<()> {
+        let _l = super::lock();
+        let c = cstr(name);
+        check(
+            unsafe { hdf5_sys::h5l::H5Ldelete(self.0, c.as_ptr(), H5P_DEFAULT) },
+            || format!("cannot remove '{name}'"),
+        )
+        .map(|_| ())
+    }
+}
+
+/// Whether the file at `path` is an HDF5 file (it must exist and be readable).
+pub fn is_hdf5(path: &Path) -> Result<bool> {
+    let _l = super::lock();
+    let c = path_str(path);
+    match unsafe { H5Fis_accessible(c.as_ptr(), H5P_DEFAULT) } {
+        a if a < 0 => Err(super::error(format!(
+            "cannot open '{}' with HDF5",
+            path.display()
+        ))),
+        0 => {
+            super::take_error_stack();
+            Ok(false)
+        }
+        _ => Ok(true),
+    }
+}
+
 impl Dataset {
-    /// Creates dataset `name` (intermediate groups included) in `loc`.
+    /// Creates dataset `name` (intermediate groups included) in `file`.
     pub fn create(
-        loc: hid_t,
+        file: &File,
         name: &str,
         dtype: &Type,
         space: &Space,
@@ -148,7 +222,7 @@ impl Dataset {
         )?;
         let id = unsafe {
             H5Dcreate2(
-                loc,
+                file.0,
                 cstr(name).as_ptr(),
                 dtype.id(),
                 space.id(),
@@ -160,17 +234,17 @@ impl Dataset {
         Dataset::from_id(id, || format!("cannot create dataset '{name}'"))
     }
 
-    /// Opens dataset `name` in `loc` with the default access properties.
-    pub fn open(loc: hid_t, name: &str) -> Result<Dataset> {
+    /// Opens dataset `name` in `file` with the default access properties.
+    pub fn open(file: &File, name: &str) -> Result<Dataset> {
         let _l = super::lock();
-        let id = unsafe { H5Dopen2(loc, cstr(name).as_ptr(), H5P_DEFAULT) };
+        let id = unsafe { H5Dopen2(file.0, cstr(name).as_ptr(), H5P_DEFAULT) };
         Dataset::from_id(id, || format!("cannot open dataset '{name}'"))
     }
 
-    /// Opens dataset `name` in `loc` with access properties `dapl` (e.g. a chunk cache).
-    pub fn open_with_access(loc: hid_t, name: &str, dapl: &Plist) -> Result<Dataset> {
+    /// Opens dataset `name` in `file` with access properties `dapl` (e.g. a chunk cache).
+    pub fn open_with_access(file: &File, name: &str, dapl: &Plist) -> Result<Dataset> {
         let _l = super::lock();
-        let id = unsafe { H5Dopen2(loc, cstr(name).as_ptr(), dapl.id()) };
+        let id = unsafe { H5Dopen2(file.0, cstr(name).as_ptr(), dapl.id()) };
         Dataset::from_id(id, || format!("cannot open dataset '{name}'"))
     }
 
@@ -195,15 +269,16 @@ impl Dataset {
         })
     }
 
-    /// Writes `buf` (laid out as `mem_space` in `mem_type`) into `file_space` of the dataset.
+    /// Writes `buf` (laid out as `mem_space` in `mem_type`) into `file_space` of the dataset
+    /// (None: the whole extent, for either).
     ///
     /// # Safety
     /// `buf` must hold at least the selected elements of `mem_space` in `mem_type`.
     pub unsafe fn write(
         &self,
         mem_type: &Type,
-        mem_space: hid_t,
-        file_space: hid_t,
+        mem_space: Option<&Space>,
+        file_space: Option<&Space>,
         buf: *const c_void,
     ) -> Result<()> {
         let _l = super::lock();
@@ -211,8 +286,8 @@ impl Dataset {
             H5Dwrite(
                 self.0,
                 mem_type.id(),
-                mem_space,
-                file_space,
+                mem_space.map_or(H5S_ALL, |s| s.0),
+                file_space.map_or(H5S_ALL, |s| s.0),
                 H5P_DEFAULT,
                 buf,
             ),
@@ -221,15 +296,16 @@ impl Dataset {
         .map(|_| ())
     }
 
-    /// Reads the dataset's `file_space` selection into `buf`, laid out as `mem_space`.
+    /// Reads the dataset's `file_space` selection into `buf`, laid out as `mem_space` (None:
+    /// the whole extent, for either).
     ///
     /// # Safety
     /// `buf` must have room for the selected elements of `mem_space` in `mem_type`.
     pub unsafe fn read(
         &self,
         mem_type: &Type,
-        mem_space: hid_t,
-        file_space: hid_t,
+        mem_space: Option<&Space>,
+        file_space: Option<&Space>,
         buf: *mut c_void,
     ) -> Result<()> {
         let _l = super::lock();
@@ -237,8 +313,8 @@ impl Dataset {
             H5Dread(
                 self.0,
                 mem_type.id(),
-                mem_space,
-                file_space,
+                mem_space.map_or(H5S_ALL, |s| s.0),
+                file_space.map_or(H5S_ALL, |s| s.0),
                 H5P_DEFAULT,
                 buf,
             ),
@@ -376,7 +452,7 @@ impl Space {
 
 impl Plist {
     /// A new property list of `class` (one of the `H5P_CLS_*` globals).
-    pub fn create(class: hid_t) -> Result<Plist> {
+    pub(in crate::platform::hdf5) fn create(class: hid_t) -> Result<Plist> {
         let _l = super::lock();
         Plist::from_id(unsafe { H5Pcreate(class) }, || {
             "cannot create property list".into()
@@ -386,7 +462,7 @@ impl Plist {
 
 impl Type {
     /// A private copy of a predefined or existing type, which can then be modified.
-    pub fn copy(id: hid_t) -> Result<Type> {
+    pub(in crate::platform::hdf5) fn copy(id: hid_t) -> Result<Type> {
         let _l = super::lock();
         Type::from_id(unsafe { H5Tcopy(id) }, || "cannot copy datatype".into())
     }

@@ -4,9 +4,10 @@
 
 pub mod gds;
 mod handle;
+mod properties;
 mod types;
 
-pub use handle::{Attribute, Dataset, File, Plist, Space, Storage, Type};
+pub use handle::{is_hdf5, Attribute, Dataset, File, ObjectKind, Plist, Space, Storage, Type};
 
 use crate::status::{
     h5tile_status, Error, Result, H5TILE_ERR_CUDA, H5TILE_ERR_HDF5, H5TILE_ERR_IO,

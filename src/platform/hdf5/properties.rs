@@ -1,0 +1,197 @@
+//! Typed access to what h5tile sets and reads in HDF5 beyond handles: dataset creation and
+//! access properties, virtual-dataset mappings, fill values, and `u64` attributes.
+
+use super::{check, cstr, Dataset, Plist, Space, Type};
+use crate::status::Result;
+use hdf5_sys::h5::HADDR_UNDEF;
+use hdf5_sys::h5a::{H5Acreate2, H5Aexists, H5Aget_space, H5Aopen, H5Aread, H5Awrite};
+use hdf5_sys::h5d::{H5D_alloc_time_t, H5D_fill_time_t, H5D_layout_t, H5Dget_offset};
+use hdf5_sys::h5p::*;
+use hdf5_sys::h5s::{H5S_sel_type, H5Sget_select_type};
+use hdf5_sys::h5t::H5T_NATIVE_UINT64;
+use std::ffi::c_char;
+
+/// One mapping of a virtual dataset as stored: the selection of the virtual dataset it fills,
+/// the source file and dataset names (as HDF5 keeps them, patterns included), and the selection
+/// of the source.
+pub struct VirtualMapping {
+    pub file: String,
+    pub dataset: String,
+    pub virtual_space: Space,
+    pub source_space: Space,
+}
+
+impl Plist {
+    /// Dataset-creation properties with HDF5's defaults.
+    pub fn dataset_create() -> Result<Plist> {
+        let _l = super::lock();
+        Plist::create(*H5P_CLS_DATASET_CREATE)
+    }
+
+    /// Dataset-creation properties of one contiguous block allocated at creation and never
+    /// filled (its bytes are all written afterwards), so its place in the file is known at once.
+    pub fn contiguous_allocated() -> Result<Plist> {
+        let dcpl = Plist::dataset_create()?;
+        let _l = super::lock();
+        let what = || "cannot set up contiguous, pre-allocated storage".to_string();
+        unsafe {
+            check(H5Pset_layout(dcpl.id(), H5D_layout_t::H5D_CONTIGUOUS), what)?;
+            let early = H5D_alloc_time_t::H5D_ALLOC_TIME_EARLY;
+            check(H5Pset_alloc_time(dcpl.id(), early), what)?;
+            let never = H5D_fill_time_t::H5D_FILL_TIME_NEVER;
+            check(H5Pset_fill_time(dcpl.id(), never), what)?;
+        }
+        Ok(dcpl)
+    }
+
+    /// Dataset-access properties whose chunk cache holds `bytes`.
+    pub fn chunk_cache(bytes: usize) -> Result<Plist> {
+        let _l = super::lock();
+        let dapl = Plist::create(*H5P_CLS_DATASET_ACCESS)?;
+        check(
+            unsafe { H5Pset_chunk_cache(dapl.id(), 100_003, bytes, 1.0) },
+            || "cannot set the chunk cache".into(),
+        )?;
+        Ok(dapl)
+    }
+
+    /// Maps `virtual_space`'s selection of a virtual dataset to all of dataset `dataset` in
+    /// file `file` (a literal name: no '%', which HDF5 reads as a pattern), of `source_space`.
+    pub fn add_virtual_mapping(
+        &self,
+        virtual_space: &Space,
+        file: &str,
+        dataset: &str,
+        source_space: &Space,
+    ) -> Result<()> {
+        let _l = super::lock();
+        let (f, d) = (cstr(file), cstr(dataset));
+        check(
+            unsafe {
+                H5Pset_virtual(
+                    self.id(),
+                    virtual_space.id(),
+                    f.as_ptr(),
+                    d.as_ptr(),
+                    source_space.id(),
+                )
+            },
+            || format!("cannot map a virtual dataset's elements to '{file}'"),
+        )
+        .map(|_| ())
+    }
+
+    /// The mappings of a virtual dataset's creation properties, in order.
+    pub fn virtual_mappings(&self) -> Result<Vec<VirtualMapping>> {
+        let _l = super::lock();
+        let mut count = 0usize;
+        check(
+            unsafe { H5Pget_virtual_count(self.id(), &mut count) },
+            || "cannot count VDS mappings".into(),
+        )?;
+        let id = self.id();
+        (0..count)
+            .map(|i| {
+                let what = || format!("cannot read VDS mapping {i}");
+                Ok(VirtualMapping {
+                    file: name(|buf, n| unsafe { H5Pget_virtual_filename(id, i, buf, n) })?,
+                    dataset: name(|buf, n| unsafe { H5Pget_virtual_dsetname(id, i, buf, n) })?,
+                    virtual_space: Space::from_id(unsafe { H5Pget_virtual_vspace(id, i) }, what)?,
+                    source_space: Space::from_id(unsafe { H5Pget_virtual_srcspace(id, i) }, what)?,
+                })
+            })
+            .collect()
+    }
+
+    /// The fill value of these dataset-creation properties as one element of `mem_type`
+    /// (None where HDF5 cannot convert it).
+    pub fn fill_value(&self, mem_type: &Type) -> Option<Vec<u8>> {
+        let _l = super::lock();
+        let mut element = vec![0u8; mem_type.size()];
+        let got =
+            unsafe { H5Pget_fill_value(self.id(), mem_type.id(), element.as_mut_ptr().cast()) };
+        if got < 0 {
+            super::take_error_stack();
+            return None;
+        }
+        Some(element)
+    }
+}
+
+/// A name HDF5 copies out (`get(buf, len)` returns its length).
+fn name(get: impl Fn(*mut c_char, usize) -> isize) -> Result<String> {
+    let n = check(get(std::ptr::null_mut(), 0), || {
+        "cannot read VDS source name".into()
+    })?;
+    let mut buf = vec![0u8; n as usize + 1];
+    check(get(buf.as_mut_ptr() as *mut c_char, buf.len()), || {
+        "cannot read VDS source name".into()
+    })?;
+    buf.truncate(n as usize);
+    Ok(String::from_utf8_lossy(&buf).into_owned())
+}
+
+impl Space {
+    /// Whether everything is selected (`H5S_ALL`-style selection of the whole extent).
+    pub fn selects_all(&self) -> bool {
+        let _l = super::lock();
+        unsafe { H5Sget_select_type(self.id()) == H5S_sel_type::H5S_SEL_ALL }
+    }
+}
+
+impl Dataset {
+    /// The byte offset of a contiguous dataset's storage in its file (None when not allocated).
+    pub fn data_offset(&self) -> Option<u64> {
+        let _l = super::lock();
+        let offset = unsafe { H5Dget_offset(self.id()) };
+        (offset != HADDR_UNDEF).then_some(offset)
+    }
+
+    /// Writes attribute `name`: `values` as an array of `dims` of `uint64`.
+    pub fn write_u64_attribute(&self, name: &str, dims: &[u64], values: &[u64]) -> Result<()> {
+        let _l = super::lock();
+        let space = Space::simple(dims)?;
+        let what = || format!("cannot write attribute '{name}'");
+        let c = cstr(name);
+        let id = unsafe {
+            H5Acreate2(
+                self.id(),
+                c.as_ptr(),
+                *H5T_NATIVE_UINT64,
+                space.id(),
+                H5P_DEFAULT,
+                H5P_DEFAULT,
+            )
+        };
+        let attr = super::Attribute::from_id(id, what)?;
+        check(
+            unsafe { H5Awrite(attr.id(), *H5T_NATIVE_UINT64, values.as_ptr().cast()) },
+            what,
+        )
+        .map(|_| ())
+    }
+
+    /// Attribute `name` as `uint64` values with its extents, None when there is none or it
+    /// cannot be read as such.
+    pub fn u64_attribute(&self, name: &str) -> Option<(Vec<u64>, Vec<u64>)> {
+        let _l = super::lock();
+        let c = cstr(name);
+        if unsafe { H5Aexists(self.id(), c.as_ptr()) } <= 0 {
+            super::take_error_stack();
+            return None;
+        }
+        let attr = super::Attribute::from_id(
+            unsafe { H5Aopen(self.id(), c.as_ptr(), H5P_DEFAULT) },
+            String::new,
+        )
+        .ok()?;
+        let space = Space::from_id(unsafe { H5Aget_space(attr.id()) }, String::new).ok()?;
+        let dims = space.dims().ok()?;
+        let mut values = vec![0u64; dims.iter().product::<u64>() as usize];
+        if unsafe { H5Aread(attr.id(), *H5T_NATIVE_UINT64, values.as_mut_ptr().cast()) } < 0 {
+            super::take_error_stack();
+            return None;
+        }
+        Some((dims, values))
+    }
+}
