@@ -1,4 +1,5 @@
-!> Fortran interface to h5tile (tiled, collective HDF5 I/O for MPI programs).
+!> Fortran interface to h5tile (tiled, collective HDF5 I/O for MPI programs): every function
+!> of h5tile.h, documented there.
 !>
 !> Shapes and offsets are given in Fortran order (first index fastest) with 0-based offsets,
 !> exactly as the arrays are declared; the module reverses them for the C library, as HDF5's
@@ -6,6 +7,11 @@
 !> Buffers are passed as c_loc(array) of contiguous arrays. `comm` is an ordinary Fortran
 !> communicator handle; MPI_COMM_NULL means "this process alone" (MPI need not be initialised).
 !> Every function returns an h5tile status (H5TILE_OK = 0); h5tile_last_error() says why.
+!>
+!> Options: start from h5tile_write_options_default() / h5tile_read_options_default(), set
+!> fields, and pass the result as the optional `opts` argument (absent: the defaults).
+!> Write requests (h5tile_write_async, h5tile_write_tiles_async) and batched reads
+!> (h5tile_batches_open) are opaque handles of type h5tile_request and h5tile_batches.
 module h5tile
   use, intrinsic :: iso_c_binding
   implicit none
@@ -19,13 +25,78 @@ module h5tile
     H5TILE_ERR_HDF5 = 9, H5TILE_ERR_MPI = 10, H5TILE_ERR_CUDA = 11, &
     H5TILE_ERR_MISSING_TILE = 12, H5TILE_ERR_PANIC = 99
   ! END status codes
+  ! Element types (the `dtype` arguments).
   integer(c_int), parameter, public :: H5TILE_BOOL = 0, H5TILE_INT8 = 1, H5TILE_INT16 = 2, &
     H5TILE_INT32 = 3, H5TILE_INT64 = 4, H5TILE_UINT8 = 5, H5TILE_UINT16 = 6, &
     H5TILE_UINT32 = 7, H5TILE_UINT64 = 8, H5TILE_FLOAT16 = 9, H5TILE_FLOAT32 = 10, &
     H5TILE_FLOAT64 = 11, H5TILE_COMPLEX64 = 12, H5TILE_COMPLEX128 = 13
+  ! Layouts (h5tile_write_options%layout): a virtual dataset over one file per tile in the
+  ! folder <path>.tiles (the default), or one self-contained file.
+  integer(c_int), parameter, public :: H5TILE_LAYOUT_VDS = 0, H5TILE_LAYOUT_SINGLE = 1
+  ! Write flags (h5tile_write_options%flags), combined with ior.
+  integer(c_int), parameter, public :: H5TILE_NO_OVERWRITE = 1, H5TILE_ALLOW_PARTIAL = 2, &
+    H5TILE_KEEP_OTHERS = 4
+  ! Read flags (h5tile_read_options%flags).
+  integer(c_int), parameter, public :: H5TILE_READ_FILL_MISSING = 1
+  ! h5tile_read_options%dtype: deliver elements in the dataset's own type.
+  integer(c_int), parameter, public :: H5TILE_AS_STORED = -1
+  ! How device memory moves (the options' gds field).
+  integer(c_int), parameter, public :: H5TILE_GDS_FROM_ENVIRONMENT = 0, H5TILE_GDS_AUTO = 1, &
+    H5TILE_GDS_ON = 2, H5TILE_GDS_OFF = 3
 
-  public :: h5tile_write, h5tile_read, h5tile_inspect, h5tile_last_error
-  public :: h5tile_write_async, h5tile_wait, h5tile_fence
+  !> Options of the writes: h5tile_write_options of h5tile.h, field by field. Start from
+  !> h5tile_write_options_default(), then set layout, flags (an ior of H5TILE_NO_OVERWRITE,
+  !> H5TILE_ALLOW_PARTIAL, H5TILE_KEEP_OTHERS) or gds; never change size.
+  type, bind(C), public :: h5tile_write_options
+    integer(c_size_t) :: size
+    integer(c_int) :: layout
+    integer(c_int32_t) :: flags
+    integer(c_int32_t) :: gds
+  end type
+
+  !> Options of h5tile_read and h5tile_batches_open: h5tile_read_options of h5tile.h. Start
+  !> from h5tile_read_options_default(), then set flags (H5TILE_READ_FILL_MISSING), dtype
+  !> (the type batches deliver; H5TILE_AS_STORED by default) or gds; never change size.
+  type, bind(C), public :: h5tile_read_options
+    integer(c_size_t) :: size
+    integer(c_int32_t) :: flags
+    integer(c_int) :: dtype
+    integer(c_int32_t) :: gds
+  end type
+
+  !> A write started by h5tile_write_async or h5tile_write_tiles_async (opaque); h5tile_wait
+  !> completes and frees it.
+  type, public :: h5tile_request
+    private
+    type(c_ptr) :: ptr = c_null_ptr
+  end type
+
+  !> An open batched read (opaque), from h5tile_batches_open; free it with h5tile_batches_free.
+  type, public :: h5tile_batches
+    private
+    type(c_ptr) :: ptr = c_null_ptr
+    integer :: ndim = 0
+  end type
+
+  public :: h5tile_version, h5tile_last_error, h5tile_status_name
+  public :: h5tile_write_options_default, h5tile_read_options_default
+  public :: h5tile_write, h5tile_write_tiles, h5tile_write_async, h5tile_write_tiles_async
+  public :: h5tile_wait, h5tile_fence, h5tile_read, h5tile_inspect, h5tile_partition
+  public :: h5tile_batches_open, h5tile_batches_next, h5tile_batches_next_view
+  public :: h5tile_batches_info, h5tile_batches_free
+
+  !> The request is a type(h5tile_request); a type(c_ptr) is still accepted.
+  interface h5tile_write_async
+    module procedure write_async, write_async_c_ptr
+  end interface
+
+  interface h5tile_wait
+    module procedure wait_request, wait_c_ptr
+  end interface
+
+  ! Why the module itself refused the last call (array arguments of mismatched sizes) before
+  ! reaching the library; empty otherwise. Every call resets it; h5tile_last_error prefers it.
+  character(len=:), allocatable :: local_error
 
   interface
     integer(c_int) function c_write_f(comm, path, dataset, dtype, ndim, global_shape, &
@@ -38,6 +109,17 @@ module h5tile
       type(c_ptr), value :: buf, opts
     end function
 
+    integer(c_int) function c_write_tiles_f(comm, path, dataset, dtype, ndim, global_shape, &
+        ntiles, tile_offsets, tile_shapes, bufs, opts) bind(C, name="h5tile_write_tiles_f")
+      import :: c_int, c_char, c_size_t, c_int64_t, c_ptr
+      integer(c_int), value :: comm, dtype
+      character(kind=c_char), dimension(*), intent(in) :: path, dataset
+      integer(c_size_t), value :: ndim, ntiles
+      integer(c_int64_t), dimension(*), intent(in) :: global_shape, tile_offsets, tile_shapes
+      type(c_ptr), dimension(*), intent(in) :: bufs
+      type(c_ptr), value :: opts
+    end function
+
     integer(c_int) function c_write_async_f(comm, path, dataset, dtype, ndim, global_shape, &
         tile_offset, tile_shape, buf, opts, req) bind(C, name="h5tile_write_async_f")
       import :: c_int, c_char, c_size_t, c_int64_t, c_ptr
@@ -46,6 +128,19 @@ module h5tile
       integer(c_size_t), value :: ndim
       integer(c_int64_t), dimension(*), intent(in) :: global_shape, tile_offset, tile_shape
       type(c_ptr), value :: buf, opts
+      type(c_ptr), intent(out) :: req
+    end function
+
+    integer(c_int) function c_write_tiles_async_f(comm, path, dataset, dtype, ndim, &
+        global_shape, ntiles, tile_offsets, tile_shapes, bufs, opts, req) &
+        bind(C, name="h5tile_write_tiles_async_f")
+      import :: c_int, c_char, c_size_t, c_int64_t, c_ptr
+      integer(c_int), value :: comm, dtype
+      character(kind=c_char), dimension(*), intent(in) :: path, dataset
+      integer(c_size_t), value :: ndim, ntiles
+      integer(c_int64_t), dimension(*), intent(in) :: global_shape, tile_offsets, tile_shapes
+      type(c_ptr), dimension(*), intent(in) :: bufs
+      type(c_ptr), value :: opts
       type(c_ptr), intent(out) :: req
     end function
 
@@ -78,8 +173,82 @@ module h5tile
       integer(c_int64_t), dimension(*), intent(out) :: shape
     end function
 
+    integer(c_int) function c_partition(nranks, rank, ndim, global_shape, tile_offset, &
+        tile_shape) bind(C, name="h5tile_partition")
+      import :: c_int, c_size_t, c_int64_t
+      integer(c_size_t), value :: nranks, rank, ndim
+      integer(c_int64_t), dimension(*), intent(in) :: global_shape
+      integer(c_int64_t), dimension(*), intent(out) :: tile_offset, tile_shape
+    end function
+
+    integer(c_int) function c_batches_open_f(comm, path, dataset, ndim, chunk_shape, opts, &
+        out) bind(C, name="h5tile_batches_open_f")
+      import :: c_int, c_char, c_size_t, c_int64_t, c_ptr
+      integer(c_int), value :: comm
+      character(kind=c_char), dimension(*), intent(in) :: path, dataset
+      integer(c_size_t), value :: ndim
+      integer(c_int64_t), dimension(*), intent(in) :: chunk_shape
+      type(c_ptr), value :: opts
+      type(c_ptr), intent(out) :: out
+    end function
+
+    integer(c_int) function c_batches_next(it, buf, buf_bytes, chunk_offset, chunk_shape, &
+        done) bind(C, name="h5tile_batches_next")
+      import :: c_int, c_size_t, c_int64_t, c_ptr, c_bool
+      type(c_ptr), value :: it, buf
+      integer(c_size_t), value :: buf_bytes
+      integer(c_int64_t), dimension(*), intent(out) :: chunk_offset, chunk_shape
+      logical(c_bool), intent(out) :: done
+    end function
+
+    integer(c_int) function c_batches_next_view(it, data, chunk_offset, chunk_shape, done) &
+        bind(C, name="h5tile_batches_next_view")
+      import :: c_int, c_int64_t, c_ptr, c_bool
+      type(c_ptr), value :: it
+      type(c_ptr), intent(out) :: data
+      integer(c_int64_t), dimension(*), intent(out) :: chunk_offset, chunk_shape
+      logical(c_bool), intent(out) :: done
+    end function
+
+    integer(c_int) function c_batches_info(it, dtype, max_chunk_bytes, nchunks) &
+        bind(C, name="h5tile_batches_info")
+      import :: c_int, c_size_t, c_int64_t, c_ptr
+      type(c_ptr), value :: it
+      integer(c_int), intent(out) :: dtype
+      integer(c_size_t), intent(out) :: max_chunk_bytes
+      integer(c_int64_t), intent(out) :: nchunks
+    end function
+
+    subroutine c_batches_free(it) bind(C, name="h5tile_batches_free")
+      import :: c_ptr
+      type(c_ptr), value :: it
+    end subroutine
+
+    integer(c_int) function c_write_options_init(opts, size) &
+        bind(C, name="h5tile_write_options_init")
+      import :: c_int, c_size_t, h5tile_write_options
+      type(h5tile_write_options), intent(out) :: opts
+      integer(c_size_t), value :: size
+    end function
+
+    integer(c_int) function c_read_options_init(opts, size) &
+        bind(C, name="h5tile_read_options_init")
+      import :: c_int, c_size_t, h5tile_read_options
+      type(h5tile_read_options), intent(out) :: opts
+      integer(c_size_t), value :: size
+    end function
+
+    type(c_ptr) function c_version() bind(C, name="h5tile_version")
+      import :: c_ptr
+    end function
+
     type(c_ptr) function c_last_error() bind(C, name="h5tile_last_error")
       import :: c_ptr
+    end function
+
+    type(c_ptr) function c_status_name(status) bind(C, name="h5tile_status_name")
+      import :: c_int, c_ptr
+      integer(c_int), value :: status
     end function
 
     integer(c_size_t) function c_strlen(s) bind(C, name="strlen")
@@ -90,48 +259,157 @@ module h5tile
 
 contains
 
+  !> The library version, "MAJOR.MINOR.PATCH".
+  function h5tile_version() result(version)
+    character(len=:), allocatable :: version
+    version = fstring(c_version())
+  end function
+
+  !> The message of the last failed call on this thread ("" after a success).
+  function h5tile_last_error() result(msg)
+    character(len=:), allocatable :: msg
+    if (allocated(local_error)) then
+      if (len(local_error) > 0) then
+        msg = local_error
+        return
+      end if
+    end if
+    msg = fstring(c_last_error())
+  end function
+
+  !> The name of a status code, e.g. "H5TILE_ERR_SHAPE" ("unknown status" for other values).
+  function h5tile_status_name(status) result(name)
+    integer, intent(in) :: status
+    character(len=:), allocatable :: name
+    name = fstring(c_status_name(int(status, c_int)))
+  end function
+
+  !> Default write options (VDS layout, overwrite allowed, full coverage required), for a
+  !> struct of this module's size (the library fills it: h5tile_write_options_init).
+  function h5tile_write_options_default() result(opts)
+    type(h5tile_write_options) :: opts
+    integer(c_int) :: status
+    status = c_write_options_init(opts, c_sizeof(opts))
+    if (status /= H5TILE_OK) opts%size = 0
+  end function
+
+  !> Default read options (a missing virtual-dataset source is an error, elements as stored),
+  !> for a struct of this module's size (the library fills it: h5tile_read_options_init).
+  function h5tile_read_options_default() result(opts)
+    type(h5tile_read_options) :: opts
+    integer(c_int) :: status
+    status = c_read_options_init(opts, c_sizeof(opts))
+    if (status /= H5TILE_OK) opts%size = 0
+  end function
+
   !> Collective: writes this rank's tile of a global array as `dataset` in the file `path`
   !> (see h5tile_write in h5tile.h). A zero extent in tile_shape means "no data".
   integer function h5tile_write(comm, path, dataset, dtype, global_shape, tile_offset, &
-      tile_shape, buf) result(status)
+      tile_shape, buf, opts) result(status)
     integer, intent(in) :: comm, dtype
     character(len=*), intent(in) :: path, dataset
     integer(c_int64_t), intent(in) :: global_shape(:), tile_offset(:), tile_shape(:)
     type(c_ptr), intent(in) :: buf
+    type(h5tile_write_options), intent(in), optional :: opts
+    type(h5tile_write_options), target :: o
     integer(c_size_t) :: n
     n = size(global_shape, kind=c_size_t)
-    if (size(tile_offset) /= n .or. size(tile_shape) /= n) then
-      status = H5TILE_ERR_INVALID_ARGUMENT
-      return
-    end if
+    status = check_tile(n, tile_offset, tile_shape)
+    if (status /= H5TILE_OK) return
     status = c_write_f(int(comm, c_int), cstr(path), cstr(dataset), int(dtype, c_int), n, &
-      reversed(global_shape), reversed(tile_offset), reversed(tile_shape), buf, c_null_ptr)
+      reversed(global_shape), reversed(tile_offset), reversed(tile_shape), buf, &
+      write_opts(opts, o))
+  end function
+
+  !> Collective: h5tile_write with any number of tiles on this rank (0 is allowed): tile t
+  !> has offset tile_offsets(:, t), shape tile_shapes(:, t) (both (ndim, ntiles) arrays in
+  !> Fortran order) and buffer bufs(t); ntiles = size(bufs). See h5tile_write_tiles.
+  integer function h5tile_write_tiles(comm, path, dataset, dtype, global_shape, tile_offsets, &
+      tile_shapes, bufs, opts) result(status)
+    integer, intent(in) :: comm, dtype
+    character(len=*), intent(in) :: path, dataset
+    integer(c_int64_t), intent(in) :: global_shape(:), tile_offsets(:, :), tile_shapes(:, :)
+    type(c_ptr), intent(in) :: bufs(:)
+    type(h5tile_write_options), intent(in), optional :: opts
+    type(h5tile_write_options), target :: o
+    integer(c_size_t) :: n, nt
+    n = size(global_shape, kind=c_size_t)
+    nt = size(bufs, kind=c_size_t)
+    status = check_tiles(n, nt, tile_offsets, tile_shapes)
+    if (status /= H5TILE_OK) return
+    status = c_write_tiles_f(int(comm, c_int), cstr(path), cstr(dataset), int(dtype, c_int), &
+      n, reversed(global_shape), nt, reversed_columns(tile_offsets), &
+      reversed_columns(tile_shapes), bufs, write_opts(opts, o))
   end function
 
   !> h5tile_write that returns before the data is written (see h5tile_write_async in
   !> h5tile.h): buf must stay untouched until h5tile_wait(req) or h5tile_fence completes it.
   !> The array behind buf should carry the ASYNCHRONOUS (or TARGET) attribute.
-  integer function h5tile_write_async(comm, path, dataset, dtype, global_shape, tile_offset, &
-      tile_shape, buf, req) result(status)
+  integer function write_async(comm, path, dataset, dtype, global_shape, tile_offset, &
+      tile_shape, buf, req, opts) result(status)
+    integer, intent(in) :: comm, dtype
+    character(len=*), intent(in) :: path, dataset
+    integer(c_int64_t), intent(in) :: global_shape(:), tile_offset(:), tile_shape(:)
+    type(c_ptr), intent(in) :: buf
+    type(h5tile_request), intent(out) :: req
+    type(h5tile_write_options), intent(in), optional :: opts
+    status = write_async_c_ptr(comm, path, dataset, dtype, global_shape, tile_offset, &
+      tile_shape, buf, req%ptr, opts)
+  end function
+
+  ! h5tile_write_async with the request as a bare type(c_ptr) (the module's first form).
+  integer function write_async_c_ptr(comm, path, dataset, dtype, global_shape, tile_offset, &
+      tile_shape, buf, req, opts) result(status)
     integer, intent(in) :: comm, dtype
     character(len=*), intent(in) :: path, dataset
     integer(c_int64_t), intent(in) :: global_shape(:), tile_offset(:), tile_shape(:)
     type(c_ptr), intent(in) :: buf
     type(c_ptr), intent(out) :: req
+    type(h5tile_write_options), intent(in), optional :: opts
+    type(h5tile_write_options), target :: o
     integer(c_size_t) :: n
     req = c_null_ptr
     n = size(global_shape, kind=c_size_t)
-    if (size(tile_offset) /= n .or. size(tile_shape) /= n) then
-      status = H5TILE_ERR_INVALID_ARGUMENT
-      return
-    end if
+    status = check_tile(n, tile_offset, tile_shape)
+    if (status /= H5TILE_OK) return
     status = c_write_async_f(int(comm, c_int), cstr(path), cstr(dataset), int(dtype, c_int), &
-      n, reversed(global_shape), reversed(tile_offset), reversed(tile_shape), buf, c_null_ptr, req)
+      n, reversed(global_shape), reversed(tile_offset), reversed(tile_shape), buf, &
+      write_opts(opts, o), req)
   end function
 
-  !> Completes and frees the request of h5tile_write_async; the write's status.
-  integer function h5tile_wait(req) result(status)
+  !> h5tile_write_tiles that returns before the data is written, as h5tile_write_async: the
+  !> arrays behind bufs must stay untouched until the request completes (bufs itself may be
+  !> reused at once).
+  integer function h5tile_write_tiles_async(comm, path, dataset, dtype, global_shape, &
+      tile_offsets, tile_shapes, bufs, req, opts) result(status)
+    integer, intent(in) :: comm, dtype
+    character(len=*), intent(in) :: path, dataset
+    integer(c_int64_t), intent(in) :: global_shape(:), tile_offsets(:, :), tile_shapes(:, :)
+    type(c_ptr), intent(in) :: bufs(:)
+    type(h5tile_request), intent(out) :: req
+    type(h5tile_write_options), intent(in), optional :: opts
+    type(h5tile_write_options), target :: o
+    integer(c_size_t) :: n, nt
+    n = size(global_shape, kind=c_size_t)
+    nt = size(bufs, kind=c_size_t)
+    status = check_tiles(n, nt, tile_offsets, tile_shapes)
+    if (status /= H5TILE_OK) return
+    status = c_write_tiles_async_f(int(comm, c_int), cstr(path), cstr(dataset), &
+      int(dtype, c_int), n, reversed(global_shape), nt, reversed_columns(tile_offsets), &
+      reversed_columns(tile_shapes), bufs, write_opts(opts, o), req%ptr)
+  end function
+
+  !> Completes and frees the request of h5tile_write_async or h5tile_write_tiles_async; the
+  !> write's status. Not collective.
+  integer function wait_request(req) result(status)
+    type(h5tile_request), intent(inout) :: req
+    status = wait_c_ptr(req%ptr)
+  end function
+
+  ! h5tile_wait for a request kept as a bare type(c_ptr).
+  integer function wait_c_ptr(req) result(status)
     type(c_ptr), intent(inout) :: req
+    call reset_error()
     status = c_wait(req)
     req = c_null_ptr
   end function
@@ -139,25 +417,26 @@ contains
   !> Collective: completes every write this process started; the first failure of any rank.
   integer function h5tile_fence(comm) result(status)
     integer, intent(in) :: comm
+    call reset_error()
     status = c_fence_f(int(comm, c_int))
   end function
 
   !> Collective: reads the tile at tile_offset (0-based) of extent tile_shape of `dataset`
   !> into buf, converting the element type where HDF5 can (see h5tile_read in h5tile.h).
-  integer function h5tile_read(comm, path, dataset, dtype, tile_offset, tile_shape, buf) &
-      result(status)
+  integer function h5tile_read(comm, path, dataset, dtype, tile_offset, tile_shape, buf, &
+      opts) result(status)
     integer, intent(in) :: comm, dtype
     character(len=*), intent(in) :: path, dataset
     integer(c_int64_t), intent(in) :: tile_offset(:), tile_shape(:)
     type(c_ptr), intent(in) :: buf
+    type(h5tile_read_options), intent(in), optional :: opts
+    type(h5tile_read_options), target :: o
     integer(c_size_t) :: n
     n = size(tile_offset, kind=c_size_t)
-    if (size(tile_shape) /= n) then
-      status = H5TILE_ERR_INVALID_ARGUMENT
-      return
-    end if
+    status = check_tile(n, tile_offset, tile_shape)
+    if (status /= H5TILE_OK) return
     status = c_read_f(int(comm, c_int), cstr(path), cstr(dataset), int(dtype, c_int), n, &
-      reversed(tile_offset), reversed(tile_shape), buf, c_null_ptr)
+      reversed(tile_offset), reversed(tile_shape), buf, read_opts(opts, o))
   end function
 
   !> Element type, rank and extents (Fortran order) of `dataset`; shape needs 32 entries.
@@ -168,6 +447,7 @@ contains
     integer(c_int) :: d
     integer(c_size_t) :: n
     integer(c_int64_t) :: c_shape(32)
+    call reset_error()
     c_shape = 0
     status = c_inspect(cstr(path), cstr(dataset), d, n, c_shape)
     dtype = d
@@ -176,18 +456,217 @@ contains
     if (status == H5TILE_OK) shape(1:ndim) = reversed(c_shape(1:ndim))
   end function
 
-  !> The message of the last failed call on this thread ("" after a success).
-  function h5tile_last_error() result(msg)
-    character(len=:), allocatable :: msg
+  !> A balanced block decomposition of global_shape over nranks ranks: the tile of `rank`
+  !> (0 <= rank < nranks), Fortran order in and out (see h5tile_partition). Not collective.
+  integer function h5tile_partition(nranks, rank, global_shape, tile_offset, tile_shape) &
+      result(status)
+    integer, intent(in) :: nranks, rank
+    integer(c_int64_t), intent(in) :: global_shape(:)
+    integer(c_int64_t), intent(out) :: tile_offset(:), tile_shape(:)
+    integer(c_int64_t) :: offset(size(global_shape)), extent(size(global_shape))
+    integer(c_size_t) :: n
+    tile_offset = 0
+    tile_shape = 0
+    n = size(global_shape, kind=c_size_t)
+    status = check_tile(n, tile_offset, tile_shape)
+    if (status /= H5TILE_OK) return
+    if (nranks < 1 .or. rank < 0 .or. rank >= nranks) then
+      status = refuse("rank " // itoa(rank) // " is not in 0.." // itoa(nranks))
+      return
+    end if
+    status = c_partition(int(nranks, c_size_t), int(rank, c_size_t), n, &
+      reversed(global_shape), offset, extent)
+    if (status /= H5TILE_OK) return
+    tile_offset = reversed(offset)
+    tile_shape = reversed(extent)
+  end function
+
+  !> Collective: opens `dataset` for reading in chunks of chunk_shape (Fortran order; see
+  !> h5tile_batches_open). Chunks come in Fortran order of their offsets (first axis fastest),
+  !> each rank getting a contiguous, balanced run of them (all of them with MPI_COMM_NULL).
+  integer function h5tile_batches_open(comm, path, dataset, chunk_shape, it, opts) &
+      result(status)
+    integer, intent(in) :: comm
+    character(len=*), intent(in) :: path, dataset
+    integer(c_int64_t), intent(in) :: chunk_shape(:)
+    type(h5tile_batches), intent(out) :: it
+    type(h5tile_read_options), intent(in), optional :: opts
+    type(h5tile_read_options), target :: o
+    integer(c_size_t) :: n
+    call reset_error()
+    n = size(chunk_shape, kind=c_size_t)
+    status = c_batches_open_f(int(comm, c_int), cstr(path), cstr(dataset), n, &
+      reversed(chunk_shape), read_opts(opts, o), it%ptr)
+    if (status == H5TILE_OK) it%ndim = int(n)
+  end function
+
+  !> This rank's next chunk, copied into buf (buf_bytes long, e.g. c_sizeof(array)), with its
+  !> offset and clipped shape in Fortran order (room for ndim values each), done = .false.;
+  !> once every chunk was delivered, done = .true. Not collective. See h5tile_batches_next.
+  integer function h5tile_batches_next(it, buf, buf_bytes, chunk_offset, chunk_shape, done) &
+      result(status)
+    type(h5tile_batches), intent(in) :: it
+    type(c_ptr), intent(in) :: buf
+    integer(c_size_t), intent(in) :: buf_bytes
+    integer(c_int64_t), intent(out) :: chunk_offset(:), chunk_shape(:)
+    logical, intent(out) :: done
+    integer(c_int64_t) :: offset(max(it%ndim, 1)), extent(max(it%ndim, 1))
+    logical(c_bool) :: finished
+    done = .false.
+    status = check_chunk(it, chunk_offset, chunk_shape)
+    if (status /= H5TILE_OK) return
+    finished = .false.
+    status = c_batches_next(it%ptr, buf, buf_bytes, offset, extent, finished)
+    if (status /= H5TILE_OK) return
+    done = finished
+    if (.not. done) call place_chunk(it%ndim, offset, extent, chunk_offset, chunk_shape)
+  end function
+
+  !> h5tile_batches_next without a copy: data points to the chunk (valid until the next call
+  !> on `it`); map it with c_f_pointer(data, array, chunk_shape(1:ndim)). c_null_ptr once done.
+  integer function h5tile_batches_next_view(it, data, chunk_offset, chunk_shape, done) &
+      result(status)
+    type(h5tile_batches), intent(in) :: it
+    type(c_ptr), intent(out) :: data
+    integer(c_int64_t), intent(out) :: chunk_offset(:), chunk_shape(:)
+    logical, intent(out) :: done
+    integer(c_int64_t) :: offset(max(it%ndim, 1)), extent(max(it%ndim, 1))
+    logical(c_bool) :: finished
+    data = c_null_ptr
+    done = .false.
+    status = check_chunk(it, chunk_offset, chunk_shape)
+    if (status /= H5TILE_OK) return
+    finished = .false.
+    status = c_batches_next_view(it%ptr, data, offset, extent, finished)
+    if (status /= H5TILE_OK) return
+    done = finished
+    if (.not. done) call place_chunk(it%ndim, offset, extent, chunk_offset, chunk_shape)
+  end function
+
+  !> What an iterator delivers: element type, bytes of its largest chunk (enough for every
+  !> buf) and how many chunks this rank gets. Every argument after `it` is optional.
+  integer function h5tile_batches_info(it, dtype, max_chunk_bytes, nchunks) result(status)
+    type(h5tile_batches), intent(in) :: it
+    integer, intent(out), optional :: dtype
+    integer(c_size_t), intent(out), optional :: max_chunk_bytes
+    integer(c_int64_t), intent(out), optional :: nchunks
+    integer(c_int) :: d
+    integer(c_size_t) :: bytes
+    integer(c_int64_t) :: count
+    call reset_error()
+    d = 0
+    bytes = 0
+    count = 0
+    status = c_batches_info(it%ptr, d, bytes, count)
+    if (present(dtype)) dtype = d
+    if (present(max_chunk_bytes)) max_chunk_bytes = bytes
+    if (present(nchunks)) nchunks = count
+  end function
+
+  !> Frees an iterator (an unopened or freed one is fine), also before its last chunk.
+  subroutine h5tile_batches_free(it)
+    type(h5tile_batches), intent(inout) :: it
+    call c_batches_free(it%ptr)
+    it%ptr = c_null_ptr
+    it%ndim = 0
+  end subroutine
+
+  ! --- helpers ---
+
+  ! The C address of the caller's options (a copy in `o`), or NULL when absent.
+  function write_opts(opts, o) result(p)
+    type(h5tile_write_options), intent(in), optional :: opts
+    type(h5tile_write_options), intent(inout), target :: o
     type(c_ptr) :: p
+    p = c_null_ptr
+    if (present(opts)) then
+      o = opts
+      p = c_loc(o)
+    end if
+  end function
+
+  function read_opts(opts, o) result(p)
+    type(h5tile_read_options), intent(in), optional :: opts
+    type(h5tile_read_options), intent(inout), target :: o
+    type(c_ptr) :: p
+    p = c_null_ptr
+    if (present(opts)) then
+      o = opts
+      p = c_loc(o)
+    end if
+  end function
+
+  integer function check_tile(n, tile_offset, tile_shape) result(status)
+    integer(c_size_t), intent(in) :: n
+    integer(c_int64_t), intent(in) :: tile_offset(:), tile_shape(:)
+    call reset_error()
+    status = H5TILE_OK
+    if (size(tile_offset) /= n .or. size(tile_shape) /= n) status = refuse( &
+      "the offset and shape have " // itoa(size(tile_offset)) // " and " // &
+      itoa(size(tile_shape)) // " entries; they need " // itoa(int(n)))
+  end function
+
+  integer function check_tiles(n, nt, tile_offsets, tile_shapes) result(status)
+    integer(c_size_t), intent(in) :: n, nt
+    integer(c_int64_t), intent(in) :: tile_offsets(:, :), tile_shapes(:, :)
+    call reset_error()
+    status = H5TILE_OK
+    if (any(shape(tile_offsets) /= [n, nt]) .or. any(shape(tile_shapes) /= [n, nt])) &
+      status = refuse("tile_offsets and tile_shapes must be (ndim, ntiles) = (" // &
+        itoa(int(n)) // ", " // itoa(int(nt)) // ") arrays (ntiles = size(bufs))")
+  end function
+
+  integer function check_chunk(it, chunk_offset, chunk_shape) result(status)
+    type(h5tile_batches), intent(in) :: it
+    integer(c_int64_t), intent(in) :: chunk_offset(:), chunk_shape(:)
+    call reset_error()
+    status = H5TILE_OK
+    if (size(chunk_offset) < it%ndim .or. size(chunk_shape) < it%ndim) status = refuse( &
+      "chunk_offset and chunk_shape need room for " // itoa(it%ndim) // " values")
+  end function
+
+  subroutine place_chunk(ndim, offset, extent, chunk_offset, chunk_shape)
+    integer, intent(in) :: ndim
+    integer(c_int64_t), intent(in) :: offset(:), extent(:)
+    integer(c_int64_t), intent(out) :: chunk_offset(:), chunk_shape(:)
+    chunk_offset = 0
+    chunk_shape = 0
+    chunk_offset(1:ndim) = reversed(offset(1:ndim))
+    chunk_shape(1:ndim) = reversed(extent(1:ndim))
+  end subroutine
+
+  integer function refuse(msg) result(status)
+    character(len=*), intent(in) :: msg
+    local_error = msg
+    status = H5TILE_ERR_INVALID_ARGUMENT
+  end function
+
+  subroutine reset_error()
+    local_error = ""
+  end subroutine
+
+  function itoa(i) result(s)
+    integer, intent(in) :: i
+    character(len=:), allocatable :: s
+    character(len=24) :: buf
+    write (buf, "(i0)") i
+    s = trim(buf)
+  end function
+
+  function fstring(p) result(s)
+    type(c_ptr), intent(in) :: p
+    character(len=:), allocatable :: s
     character(kind=c_char), pointer :: chars(:)
     integer :: i, n
-    p = c_last_error()
+    if (.not. c_associated(p)) then
+      s = ""
+      return
+    end if
     n = int(c_strlen(p))
     call c_f_pointer(p, chars, [n])
-    allocate(character(len=n) :: msg)
+    allocate(character(len=n) :: s)
     do i = 1, n
-      msg(i:i) = chars(i)
+      s(i:i) = chars(i)
     end do
   end function
 
@@ -201,5 +680,13 @@ contains
     integer(c_int64_t), intent(in) :: a(:)
     integer(c_int64_t) :: r(size(a))
     r = a(size(a):1:-1)
+  end function
+
+  ! Each column (one tile's values) reversed: (ndim, ntiles) in Fortran order is C's
+  ! [ntiles][ndim] with every row in C order.
+  pure function reversed_columns(a) result(r)
+    integer(c_int64_t), intent(in) :: a(:, :)
+    integer(c_int64_t) :: r(size(a, 1), size(a, 2))
+    r = a(size(a, 1):1:-1, :)
   end function
 end module h5tile

@@ -493,6 +493,23 @@ h5tile_status h5tile_read_f(MPI_Fint comm,
                             void *buf,
                             const h5tile_read_options *opts);
 
+// `h5tile_write_tiles_async` taking a Fortran communicator handle.
+//
+// # Safety
+// As `h5tile_write_tiles_async`.
+h5tile_status h5tile_write_tiles_async_f(MPI_Fint comm,
+                                         const char *path,
+                                         const char *dataset,
+                                         h5tile_dtype dtype,
+                                         size_t ndim,
+                                         const uint64_t *global_shape,
+                                         size_t ntiles,
+                                         const uint64_t *tile_offsets,
+                                         const uint64_t *tile_shapes,
+                                         const void *const *bufs,
+                                         const h5tile_write_options *opts,
+                                         h5tile_request **req);
+
 // Fills `*opts` with this version's default write options for a struct of `size` bytes (the
 // caller's `sizeof(h5tile_write_options)`); `h5tile_write_options_default()` calls it.
 // Returns `H5TILE_ERR_INVALID_ARGUMENT` if `opts` is NULL or `size` is smaller than the first

@@ -200,6 +200,46 @@ pub unsafe extern "C" fn h5tile_read_f(
     })
 }
 
+/// `h5tile_write_tiles_async` taking a Fortran communicator handle.
+///
+/// # Safety
+/// As `h5tile_write_tiles_async`.
+#[no_mangle]
+pub unsafe extern "C" fn h5tile_write_tiles_async_f(
+    comm: MPI_Fint,
+    path: *const c_char,
+    dataset: *const c_char,
+    dtype: h5tile_dtype,
+    ndim: usize,
+    global_shape: *const u64,
+    ntiles: usize,
+    tile_offsets: *const u64,
+    tile_shapes: *const u64,
+    bufs: *const *const c_void,
+    opts: *const h5tile_write_options,
+    req: *mut *mut h5tile_request,
+) -> h5tile_status {
+    if !req.is_null() {
+        *req = std::ptr::null_mut();
+    }
+    or_status(comm, |c| {
+        h5tile_write_tiles_async(
+            c,
+            path,
+            dataset,
+            dtype,
+            ndim,
+            global_shape,
+            ntiles,
+            tile_offsets,
+            tile_shapes,
+            bufs,
+            opts,
+            req,
+        )
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
