@@ -161,3 +161,94 @@ mod header {
         }
     }
 }
+
+/// The layering the module docs state, checked on the sources: a newcomer can trust the tree.
+#[cfg(test)]
+mod layering {
+    use std::path::{Path, PathBuf};
+
+    /// Every source file under `src/` with its code before the unit tests (which may use any
+    /// layer), as (path relative to `src/`, code).
+    fn sources() -> Vec<(String, String)> {
+        fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+            for entry in std::fs::read_dir(dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_dir() {
+                    walk(&path, out);
+                } else if path.extension().is_some_and(|e| e == "rs") {
+                    out.push(path);
+                }
+            }
+        }
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let mut files = Vec::new();
+        walk(&root, &mut files);
+        files
+            .into_iter()
+            .map(|p| {
+                let text = std::fs::read_to_string(&p).unwrap();
+                let code = text.split("#[cfg(test)]").next().unwrap().to_string();
+                let name = p
+                    .strip_prefix(&root)
+                    .unwrap()
+                    .to_string_lossy()
+                    .into_owned();
+                (name, code)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn libhdf5_is_called_from_platform_hdf5_only() {
+        for (name, code) in sources() {
+            if !name.starts_with("platform/hdf5/") {
+                assert!(!code.contains("hdf5_sys"), "{name} calls libhdf5");
+                assert!(!code.contains("hid_t"), "{name} handles raw HDF5 ids");
+            }
+        }
+    }
+
+    #[test]
+    fn mpi_is_called_from_platform_comm_only() {
+        for (name, code) in sources() {
+            if name == "platform/comm.rs" {
+                continue;
+            }
+            // The C ABI names MPI's communicator type; nothing else of MPI appears elsewhere.
+            let others = code.replace("mpi::ffi::MPI_Comm;", "");
+            assert!(!others.contains("mpi::"), "{name} uses MPI");
+        }
+    }
+
+    #[test]
+    fn the_c_abi_is_exported_from_ffi_only() {
+        for (name, code) in sources() {
+            if !name.starts_with("ffi/") {
+                assert!(
+                    !code.contains("#[no_mangle]"),
+                    "{name} exports a C function"
+                );
+            }
+        }
+    }
+
+    /// Each layer uses only the layers below it (`crate::<module>` paths).
+    #[test]
+    fn no_module_uses_a_layer_above_it() {
+        let layers = [
+            "status", "dtype", "geometry", "platform", "layout", "ops", "ffi",
+        ];
+        for (name, code) in sources() {
+            let own = name.split(['/', '.']).next().unwrap();
+            let Some(level) = layers.iter().position(|l| *l == own) else {
+                continue;
+            };
+            for (above, layer) in layers.iter().enumerate().skip(level + 1) {
+                assert!(
+                    !code.contains(&format!("crate::{layer}::")),
+                    "{name} uses crate::{layer}, a layer above it ({above} > {level})"
+                );
+            }
+        }
+    }
+}

@@ -8,40 +8,9 @@ use super::{
 use crate::dtype::h5tile_dtype;
 use crate::status::*;
 use mpi::ffi::MPI_Comm;
-use std::ffi::{c_char, c_int, c_void};
+use std::ffi::{c_char, c_void};
 
-/// Fortran handle of an MPI object (defined by mpi.h; an `int` in Open MPI and MPICH).
-#[allow(non_camel_case_types)]
-pub type MPI_Fint = c_int;
-
-/// The Fortran value of `MPI_COMM_NULL`. Where C handles are integers (MPICH and its
-/// derivatives) the Fortran value is the C value; Open MPI's C handles are pointers and its
-/// Fortran handles fixed indices, `MPI_COMM_NULL` being 2.
-fn fortran_comm_null() -> MPI_Fint {
-    if std::mem::size_of::<MPI_Comm>() == std::mem::size_of::<MPI_Fint>() {
-        unsafe { std::mem::transmute_copy(&mpi::ffi::RSMPI_COMM_NULL) }
-    } else {
-        2
-    }
-}
-
-/// The C communicator for Fortran handle `comm`. `MPI_Comm_f2c` may only be called once MPI is
-/// initialised; before that only `MPI_COMM_NULL` (this process alone) makes sense.
-pub(crate) fn comm_from_fortran(comm: MPI_Fint) -> Result<MPI_Comm> {
-    let mut initialized = 0;
-    unsafe { mpi::ffi::MPI_Initialized(&mut initialized) };
-    if initialized != 0 {
-        Ok(unsafe { mpi::ffi::MPI_Comm_f2c(comm) })
-    } else if comm == fortran_comm_null() {
-        Ok(unsafe { mpi::ffi::RSMPI_COMM_NULL })
-    } else {
-        fail(
-            H5TILE_ERR_MPI,
-            "a communicator was given but MPI is not initialized (call MPI_Init first, or pass \
-             MPI_COMM_NULL to work on this process alone)",
-        )
-    }
-}
+pub use crate::platform::comm::{comm_from_fortran, MPI_Fint};
 
 fn or_status(comm: MPI_Fint, call: impl FnOnce(MPI_Comm) -> h5tile_status) -> h5tile_status {
     match comm_from_fortran(comm) {
@@ -238,16 +207,4 @@ pub unsafe extern "C" fn h5tile_write_tiles_async_f(
             req,
         )
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn before_mpi_init_only_the_null_handle_is_accepted() {
-        assert!(comm_from_fortran(fortran_comm_null()).is_ok());
-        let e = comm_from_fortran(fortran_comm_null() + 1).unwrap_err();
-        assert_eq!(e.status, H5TILE_ERR_MPI);
-    }
 }
