@@ -67,13 +67,8 @@ int main(int argc, char **argv) {
         EXPECT_OK(h5tile_read(MPI_COMM_NULL, path, "/data", H5TILE_FLOAT32, 2, off, shp, vals, NULL));
         CHECK_TILE(H5TILE_FLOAT32, 2, G, off, shp, vals);
         const uint64_t off2[2] = {4, 3}, shp2[2] = {2, 7};
-        EXPECT_OK(h5tile_read(MPI_COMM_NULL, path, "/data", H5TILE_FLOAT32, 2, off2, shp2, vals, NULL));
-        CHECK_TILE(H5TILE_FLOAT32, 2, G, off2, shp2, vals);
-        h5tile_dtype dt;
-        size_t nd;
-        uint64_t shape[32];
-        EXPECT_OK(h5tile_inspect(path, "/data", &dt, &nd, shape));
-        CHECK(dt == H5TILE_FLOAT32 && nd == 2 && shape[0] == 6 && shape[1] == 10);
+        CHECK_READ_2D(path, "/data", H5TILE_FLOAT32, G, off2, shp2, vals, sizeof vals);
+        CHECK_INSPECT_2D(path, "/data", H5TILE_FLOAT32, 6, 10);
     }
     /* H5TILE_READ_FILL_MISSING: the whole read succeeds, the lost rows read 0 */
     {

@@ -40,17 +40,9 @@ static void copy_tree(const char *from, const char *to) {
 static void check_readable(const char *path) {
     int64_t all[9 * 8];
     const uint64_t zero[2] = {0, 0}, off[2] = {3, 2}, shp[2] = {4, 5};
-    memset(all, 0, sizeof all);
-    EXPECT_OK(h5tile_read(MPI_COMM_NULL, path, "/data", H5TILE_INT64, 2, zero, G, all, NULL));
-    CHECK_TILE(H5TILE_INT64, 2, G, zero, G, all);
-    memset(all, 0, sizeof all);
-    EXPECT_OK(h5tile_read(MPI_COMM_NULL, path, "/data", H5TILE_INT64, 2, off, shp, all, NULL));
-    CHECK_TILE(H5TILE_INT64, 2, G, off, shp, all);
-    h5tile_dtype dt;
-    size_t nd;
-    uint64_t shape[32];
-    EXPECT_OK(h5tile_inspect(path, "/data", &dt, &nd, shape));
-    CHECK(dt == H5TILE_INT64 && nd == 2 && shape[0] == 9 && shape[1] == 8);
+    CHECK_READ_2D(path, "/data", H5TILE_INT64, G, zero, G, all, sizeof all);
+    CHECK_READ_2D(path, "/data", H5TILE_INT64, G, off, shp, all, sizeof all);
+    CHECK_INSPECT_2D(path, "/data", H5TILE_INT64, 9, 8);
 }
 
 int main(int argc, char **argv) {

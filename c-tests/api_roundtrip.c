@@ -301,19 +301,11 @@ static void nested_groups(const char *scratch) {
     fill_tile(H5TILE_FLOAT64, 2, GLOBAL, off, GLOBAL, v);
     EXPECT_OK(h5tile_write(MPI_COMM_NULL, path, "/a/b/c", H5TILE_FLOAT64, 2, GLOBAL, off, GLOBAL,
                            v, NULL));
-    h5tile_dtype dt;
-    size_t ndim;
-    uint64_t shape[32];
-    EXPECT_OK(h5tile_inspect(path, "/a/b/c", &dt, &ndim, shape));
-    CHECK(dt == H5TILE_FLOAT64 && ndim == 2 && shape[0] == NR && shape[1] == NC);
+    CHECK_INSPECT_2D(path, "/a/b/c", H5TILE_FLOAT64, NR, NC);
     double w[NR * NC];
-    memset(w, 0, sizeof w);
-    EXPECT_OK(h5tile_read(MPI_COMM_NULL, path, "/a/b/c", H5TILE_FLOAT64, 2, off, GLOBAL, w, NULL));
-    CHECK_TILE(H5TILE_FLOAT64, 2, GLOBAL, off, GLOBAL, w);
+    CHECK_READ_2D(path, "/a/b/c", H5TILE_FLOAT64, GLOBAL, off, GLOBAL, w, sizeof w);
     /* the same dataset named without the leading slash */
-    memset(w, 0, sizeof w);
-    EXPECT_OK(h5tile_read(MPI_COMM_NULL, path, "a/b/c", H5TILE_FLOAT64, 2, off, GLOBAL, w, NULL));
-    CHECK_TILE(H5TILE_FLOAT64, 2, GLOBAL, off, GLOBAL, w);
+    CHECK_READ_2D(path, "a/b/c", H5TILE_FLOAT64, GLOBAL, off, GLOBAL, w, sizeof w);
     /* the intermediate groups are groups */
     EXPECT_STATUS(h5tile_read(MPI_COMM_NULL, path, "/a/b", H5TILE_FLOAT64, 2, off, GLOBAL, w, NULL),
                   H5TILE_ERR_NOT_A_DATASET);

@@ -437,6 +437,25 @@ static inline void check_tile(const char *file, int line, int dt, size_t ndim,
     }
 }
 
+/* Reads the 2-D tile (offset, shape) of `dataset` in `path` as `dt` into `buf` (cleared first)
+ * and checks it against the formula of a dataset of shape `global`. */
+#define CHECK_READ_2D(path, dataset, dt, global, offset, shape, buf, bytes)                     \
+    do {                                                                                       \
+        memset(buf, 0, bytes);                                                                 \
+        EXPECT_OK(h5tile_read(MPI_COMM_NULL, path, dataset, dt, 2, offset, shape, buf, NULL)); \
+        CHECK_TILE(dt, 2, global, offset, shape, buf);                                         \
+    } while (0)
+
+/* Checks that `dataset` in `path` is 2-D of `dt` and shape rows x cols. */
+#define CHECK_INSPECT_2D(path, dataset, dt, rows, cols)                                   \
+    do {                                                                                  \
+        h5tile_dtype got_dt;                                                              \
+        size_t got_nd;                                                                    \
+        uint64_t got_shape[32];                                                           \
+        EXPECT_OK(h5tile_inspect(path, dataset, &got_dt, &got_nd, got_shape));            \
+        CHECK(got_dt == (dt) && got_nd == 2 && got_shape[0] == (rows) && got_shape[1] == (cols)); \
+    } while (0)
+
 static inline void *xmalloc(size_t n) {
     void *p = malloc(n ? n : 1);
     CHECK_MSG(p != NULL, "out of memory (%zu bytes)", n);

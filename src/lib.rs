@@ -53,15 +53,7 @@ mod header {
     #[test]
     fn header_is_current() {
         let generated = include_str!(concat!(env!("OUT_DIR"), "/h5tile.h"));
-        let committed = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("include/h5tile.h");
-        if std::env::var_os("H5TILE_BLESS_HEADER").is_some() {
-            std::fs::write(&committed, generated).unwrap();
-        }
-        let on_disk = std::fs::read_to_string(&committed).unwrap_or_default();
-        assert!(
-            on_disk == generated,
-            "include/h5tile.h is stale: run `make header` and commit it"
-        );
+        check_generated("include/h5tile.h", None, generated);
     }
 
     /// The Fortran module's status parameters are generated from the same list as the enum
@@ -69,20 +61,31 @@ mod header {
     #[test]
     fn fortran_status_codes_are_current() {
         let generated = include_str!(concat!(env!("OUT_DIR"), "/status_codes.f90"));
-        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("include/h5tile.f90");
-        let module = std::fs::read_to_string(&path).unwrap();
-        let (begin, end) = ("  ! BEGIN status codes\n", "  ! END status codes\n");
-        let (head, rest) = module
-            .split_once(begin)
-            .expect("BEGIN marker in h5tile.f90");
-        let (current, tail) = rest.split_once(end).expect("END marker in h5tile.f90");
+        let markers = ("  ! BEGIN status codes\n", "  ! END status codes\n");
+        check_generated("include/h5tile.f90", Some(markers), generated);
+    }
+
+    /// Whether the committed file `name` (or its part between the `markers`) is `generated`;
+    /// with `H5TILE_BLESS_HEADER` set it is rewritten so first.
+    fn check_generated(name: &str, markers: Option<(&str, &str)>, generated: &str) {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(name);
+        let on_disk = std::fs::read_to_string(&path).unwrap_or_default();
+        let (head, current, tail) = match markers {
+            None => ("", on_disk.as_str(), ""),
+            Some((begin, end)) => {
+                let (head, rest) = on_disk.split_once(begin).expect("BEGIN marker");
+                let (current, tail) = rest.split_once(end).expect("END marker");
+                (head, current, tail)
+            }
+        };
         if std::env::var_os("H5TILE_BLESS_HEADER").is_some() && current != generated {
+            let (begin, end) = markers.unwrap_or(("", ""));
             std::fs::write(&path, format!("{head}{begin}{generated}{end}{tail}")).unwrap();
             return;
         }
         assert!(
             current == generated,
-            "include/h5tile.f90's status codes are stale: run `make header` and commit it"
+            "{name} is stale: run `make header` and commit it"
         );
     }
 

@@ -230,23 +230,7 @@ unsafe extern "C" fn read(
     buf: *mut c_void,
 ) -> herr_t {
     guard("h5tile_gds_read", -1, || {
-        let f = file_mut(f)?;
-        check_range(f, addr, size)?;
-        if size == 0 {
-            return Ok(0);
-        }
-        if buf.is_null() {
-            return Err(format!("read buffer is NULL for {size} bytes at {addr}").into());
-        }
-        if let Some(dst) = raw_device_memory(kind, buf) {
-            return f.device_transfer(false, addr, dst, size);
-        }
-        let bytes = std::slice::from_raw_parts_mut(buf as *mut u8, size);
-        f.read_bytes(kind, addr, bytes).map_err(|e| {
-            let what = format!("cannot read {size} bytes at {addr} of");
-            failed_transfer(DriverError::os(&what, &f.name, &e))
-        })?;
-        Ok(0)
+        transfer(f, kind, addr, size, buf, false)
     })
 }
 
@@ -259,24 +243,49 @@ unsafe extern "C" fn write(
     buf: *const c_void,
 ) -> herr_t {
     guard("h5tile_gds_write", -1, || {
-        let f = file_mut(f)?;
-        check_range(f, addr, size)?;
-        if size == 0 {
-            return Ok(0);
-        }
-        if buf.is_null() {
-            return Err(format!("write buffer is NULL for {size} bytes at {addr}").into());
-        }
-        if let Some(src) = raw_device_memory(kind, buf) {
-            return f.device_transfer(true, addr, src, size);
-        }
-        let bytes = std::slice::from_raw_parts(buf as *const u8, size);
-        f.write_bytes(kind, addr, bytes).map_err(|e| {
-            let what = format!("cannot write {size} bytes at {addr} of");
-            failed_transfer(DriverError::os(&what, &f.name, &e))
-        })?;
-        Ok(0)
+        transfer(f, kind, addr, size, buf as *mut c_void, true)
     })
+}
+
+/// Moves `size` bytes between `addr` of the file and `buf` (`write`: to the file): device
+/// memory by the file's device path, host memory by POSIX I/O.
+unsafe fn transfer(
+    f: *mut H5FD_t,
+    kind: H5FD_mem_t,
+    addr: haddr_t,
+    size: usize,
+    buf: *mut c_void,
+    write: bool,
+) -> Outcome<herr_t> {
+    let f = file_mut(f)?;
+    check_range(f, addr, size)?;
+    let op = if write { "write" } else { "read" };
+    if size == 0 {
+        return Ok(0);
+    }
+    if buf.is_null() {
+        return Err(format!("{op} buffer is NULL for {size} bytes at {addr}").into());
+    }
+    if let Some(mem) = raw_device_memory(kind, buf) {
+        return f.device_transfer(write, addr, mem, size);
+    }
+    let moved = match write {
+        true => f.write_bytes(
+            kind,
+            addr,
+            std::slice::from_raw_parts(buf as *const u8, size),
+        ),
+        false => f.read_bytes(
+            kind,
+            addr,
+            std::slice::from_raw_parts_mut(buf as *mut u8, size),
+        ),
+    };
+    moved.map_err(|e| {
+        let what = format!("cannot {op} {size} bytes at {addr} of");
+        failed_transfer(DriverError::os(&what, &f.name, &e))
+    })?;
+    Ok(0)
 }
 
 /// Device memory behind a raw-data buffer (metadata buffers are always HDF5's own host memory).
@@ -348,33 +357,44 @@ fn vector_entry<T: Copy + PartialEq>(values: &[T], i: usize, stop: T) -> T {
     values[i.min(end.saturating_sub(1))]
 }
 
-/// Calls `op(type, addr, size, i)` for each of the `count` entries of a vector request,
-/// stopping at the first failure.
+/// A vector request: the `count` entries of `types`, `addrs`, `sizes` and `bufs` moved one by
+/// one (`write`: to the file), stopping at the first failure.
+#[allow(clippy::too_many_arguments)]
 unsafe fn each_entry(
+    f: *mut H5FD_t,
+    dxpl: hid_t,
     count: u32,
     types: *const H5FD_mem_t,
     addrs: *const haddr_t,
     sizes: *const usize,
-    mut op: impl FnMut(H5FD_mem_t, haddr_t, usize, usize) -> herr_t,
+    bufs: *const *mut c_void,
+    write: bool,
 ) -> herr_t {
     let n = count as usize;
     if n == 0 {
         return 0;
     }
-    if types.is_null() || addrs.is_null() || sizes.is_null() {
+    if types.is_null() || addrs.is_null() || sizes.is_null() || bufs.is_null() {
         let e = format!("a vector request of {n} entries has a NULL list");
         host::push_error("h5tile_gds_vector", &DriverError::from(e));
         return -1;
     }
     let types = std::slice::from_raw_parts(types, n);
-    let addrs = std::slice::from_raw_parts(addrs, n);
-    let sizes = std::slice::from_raw_parts(sizes, n);
+    let (addrs, sizes) = (
+        std::slice::from_raw_parts(addrs, n),
+        std::slice::from_raw_parts(sizes, n),
+    );
     for (i, &addr) in addrs.iter().enumerate() {
         let (t, size) = (
             vector_entry(types, i, H5FD_MEM_NOLIST),
             vector_entry(sizes, i, 0),
         );
-        if op(t, addr, size, i) < 0 {
+        let buf = *bufs.add(i);
+        let done = match write {
+            true => self::write(f, t, dxpl, addr, size, buf),
+            false => read(f, t, dxpl, addr, size, buf),
+        };
+        if done < 0 {
             return -1;
         }
     }
@@ -390,13 +410,7 @@ unsafe extern "C" fn read_vector(
     sizes: *mut usize,
     bufs: *mut *mut c_void,
 ) -> herr_t {
-    if bufs.is_null() && count > 0 {
-        host::push_error("h5tile_gds_read_vector", &"buffer list is NULL".into());
-        return -1;
-    }
-    each_entry(count, types, addrs, sizes, |t, addr, size, i| {
-        read(f, t, dxpl, addr, size, *bufs.add(i))
-    })
+    each_entry(f, dxpl, count, types, addrs, sizes, bufs, false)
 }
 
 unsafe extern "C" fn write_vector(
@@ -408,13 +422,16 @@ unsafe extern "C" fn write_vector(
     sizes: *mut usize,
     bufs: *mut *const c_void,
 ) -> herr_t {
-    if bufs.is_null() && count > 0 {
-        host::push_error("h5tile_gds_write_vector", &"buffer list is NULL".into());
-        return -1;
-    }
-    each_entry(count, types, addrs, sizes, |t, addr, size, i| {
-        write(f, t, dxpl, addr, size, *bufs.add(i))
-    })
+    each_entry(
+        f,
+        dxpl,
+        count,
+        types,
+        addrs,
+        sizes,
+        bufs as *const *mut c_void,
+        true,
+    )
 }
 
 unsafe extern "C" fn truncate(f: *mut H5FD_t, _dxpl: hid_t, _closing: bool) -> herr_t {

@@ -258,9 +258,7 @@ mod tests {
     /// whether one worker or several do them.
     #[test]
     fn planned_runs_land_where_planned() {
-        for threads in [1, 3] {
-            runs_land_where_planned_on(threads);
-        }
+        [1, 3].into_iter().for_each(runs_land_where_planned_on);
     }
 
     fn runs_land_where_planned_on(threads: usize) {
@@ -295,9 +293,7 @@ mod tests {
     /// Reading past the end of a file is an error naming the file, on one worker or several.
     #[test]
     fn a_short_file_names_itself() {
-        for threads in [1, 3] {
-            a_short_file_names_itself_on(threads);
-        }
+        [1, 3].into_iter().for_each(a_short_file_names_itself_on);
     }
 
     fn a_short_file_names_itself_on(threads: usize) {

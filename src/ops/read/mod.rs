@@ -132,6 +132,7 @@ pub unsafe fn read(
     comm.agree_on(|| read_local(path, dataset, dtype, tile, buf, options))
 }
 
+/// This rank's part of `read`.
 unsafe fn read_local(
     path: &Path,
     dataset: &str,

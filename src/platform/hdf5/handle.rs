@@ -282,18 +282,12 @@ impl Dataset {
         buf: *const c_void,
     ) -> Result<()> {
         let _l = super::lock();
-        check(
-            H5Dwrite(
-                self.0,
-                mem_type.id(),
-                mem_space.map_or(H5S_ALL, |s| s.0),
-                file_space.map_or(H5S_ALL, |s| s.0),
-                H5P_DEFAULT,
-                buf,
-            ),
-            || "cannot write dataset".into(),
-        )
-        .map(|_| ())
+        let (m, f) = (
+            mem_space.map_or(H5S_ALL, |s| s.0),
+            file_space.map_or(H5S_ALL, |s| s.0),
+        );
+        let written = H5Dwrite(self.0, mem_type.id(), m, f, H5P_DEFAULT, buf);
+        check(written, || "cannot write dataset".into()).map(|_| ())
     }
 
     /// Reads the dataset's `file_space` selection into `buf`, laid out as `mem_space` (None:
@@ -309,18 +303,12 @@ impl Dataset {
         buf: *mut c_void,
     ) -> Result<()> {
         let _l = super::lock();
-        check(
-            H5Dread(
-                self.0,
-                mem_type.id(),
-                mem_space.map_or(H5S_ALL, |s| s.0),
-                file_space.map_or(H5S_ALL, |s| s.0),
-                H5P_DEFAULT,
-                buf,
-            ),
-            || "cannot read dataset".into(),
-        )
-        .map(|_| ())
+        let (m, f) = (
+            mem_space.map_or(H5S_ALL, |s| s.0),
+            file_space.map_or(H5S_ALL, |s| s.0),
+        );
+        let read = H5Dread(self.0, mem_type.id(), m, f, H5P_DEFAULT, buf);
+        check(read, || "cannot read dataset".into()).map(|_| ())
     }
 }
 
