@@ -85,7 +85,7 @@ fn the_vfd_handle_is_the_files_descriptor() {
 fn driver_failures_are_classified_by_their_error_code() {
     use h5tile::internals::hdf5::gds::driver_access;
     use h5tile::internals::status::{H5TILE_ERR_CUDA, H5TILE_ERR_IO};
-    use h5tile_gds::config::{Config, Gds};
+    use h5tile_gds::{Config, Gds};
     let d = tempfile::tempdir().unwrap();
     let _l = h5tile::internals::hdf5::lock();
     // A file that is not there, opened read-only through the driver.
@@ -103,7 +103,7 @@ fn driver_failures_are_classified_by_their_error_code() {
     assert!(e.message.starts_with(&lead), "{}", e.message);
     assert!(e.message.contains("[cannot open: H5Fopen"), "{}", e.message);
     // gds=on where cuFile cannot be used (no GPU here): the open is refused, nothing is made.
-    if h5tile_gds::device::cufile::driver().is_ok() {
+    if h5tile_gds::cufile_usable().is_ok() {
         eprintln!("SKIPPED the gds=on refusal: cuFile can be used on this machine");
         return;
     }

@@ -7,16 +7,26 @@
 //! through two pinned staging buffers. The plugin links no libhdf5: the few HDF5 functions it
 //! calls are found in the host process at run time (`host`).
 
-pub mod abi;
-pub mod config;
-pub mod device;
-pub mod driver;
-pub mod error;
-pub mod host;
+mod abi;
+mod config;
+mod device;
+mod driver;
+mod error;
+mod host;
 mod locking;
 pub mod log;
-pub mod plan;
-pub mod posix;
+mod plan;
+mod posix;
+
+// The driver's public API: what h5tile, which links this crate and registers the driver in its
+// own process, uses. Everything else is private to the driver.
+pub use abi::H5FD_class_t;
+pub use config::{Config, DriverInfo, Gds};
+pub use device::cuda::{copy_to_device, in_process as cuda_in_process};
+pub use device::cufile::driver as cufile_usable;
+pub use device::{device_memory, DeviceIo, DevicePtr};
+pub use error::{Kind as ErrorKind, CLASS_NAME as ERROR_CLASS};
+pub use posix::{in_pieces, OpenMode, PosixFile};
 
 use std::ffi::c_int;
 

@@ -3,12 +3,12 @@
 //! `H5TILE_GDS=auto|on|off` in the environment, overridden by the options' `gds` field.
 
 use crate::status::*;
-pub use h5tile_gds::config::{Config, Gds};
-pub use h5tile_gds::device::{device_memory, DevicePtr};
+/// Moving a large transfer in pieces over a few threads, as the driver moves its own.
+pub use h5tile_gds::in_pieces;
 /// Logging as the driver logs (`H5TILE_LOG`), so h5tile and its driver speak with one voice.
 pub use h5tile_gds::log;
-/// Moving a large transfer in pieces over a few threads, as the driver moves its own.
-pub use h5tile_gds::posix::in_pieces;
+pub use h5tile_gds::{device_memory, DevicePtr};
+pub use h5tile_gds::{Config, Gds};
 use std::ffi::c_void;
 use std::sync::OnceLock;
 
@@ -72,8 +72,8 @@ fn threads_from_environment() -> usize {
 /// the device route, and with `on` only where cuFile can be used (`H5TILE_ERR_CUDA` saying why
 /// otherwise, before any file is touched).
 pub fn route(buf: *const c_void, mode: Gds) -> Result<Route> {
-    decide(h5tile_gds::device::device_memory(buf), mode, || {
-        h5tile_gds::device::cufile::driver()
+    decide(h5tile_gds::device_memory(buf), mode, || {
+        h5tile_gds::cufile_usable()
     })
 }
 
@@ -99,23 +99,23 @@ fn decide(
 /// A file h5tile moves device memory to or from by itself (tile bytes at known offsets),
 /// through the driver's device paths: cuFile, or the bounded compat path.
 pub struct DeviceFile {
-    file: h5tile_gds::posix::PosixFile,
-    io: h5tile_gds::device::DeviceIo,
-    config: h5tile_gds::config::Config,
+    file: h5tile_gds::PosixFile,
+    io: h5tile_gds::DeviceIo,
+    config: h5tile_gds::Config,
     name: String,
 }
 
 impl DeviceFile {
     pub fn open(path: &std::path::Path, write: bool, route: &Route) -> Result<DeviceFile> {
         let name = path.to_string_lossy().into_owned();
-        let mode = h5tile_gds::posix::OpenMode {
+        let mode = h5tile_gds::OpenMode {
             write,
             ..Default::default()
         };
-        let file = h5tile_gds::posix::PosixFile::open(&name, mode)
+        let file = h5tile_gds::PosixFile::open(&name, mode)
             .map_err(|e| Error::io("cannot open", path, &e))?;
         let config = route.driver_config();
-        let io = h5tile_gds::device::DeviceIo::new(&name, write);
+        let io = h5tile_gds::DeviceIo::new(&name, write);
         Ok(DeviceFile {
             file,
             io,
@@ -151,7 +151,7 @@ impl DeviceFile {
 
 /// Copies host bytes into device memory (a batched chunk, a staged slab), waiting for it.
 pub fn copy_to_device(dst: DevicePtr, src: &[u8]) -> Result<()> {
-    h5tile_gds::device::cuda::copy_to_device(dst, src).map_err(|e| {
+    h5tile_gds::copy_to_device(dst, src).map_err(|e| {
         Error::new(
             H5TILE_ERR_CUDA,
             format!("cannot copy to device memory: {e}"),
@@ -218,7 +218,7 @@ mod tests {
         for mode in [Gds::Auto, Gds::On, Gds::Off] {
             assert!(matches!(route(data.as_ptr().cast(), mode), Ok(Route::Host)));
         }
-        if !h5tile_gds::device::cuda::in_process() {
+        if !h5tile_gds::cuda_in_process() {
             let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
             assert!(!maps.contains("libcuda") && !maps.contains("libcufile"));
         }

@@ -258,7 +258,7 @@ impl Stream {
         Ok(s)
     }
 
-    pub fn to_device(
+    pub fn host_to_device(
         &mut self,
         slot: usize,
         dst: DevicePtr,
@@ -271,7 +271,7 @@ impl Stream {
         self.record(slot)
     }
 
-    pub fn from_device(
+    pub fn device_to_host(
         &mut self,
         slot: usize,
         dst: *mut u8,

@@ -15,7 +15,7 @@ use crate::log;
 use crate::posix::PosixFile;
 
 /// How one open file moves device memory, chosen the first time it sees some.
-enum Route {
+enum DevicePath {
     Undecided,
     Gds(cufile::Handle),
     Compat(Option<Compat>),
@@ -34,7 +34,7 @@ pub struct DeviceIo {
     name: String,
     /// Opened for writing: cuFile's own descriptor is opened the same way.
     write: bool,
-    route: Route,
+    path: DevicePath,
     /// The path taken was logged (once, on the first device transfer).
     logged: bool,
 }
@@ -61,49 +61,51 @@ impl DeviceIo {
         DeviceIo {
             name: name.to_string(),
             write,
-            route: Route::Undecided,
+            path: DevicePath::Undecided,
             logged: false,
         }
     }
 
     /// `gds=on`: registers the file with cuFile now, so an open that cannot use it fails.
     pub fn require_gds(&mut self) -> Result<(), DriverError> {
-        self.route = Route::Gds(register_required(&self.name, self.write)?);
+        self.path = DevicePath::Gds(register_required(&self.name, self.write)?);
         Ok(())
     }
 
     /// Whether this file's device memory goes through cuFile (None before any was seen).
     pub fn uses_gds(&self) -> Option<bool> {
-        match self.route {
-            Route::Undecided => None,
-            Route::Gds(_) => Some(true),
-            Route::Compat(_) => Some(false),
+        match self.path {
+            DevicePath::Undecided => None,
+            DevicePath::Gds(_) => Some(true),
+            DevicePath::Compat(_) => Some(false),
         }
     }
 
     /// Chooses the path on the first device transfer (`on`: cuFile or an error; `auto`: cuFile
     /// where it can be used; `off`: compat) and logs it once at `info`.
-    fn decide(&mut self, config: &Config) -> Result<(), String> {
+    fn choose_path(&mut self, config: &Config) -> Result<(), String> {
         let name = &self.name;
-        if matches!(self.route, Route::Undecided) {
-            self.route = match config.gds {
-                Gds::Off => Route::Compat(None),
-                Gds::On => Route::Gds(register_required(name, self.write).map_err(|e| e.message)?),
+        if matches!(self.path, DevicePath::Undecided) {
+            self.path = match config.gds {
+                Gds::Off => DevicePath::Compat(None),
+                Gds::On => {
+                    DevicePath::Gds(register_required(name, self.write).map_err(|e| e.message)?)
+                }
                 Gds::Auto => match register(name, self.write) {
-                    Ok(handle) => Route::Gds(handle),
+                    Ok(handle) => DevicePath::Gds(handle),
                     Err(why) => {
                         let fallback = "device memory takes the compat path instead";
                         log::warn(&format!(
                             "'{name}': cuFile cannot be used ({why}); {fallback}"
                         ));
-                        Route::Compat(None)
+                        DevicePath::Compat(None)
                     }
                 },
             };
         }
         if !self.logged {
             self.logged = true;
-            let gds = matches!(self.route, Route::Gds(_));
+            let gds = matches!(self.path, DevicePath::Gds(_));
             let how = if gds {
                 format!("block={} threads={}", config.block, config.threads)
             } else {
@@ -127,19 +129,19 @@ impl DeviceIo {
         dst: DevicePtr,
         len: usize,
     ) -> Result<(), String> {
-        self.decide(config)?;
-        match &mut self.route {
-            Route::Gds(handle) => in_blocks(len, config, |off, n| {
+        self.choose_path(config)?;
+        match &mut self.path {
+            DevicePath::Gds(handle) => in_blocks(len, config, |off, n| {
                 handle.read(addr + off as u64, dst.offset(off), n)
             }),
-            Route::Compat(compat) => {
+            DevicePath::Compat(compat) => {
                 let mut engine = Engine::new(compat, dst, config.bounce)?;
                 staging::read_to_device(&mut engine, len, config.bounce, |off, part| {
                     file.read_at(addr + off as u64, part)
                         .map_err(|e| e.to_string())
                 })
             }
-            Route::Undecided => unreachable!("decided above"),
+            DevicePath::Undecided => unreachable!("decided above"),
         }
     }
 
@@ -152,23 +154,23 @@ impl DeviceIo {
         src: DevicePtr,
         len: usize,
     ) -> Result<(), String> {
-        self.decide(config)?;
-        match &mut self.route {
-            Route::Gds(handle) => {
+        self.choose_path(config)?;
+        match &mut self.path {
+            DevicePath::Gds(handle) => {
                 in_blocks(len, config, |off, n| {
                     handle.write(addr + off as u64, src.offset(off), n)
                 })?;
                 file.eof = file.eof.max(addr + len as u64);
                 Ok(())
             }
-            Route::Compat(compat) => {
+            DevicePath::Compat(compat) => {
                 let mut engine = Engine::new(compat, src, config.bounce)?;
                 staging::write_from_device(&mut engine, len, config.bounce, |off, part| {
                     file.write_at(addr + off as u64, part)
                         .map_err(|e| e.to_string())
                 })
             }
-            Route::Undecided => unreachable!("decided above"),
+            DevicePath::Undecided => unreachable!("decided above"),
         }
     }
 }
@@ -245,13 +247,13 @@ impl staging::Engine for Engine<'_> {
     fn upload(&mut self, slot: usize, dev_off: usize, len: usize) -> Result<(), String> {
         let src = self.compat.slots[slot].bytes(len).as_ptr();
         let dst = self.device.offset(dev_off);
-        self.compat.stream.to_device(slot, dst, src, len)
+        self.compat.stream.host_to_device(slot, dst, src, len)
     }
 
     fn download(&mut self, slot: usize, dev_off: usize, len: usize) -> Result<(), String> {
         let dst = self.compat.slots[slot].bytes(len).as_mut_ptr();
         let src = self.device.offset(dev_off);
-        self.compat.stream.from_device(slot, dst, src, len)
+        self.compat.stream.device_to_host(slot, dst, src, len)
     }
 
     fn wait(&mut self, slot: usize) -> Result<(), String> {

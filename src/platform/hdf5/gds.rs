@@ -4,7 +4,7 @@
 
 use super::{check, Plist};
 use crate::status::Result;
-use h5tile_gds::config::{Config, DriverInfo};
+use h5tile_gds::{Config, DriverInfo};
 use hdf5_sys::h5fd::{H5FD_class_t, H5FDregister};
 use hdf5_sys::h5i::hid_t;
 use hdf5_sys::h5p::{H5Pset_alignment, H5Pset_driver, H5P_CLS_FILE_ACCESS};
@@ -17,7 +17,7 @@ pub fn driver() -> Result<hid_t> {
     if let Some(&id) = ID.get() {
         return Ok(id);
     }
-    let class = h5tile_gds::class() as *const h5tile_gds::abi::H5FD_class_t as *const H5FD_class_t;
+    let class = h5tile_gds::class() as *const h5tile_gds::H5FD_class_t as *const H5FD_class_t;
     let id = check(unsafe { H5FDregister(class) }, || {
         "cannot register the h5tile_gds driver".into()
     })?;

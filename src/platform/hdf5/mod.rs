@@ -90,8 +90,8 @@ impl StackEntry {
     /// The status and leading words this entry gives the error, if it names a cause below HDF5
     /// (`what` failed because of it: HDF5's own drivers do not always name the file).
     fn cause(&self, what: &str) -> Option<(h5tile_status, String)> {
-        if self.class == h5tile_gds::error::CLASS_NAME {
-            use h5tile_gds::error::Kind;
+        if self.class == h5tile_gds::ERROR_CLASS {
+            use h5tile_gds::ErrorKind as Kind;
             return match Kind::from_minor_text(&self.minor)? {
                 Kind::Os => Some((H5TILE_ERR_IO, self.desc.clone())),
                 Kind::GdsRefused | Kind::TransferFailed => {
