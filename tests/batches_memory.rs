@@ -8,7 +8,7 @@ use h5tile::internals::Batches;
 use h5tile::internals::Comm;
 use h5tile::internals::Dtype;
 use h5tile::internals::Tile;
-use h5tile::internals::{write, LocalTile, WriteArgs, WriteOptions};
+use h5tile::internals::{host_bytes, write, LocalTile, WriteArgs, WriteOptions};
 
 const MIB: u64 = 1 << 20;
 
@@ -29,7 +29,7 @@ fn streaming_512_mib_in_8_mib_chunks_stays_within_two_chunks_plus_64_mib() {
     let tiles = (0..rows / slab)
         .map(|s| LocalTile {
             tile: Tile::new(vec![s * slab, 0], vec![slab, cols]),
-            buf: slab_values.as_ptr().cast(),
+            buf: host_bytes(&slab_values),
         })
         .collect();
     let global = [rows, cols];
@@ -41,7 +41,7 @@ fn streaming_512_mib_in_8_mib_chunks_stays_within_two_chunks_plus_64_mib() {
         tiles,
         options: WriteOptions::default(),
     };
-    unsafe { write(&solo, &args) }.unwrap();
+    write(&solo, &args).unwrap();
 
     let chunk = [512u64, 2048];
     let chunk_bytes = chunk.iter().product::<u64>() * 8;

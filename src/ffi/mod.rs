@@ -20,6 +20,7 @@ use crate::ops::pending;
 use crate::ops::read;
 use crate::ops::write::{self, LocalTile, WriteArgs};
 use crate::platform::comm::Comm;
+use crate::platform::device::{self, Buffer, Gds, Route};
 use crate::status::*;
 use boundary::{ndim_arg, out_arg, run, slice_arg, str_arg};
 use mpi::ffi::MPI_Comm;
@@ -158,16 +159,17 @@ unsafe fn write_args<'a>(
         let offsets = slice_arg(tile_offsets, len, "tile_offset")?;
         let shapes = slice_arg(tile_shapes, len, "tile_shape")?;
         let bufs = slice_arg(bufs, ntiles, "bufs")?;
-        let tiles = (0..ntiles)
-            .map(|i| LocalTile {
-                tile: Tile::new(
-                    offsets[i * ndim..][..ndim].to_vec(),
-                    shapes[i * ndim..][..ndim].to_vec(),
-                ),
-                buf: bufs[i],
-            })
-            .collect();
         let options = h5tile_write_options::parse(opts)?;
+        let tiles = (0..ntiles)
+            .map(|k| {
+                let tile = Tile::new(
+                    offsets[k * ndim..][..ndim].to_vec(),
+                    shapes[k * ndim..][..ndim].to_vec(),
+                );
+                let buf = tile_buffer(bufs[k], &tile, k, dtype, options.gds)?;
+                Ok(LocalTile { tile, buf })
+            })
+            .collect::<Result<_>>()?;
         Ok(WriteArgs {
             path,
             dataset,
@@ -176,6 +178,37 @@ unsafe fn write_args<'a>(
             tiles,
             options,
         })
+    })
+}
+
+/// Tile `k`'s buffer `ptr` as the logic below the boundary takes it: the slice of the tile's
+/// bytes in host memory, or device memory routed by `gds` (`gds=on` without a usable cuFile
+/// fails here, before anything is written).
+///
+/// # Safety
+/// `ptr` must be NULL or hold `tile.volume()` elements of `dtype`.
+unsafe fn tile_buffer<'a>(
+    ptr: *const c_void,
+    tile: &Tile,
+    k: usize,
+    dtype: Dtype,
+    gds: Gds,
+) -> Result<Buffer<'a>> {
+    let bytes = tile.volume().checked_mul(dtype.size() as u128);
+    let Some(bytes) = bytes.filter(|&b| b <= isize::MAX as u128) else {
+        let why = format!("tile {k} {tile} is too large to address");
+        return fail(H5TILE_ERR_INVALID_ARGUMENT, why);
+    };
+    if bytes == 0 {
+        return Ok(Buffer::Host(&[]));
+    }
+    if ptr.is_null() {
+        let why = format!("buffer of non-empty tile {k} {tile} is NULL");
+        return fail(H5TILE_ERR_INVALID_ARGUMENT, why);
+    }
+    Ok(match device::route(ptr, gds)? {
+        Route::Host => Buffer::Host(std::slice::from_raw_parts(ptr.cast(), bytes as usize)),
+        Route::Device(ptr, gds) => Buffer::Device(ptr, gds),
     })
 }
 
@@ -257,8 +290,8 @@ pub unsafe extern "C" fn h5tile_write_tiles_async(
         let comm = Comm::from_raw(comm)?;
         let tiles = (ntiles, tile_offsets, tile_shapes, bufs);
         let args = write_args(&comm, path, dataset, dtype, ndim, global_shape, tiles, opts)?;
-        let routes = comm.agree_on(|| write::check(&args))?;
-        let request = pending::start(comm, write::OwnedWrite::new(&args), routes);
+        comm.agree_on(|| write::check(&args))?;
+        let request = pending::start(comm, pending::OwnedWrite::new(&args));
         if !req.is_null() {
             *req = Box::into_raw(Box::new(h5tile_request(request)));
         }

@@ -8,7 +8,7 @@ use super::runs::tile_runs;
 use super::sync_path;
 use crate::dtype::Dtype;
 use crate::geometry::tile::Tile;
-use crate::platform::device::{DeviceFile, Route};
+use crate::platform::device::{Buffer, DeviceFile};
 use crate::platform::hdf5::{self, Dataset, Plist, Space};
 use crate::status::{fail, Error, Result, H5TILE_ERR_HDF5};
 use std::os::unix::fs::FileExt;
@@ -43,38 +43,39 @@ pub fn create(
     }
 }
 
-/// Writes `tile` (dense, row-major, `elem` bytes per element, at `buf`) into the contiguous
+/// Writes `tile` (dense, row-major, `elem` bytes per element, in `buf`) into the contiguous
 /// storage at byte `data_offset` of the file at `path`, one `pwrite` per contiguous run (from
 /// device memory: one h5tile_gds device transfer per run).
-///
-/// # Safety
-/// `buf` must hold `tile.volume()` elements of `elem` bytes.
-pub unsafe fn write_tile(
+pub fn write_tile(
     path: &Path,
     data_offset: u64,
     global: &[u64],
     tile: &Tile,
     elem: usize,
-    buf: *const u8,
-    route: &Route,
+    buf: Buffer,
 ) -> Result<()> {
-    if let Route::Device(ptr, _) = route {
-        let mut io = DeviceFile::open(path, true, route)?;
-        for (at, start, len) in tile_runs(global, tile, elem) {
-            io.write(data_offset + at, ptr.offset(start as usize), len)?;
+    let bytes = match buf {
+        Buffer::Host(bytes) => bytes,
+        Buffer::Device(ptr, _) => {
+            let mut io = DeviceFile::open(path, true, &buf.route())?;
+            for (at, start, len) in tile_runs(global, tile, elem) {
+                io.write(data_offset + at, ptr.offset(start as usize), len)?;
+            }
+            drop(io);
+            return sync_path(path);
         }
-        drop(io);
-        return sync_path(path);
-    }
+    };
     let file = std::fs::OpenOptions::new()
         .write(true)
         .open(path)
         .map_err(|e| Error::io("cannot open", path, &e))?;
-    let len = (tile.volume() as usize) * elem;
-    let bytes = std::slice::from_raw_parts(buf, len);
     for (at, start, len) in tile_runs(global, tile, elem) {
         let start = start as usize;
-        file.write_all_at(&bytes[start..start + len], data_offset + at)
+        let Some(run) = bytes.get(start..start + len) else {
+            let why = format!("a buffer of {} bytes for tile {tile}", bytes.len());
+            return fail(crate::status::H5TILE_ERR_INVALID_ARGUMENT, why);
+        };
+        file.write_all_at(run, data_offset + at)
             .map_err(|e| Error::io("cannot write tile data to", path, &e))?;
     }
     drop(file);

@@ -5,10 +5,9 @@
 use super::sync_path;
 use crate::dtype::Dtype;
 use crate::geometry::tile::Tile;
-use crate::platform::device::Route;
+use crate::platform::device::Buffer;
 use crate::platform::hdf5::{self, Dataset, File, Plist, Space};
 use crate::status::{Error, Result};
-use std::ffi::c_void;
 use std::path::Path;
 
 /// Name of the dataset inside every tile file.
@@ -26,25 +25,22 @@ pub struct TileBytes {
 /// Writes one tile file at `path`: dataset `/tile` of the tile's shape, contiguous, filled by
 /// one `H5Dwrite` straight from the caller's buffer, with the tile's place recorded in the
 /// attributes `h5tile_offset` and `h5tile_global_shape`; then syncs it to disk.
-///
-/// # Safety
-/// `buf` must hold `tile.volume()` elements of `dtype`.
-pub unsafe fn write_tile(
+pub fn write_tile(
     path: &Path,
     dtype: Dtype,
     tile: &Tile,
     global: &[u64],
-    buf: *const c_void,
-    route: &Route,
+    buf: Buffer,
 ) -> Result<TileBytes> {
     let data_offset = (|| {
         let _l = hdf5::lock();
-        let file = File::create_with(path, &hdf5::gds::tile_access(route.driver_config())?)?;
+        let config = buf.route().driver_config();
+        let file = File::create_with(path, &hdf5::gds::tile_access(config)?)?;
         let t = dtype.hdf5_type()?;
         let space = Space::simple(&tile.shape)?;
         let dcpl = Plist::dataset_create()?;
         let dset = Dataset::create(&file, TILE_DATASET, &t, &space, &dcpl)?;
-        dset.write(&t, None, None, buf)?;
+        dset.write_buffer(&t, buf)?;
         write_u64_attribute(&dset, "h5tile_offset", &tile.offset)?;
         write_u64_attribute(&dset, "h5tile_global_shape", global)?;
         let data_offset = dset.data_offset().unwrap_or(NO_OFFSET);

@@ -467,6 +467,7 @@ fn with_chunk_cache(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::platform::device::host_bytes;
 
     #[test]
     fn chunks_come_in_row_major_order_clipped_at_the_edges() {
@@ -581,11 +582,11 @@ mod tests {
             global: &shape,
             tiles: vec![LocalTile {
                 tile: Tile::new(vec![0, 0, 0], shape.to_vec()),
-                buf: data.as_ptr().cast(),
+                buf: host_bytes(&data),
             }],
             options: WriteOptions::default(),
         };
-        unsafe { write(&solo(), &args) }.unwrap();
+        write(&solo(), &args).unwrap();
     }
 
     fn as_i32(bytes: &[u8]) -> Vec<i32> {

@@ -9,12 +9,12 @@
 //! finds the file the previous one left (with `H5TILE_KEEP_OTHERS`, several fields of one
 //! checkpoint can be written in the background at once).
 
-use crate::ops::write::{self, OwnedWrite};
+use crate::dtype::Dtype;
+use crate::ops::write::{self, LocalTile, WriteArgs, WriteOptions};
 use crate::platform::comm::Comm;
-use crate::platform::device::Route;
 use crate::status::*;
 use parking_lot::Mutex;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
@@ -52,32 +52,75 @@ impl Request {
     }
 }
 
-/// The communicator, the write, its routes, and the earlier writes to the same path it must
-/// wait for, moved to the write's thread.
-struct Job(Comm, OwnedWrite, Vec<Route>, Vec<Arc<Request>>);
+/// `WriteArgs` owning their path, name and shape, for a write that outlives the call.
+pub struct OwnedWrite {
+    path: PathBuf,
+    dataset: String,
+    dtype: Dtype,
+    global: Vec<u64>,
+    tiles: Vec<LocalTile<'static>>,
+    options: WriteOptions,
+}
+
+impl OwnedWrite {
+    /// # Safety
+    /// The tile buffers stay the caller's: they must stay alive and untouched until the write
+    /// completes (the contract of `h5tile_write_async`), however long `args` lives.
+    pub unsafe fn new(args: &WriteArgs) -> OwnedWrite {
+        let tiles = args
+            .tiles
+            .iter()
+            .map(|t| std::mem::transmute::<LocalTile<'_>, LocalTile<'static>>(t.clone()))
+            .collect();
+        OwnedWrite {
+            path: args.path.to_path_buf(),
+            dataset: args.dataset.to_string(),
+            dtype: args.dtype,
+            global: args.global.to_vec(),
+            tiles,
+            options: args.options,
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn args(&self) -> WriteArgs<'_> {
+        WriteArgs {
+            path: &self.path,
+            dataset: &self.dataset,
+            dtype: self.dtype,
+            global: &self.global,
+            tiles: self.tiles.clone(),
+            options: self.options,
+        }
+    }
+}
+
+/// The communicator, the write, and the earlier writes to the same path it must wait for,
+/// moved to the write's thread.
+struct Job(Comm, OwnedWrite, Vec<Arc<Request>>);
 
 // Safety: the duplicate communicator is used by the write's thread alone, which MPI allows at
-// MPI_THREAD_MULTIPLE (checked before the move); OwnedWrite says why its buffers may move;
-// device memory is used under the context its route names, pushed by whichever thread uses it.
+// MPI_THREAD_MULTIPLE (checked before the move); the tile buffers are the caller's, kept
+// alive and untouched until the write completes (`OwnedWrite::new`); device memory is used
+// under the context its buffer names, pushed by whichever thread uses it.
 unsafe impl Send for Job {}
 
 impl Job {
     fn run(self) -> Result<()> {
-        let Job(comm, owned, routes, earlier) = self;
+        let Job(comm, owned, earlier) = self;
         // Their outcome is theirs to report; this write only needs them finished.
         earlier.iter().for_each(|r| drop(r.complete()));
-        catch_panic(|| unsafe { write::write_checked(&comm, &owned.args(), &routes) })
+        catch_panic(|| write::write_checked(&comm, &owned.args()))
     }
 }
 
 /// Starts writing `owned` over `comm` (already this write's own duplicate), once every rank's
-/// `write::check` has passed and found `routes`: in the background where MPI allows it, else
-/// at once. The request is outstanding until `wait` or `fence`.
-///
-/// # Safety
-/// As `write::write`, and the tile buffers must stay alive and untouched until the request
-/// completes.
-pub unsafe fn start(comm: Comm, owned: OwnedWrite, routes: Vec<Route>) -> Arc<Request> {
+/// `write::check` has passed: in the background where MPI allows it, else at once. The
+/// request is outstanding until `wait` or `fence`.
+pub fn start(comm: Comm, owned: OwnedWrite) -> Arc<Request> {
     let path = std::path::absolute(owned.path()).unwrap_or_else(|_| owned.path().to_path_buf());
     let earlier: Vec<Arc<Request>> = OUTSTANDING
         .lock()
@@ -85,7 +128,7 @@ pub unsafe fn start(comm: Comm, owned: OwnedWrite, routes: Vec<Route>) -> Arc<Re
         .filter(|r| r.path == path)
         .cloned()
         .collect();
-    let job = Job(comm, owned, routes, earlier);
+    let job = Job(comm, owned, earlier);
     let state = if job.0.threads_allowed() {
         // The job stays reachable here in case no thread can be made: the other ranks will be
         // in this write's collectives, so it must run, on this thread if need be.
@@ -140,6 +183,7 @@ mod tests {
     use crate::geometry::tile::Tile;
     use crate::ops::read::{read, ReadOptions};
     use crate::ops::write::{LocalTile, WriteArgs, WriteOptions};
+    use crate::platform::device::host_bytes;
     use std::path::Path;
 
     fn solo() -> Comm {
@@ -161,7 +205,7 @@ mod tests {
         let tiles = (0..2)
             .map(|k| LocalTile {
                 tile: Tile::new(vec![4 * k], vec![4]),
-                buf: data[4 * k as usize..].as_ptr().cast(),
+                buf: host_bytes(&data[4 * k as usize..]),
             })
             .collect();
         let args = WriteArgs {
@@ -172,8 +216,8 @@ mod tests {
             tiles,
             options,
         };
-        let routes = write::check(&args).unwrap();
-        unsafe { start(solo(), OwnedWrite::new(&args), routes) }
+        write::check(&args).unwrap();
+        start(solo(), unsafe { OwnedWrite::new(&args) })
     }
 
     fn read_back(path: &Path) -> Result<Vec<f64>> {

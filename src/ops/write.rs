@@ -15,9 +15,8 @@ use crate::geometry::coverage::{self, Coverage};
 use crate::geometry::tile::Tile;
 use crate::layout::{self, single, vds};
 use crate::platform::comm::Comm;
-use crate::platform::device;
+use crate::platform::device::Buffer;
 use crate::status::*;
-use std::ffi::c_void;
 use std::path::{Path, PathBuf};
 
 /// Largest number of dimensions the C API accepts.
@@ -57,11 +56,12 @@ impl Default for WriteOptions {
     }
 }
 
-/// One tile this rank contributes, with its dense row-major buffer.
+/// One tile this rank contributes, with its dense row-major buffer (`tile.volume()` elements;
+/// made at the C boundary, which also found how its bytes move).
 #[derive(Clone, Debug)]
-pub struct LocalTile {
+pub struct LocalTile<'a> {
     pub tile: Tile,
-    pub buf: *const c_void,
+    pub buf: Buffer<'a>,
 }
 
 /// Everything one rank passes to a collective write.
@@ -71,102 +71,34 @@ pub struct WriteArgs<'a> {
     pub dataset: &'a str,
     pub dtype: Dtype,
     pub global: &'a [u64],
-    pub tiles: Vec<LocalTile>,
+    pub tiles: Vec<LocalTile<'a>>,
     pub options: WriteOptions,
 }
 
 /// Writes `args` collectively over `comm`; see the module documentation for the protocol.
-///
-/// # Safety
-/// Each `LocalTile::buf` of a non-empty tile must hold `tile.volume()` elements of `dtype`.
-pub unsafe fn write(comm: &Comm, args: &WriteArgs) -> Result<()> {
-    let routes = comm.agree_on(|| check(args))?;
-    write_checked(comm, args, &routes)
+pub fn write(comm: &Comm, args: &WriteArgs) -> Result<()> {
+    comm.agree_on(|| check(args))?;
+    write_checked(comm, args)
 }
 
-/// `write` after every rank's `check` has passed, with the routes it found.
-///
-/// # Safety
-/// As `write`.
-pub unsafe fn write_checked(comm: &Comm, args: &WriteArgs, routes: &[device::Route]) -> Result<()> {
+/// `write` after every rank's `check` has passed.
+pub fn write_checked(comm: &Comm, args: &WriteArgs) -> Result<()> {
     agree_same_arguments(comm, args)?;
     let (generation, all_tiles) = plan(comm, args)?;
     match args.options.layout {
-        Layout::Vds => write_vds(comm, args, routes, generation, all_tiles),
-        Layout::Single => write_single(comm, args, routes, generation),
+        Layout::Vds => write_vds(comm, args, generation, all_tiles),
+        Layout::Single => write_single(comm, args, generation),
     }
 }
 
-/// The checks one rank makes alone: the arguments, and how each tile's buffer moves (asked of
-/// CUDA on the caller's thread, where its context is current). A write started in the
-/// background makes them before it returns, so that a bad call fails at once.
-pub fn check(args: &WriteArgs) -> Result<Vec<device::Route>> {
-    validate(args)?;
-    routes(args)
-}
-
-/// `WriteArgs` owning their path, name and shape, for a write that outlives the call.
-pub struct OwnedWrite {
-    path: PathBuf,
-    dataset: String,
-    dtype: Dtype,
-    global: Vec<u64>,
-    tiles: Vec<LocalTile>,
-    options: WriteOptions,
-}
-
-// Safety: the tile buffers stay the caller's, who keeps them alive and untouched until the
-// write completes (the contract of `h5tile_write_async`); nothing else here is shared.
-unsafe impl Send for OwnedWrite {}
-
-impl OwnedWrite {
-    pub fn new(args: &WriteArgs) -> OwnedWrite {
-        OwnedWrite {
-            path: args.path.to_path_buf(),
-            dataset: args.dataset.to_string(),
-            dtype: args.dtype,
-            global: args.global.to_vec(),
-            tiles: args.tiles.clone(),
-            options: args.options,
-        }
-    }
-
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
-    pub fn args(&self) -> WriteArgs<'_> {
-        WriteArgs {
-            path: &self.path,
-            dataset: &self.dataset,
-            dtype: self.dtype,
-            global: &self.global,
-            tiles: self.tiles.clone(),
-            options: self.options,
-        }
-    }
-}
-
-/// How each local tile's buffer moves; `gds=on` without a usable cuFile fails here, before
-/// anything is written.
-fn routes(args: &WriteArgs) -> Result<Vec<device::Route>> {
-    args.tiles
-        .iter()
-        .map(|local| match local.tile.is_empty() {
-            true => Ok(device::Route::Host),
-            false => device::route(local.buf, args.options.gds),
-        })
-        .collect()
+/// The checks one rank makes alone. A write started in the background makes them before it
+/// returns, so that a bad call fails at once.
+pub fn check(args: &WriteArgs) -> Result<()> {
+    validate(args)
 }
 
 /// Steps 3 and 4 of the VDS layout.
-unsafe fn write_vds(
-    comm: &Comm,
-    args: &WriteArgs,
-    routes: &[device::Route],
-    generation: u64,
-    all_tiles: AllTiles,
-) -> Result<()> {
+fn write_vds(comm: &Comm, args: &WriteArgs, generation: u64, all_tiles: AllTiles) -> Result<()> {
     let dir = layout::tile_dir(args.path);
     let mut written: Vec<PathBuf> = Vec::new();
     // [data offset, file size] of each tile written here, for the master (see vds::TileBytes).
@@ -185,14 +117,7 @@ unsafe fn write_vds(
                 k,
             ));
             written.push(path.clone());
-            let b = vds::write_tile(
-                &path,
-                args.dtype,
-                &local.tile,
-                args.global,
-                local.buf,
-                &routes[k],
-            )?;
+            let b = vds::write_tile(&path, args.dtype, &local.tile, args.global, local.buf)?;
             bytes.extend([b.data_offset, b.file_size]);
         }
         Ok(())
@@ -255,12 +180,7 @@ unsafe fn write_vds(
 }
 
 /// Steps 3 and 4 of the single-file layout.
-unsafe fn write_single(
-    comm: &Comm,
-    args: &WriteArgs,
-    routes: &[device::Route],
-    generation: u64,
-) -> Result<()> {
+fn write_single(comm: &Comm, args: &WriteArgs, generation: u64) -> Result<()> {
     let tmp = layout::temporary_master(args.path, generation);
     let created = comm.agree_on(|| match comm.is_root() {
         true => single::create(&tmp, args.dataset, args.dtype, args.global, keep_from(args))
@@ -271,12 +191,9 @@ unsafe fn write_single(
         let mut shared = [offset];
         comm.broadcast(&mut shared);
         comm.agree_on(|| {
-            for (local, route) in args.tiles.iter().zip(routes) {
-                if local.tile.is_empty() {
-                    continue;
-                }
-                let (elem, buf) = (args.dtype.size(), local.buf.cast());
-                single::write_tile(&tmp, shared[0], args.global, &local.tile, elem, buf, route)?;
+            for local in args.tiles.iter().filter(|l| !l.tile.is_empty()) {
+                let elem = args.dtype.size();
+                single::write_tile(&tmp, shared[0], args.global, &local.tile, elem, local.buf)?;
             }
             Ok(())
         })
@@ -318,11 +235,17 @@ fn validate(args: &WriteArgs) -> Result<()> {
                 format!("tile {k} {} is too large to address", local.tile),
             );
         }
-        if !local.tile.is_empty() && local.buf.is_null() {
-            return fail(
-                H5TILE_ERR_INVALID_ARGUMENT,
-                format!("buffer of non-empty tile {k} {} is NULL", local.tile),
-            );
+        if let (Buffer::Host(buf), Some(need)) = (local.buf, bytes) {
+            if (buf.len() as u128) < need {
+                return fail(
+                    H5TILE_ERR_INVALID_ARGUMENT,
+                    format!(
+                        "buffer of tile {k} {} holds {} bytes, not {need}",
+                        local.tile,
+                        buf.len()
+                    ),
+                );
+            }
         }
     }
     Ok(())
@@ -532,6 +455,7 @@ use tests::injected_failure;
 mod tests {
     use super::*;
     use crate::ops::read::{read, ReadOptions};
+    use crate::platform::device::host_bytes;
     use std::cell::Cell;
 
     thread_local! {
@@ -567,7 +491,7 @@ mod tests {
                 let rows = rows_per_tile.min(6 - r0);
                 LocalTile {
                     tile: Tile::new(vec![r0, 0], vec![rows, 4]),
-                    buf: data[(r0 * 4) as usize..].as_ptr().cast(),
+                    buf: host_bytes(&data[(r0 * 4) as usize..]),
                 }
             })
             .collect();
@@ -582,7 +506,7 @@ mod tests {
                 ..WriteOptions::default()
             },
         };
-        unsafe { write(&solo(), &args) }
+        write(&solo(), &args)
     }
 
     fn read_all(path: &Path) -> Result<Vec<f64>> {
@@ -665,16 +589,13 @@ mod tests {
         // A crash mid-write leaves tiles of a new generation and maybe a temporary master.
         let data = [9.0f64; 24];
         let orphan = layout::tile_dir(&path).join(layout::tile_file_name("/grid/values", 7, 0, 0));
-        unsafe {
-            vds::write_tile(
-                &orphan,
-                Dtype::Float64,
-                &Tile::new(vec![0, 0], vec![6, 4]),
-                &[6, 4],
-                data.as_ptr().cast(),
-                &device::Route::Host,
-            )
-        }
+        vds::write_tile(
+            &orphan,
+            Dtype::Float64,
+            &Tile::new(vec![0, 0], vec![6, 4]),
+            &[6, 4],
+            host_bytes(&data),
+        )
         .unwrap();
         let tmp = layout::temporary_master(&path, 7);
         std::fs::write(&tmp, b"half-written master").unwrap();
@@ -700,11 +621,11 @@ mod tests {
                 tiles,
                 options,
             };
-            unsafe { write(&solo(), &args) }.unwrap_err().status
+            write(&solo(), &args).unwrap_err().status
         };
         let t = |o: u64, n: u64| LocalTile {
             tile: Tile::new(vec![o], vec![n]),
-            buf: data.as_ptr().cast(),
+            buf: host_bytes(&data),
         };
         let opts = WriteOptions::default();
         assert_eq!(
@@ -720,12 +641,13 @@ mod tests {
             try_write(vec![t(0, 4)], opts, "/a//b"),
             H5TILE_ERR_INVALID_ARGUMENT
         );
-        let null = LocalTile {
+        // A host buffer too short for its tile (at the C boundary: a NULL one).
+        let short = LocalTile {
             tile: Tile::new(vec![0], vec![4]),
-            buf: std::ptr::null(),
+            buf: host_bytes(&data[..2]),
         };
         assert_eq!(
-            try_write(vec![null], opts, "/x"),
+            try_write(vec![short], opts, "/x"),
             H5TILE_ERR_INVALID_ARGUMENT
         );
         assert!(
@@ -744,7 +666,7 @@ mod tests {
             tiles: vec![t(1, 2)],
             options: partial,
         };
-        unsafe { write(&solo(), &args) }.unwrap();
+        write(&solo(), &args).unwrap();
     }
 
     #[test]
@@ -782,7 +704,7 @@ mod tests {
             global: &global,
             tiles: vec![LocalTile {
                 tile: Tile::new(vec![1, 2], vec![2, 2]),
-                buf: data.as_ptr().cast(),
+                buf: host_bytes(&data),
             }],
             options: WriteOptions {
                 layout: Layout::Single,
@@ -790,7 +712,7 @@ mod tests {
                 ..WriteOptions::default()
             },
         };
-        unsafe { write(&solo(), &args) }.unwrap();
+        write(&solo(), &args).unwrap();
         let mut out = [9i32; 15];
         let whole = Tile::new(vec![0, 0], vec![3, 5]);
         unsafe {
@@ -825,7 +747,7 @@ mod tests {
             .into_iter()
             .map(|(r0, n)| LocalTile {
                 tile: Tile::new(vec![r0, 0], vec![n, 64]),
-                buf: data[(r0 * 64) as usize..].as_ptr().cast(),
+                buf: host_bytes(&data[(r0 * 64) as usize..]),
             })
             .collect();
         let options = WriteOptions {
@@ -841,7 +763,7 @@ mod tests {
             tiles,
             options,
         };
-        unsafe { write(&solo(), &args) }
+        write(&solo(), &args)
     }
 
     /// The first element of `dataset` and whether all `rows` x 64 follow from it.

@@ -68,6 +68,33 @@ fn threads_from_environment() -> usize {
     (cpus / local_ranks).clamp(1, 8)
 }
 
+/// A caller's tile buffer, made once at the C boundary (`ffi`): host memory as the slice of the
+/// tile's bytes, or device memory with the mode its bytes move in. Below the boundary it is
+/// plain, safe data.
+#[derive(Clone, Copy, Debug)]
+pub enum Buffer<'a> {
+    Host(&'a [u8]),
+    Device(DevicePtr, Gds),
+}
+
+impl Buffer<'_> {
+    /// How its bytes move.
+    pub fn route(&self) -> Route {
+        match self {
+            Buffer::Host(_) => Route::Host,
+            Buffer::Device(ptr, gds) => Route::Device(*ptr, *gds),
+        }
+    }
+}
+
+/// The bytes of `values` as a host buffer (the tests' way to hand over their arrays).
+#[cfg(any(test, feature = "internals"))]
+pub fn host_bytes<T: Copy>(values: &[T]) -> Buffer<'_> {
+    let len = std::mem::size_of_val(values);
+    // Plain numbers: every byte is initialised and the slice lives as long as `values`.
+    Buffer::Host(unsafe { std::slice::from_raw_parts(values.as_ptr().cast(), len) })
+}
+
 /// The route for `buf` in `mode`: host memory always takes the host route; device memory takes
 /// the device route, and with `on` only where cuFile can be used (`H5TILE_ERR_CUDA` saying why
 /// otherwise, before any file is touched).

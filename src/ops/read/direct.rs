@@ -360,6 +360,7 @@ impl DirectReader {
 mod tests {
     use super::super::mappings::block_mappings;
     use super::*;
+    use crate::platform::device::host_bytes;
     use crate::status::H5TILE_ERR_MISSING_TILE;
 
     /// A 6x5 float64 VDS of 4 tiles (2x2), element (i, j) = 10 i + j.
@@ -381,7 +382,7 @@ mod tests {
             .zip(&data)
             .map(|(&(r, c, h, w), d)| LocalTile {
                 tile: Tile::new(vec![r, c], vec![h, w]),
-                buf: d.as_ptr().cast(),
+                buf: host_bytes(d),
             })
             .collect();
         let solo =
@@ -394,7 +395,7 @@ mod tests {
             tiles,
             options: WriteOptions::default(),
         };
-        unsafe { write(&solo, &args) }.unwrap();
+        write(&solo, &args).unwrap();
     }
 
     fn reader(path: &Path) -> DirectReader {

@@ -3,6 +3,7 @@
 //! itself, so no HDF5 call here can race another thread's.
 
 use super::{check, cstr};
+use crate::platform::device::Buffer;
 use crate::status::Result;
 use hdf5_sys::h5::{hsize_t, htri_t};
 use hdf5_sys::h5d::*;
@@ -290,6 +291,27 @@ impl Dataset {
         check(written, || "cannot write dataset".into()).map(|_| ())
     }
 
+    /// Writes all of the dataset from `buf` (host bytes, as many as the dataset holds in
+    /// `mem_type`, or device memory, which the h5tile_gds driver moves).
+    pub fn write_buffer(&self, mem_type: &Type, buf: Buffer) -> Result<()> {
+        let _l = super::lock();
+        let ptr = match buf {
+            Buffer::Host(bytes) => {
+                let need = self.space()?.points()? as usize * mem_type.size();
+                if bytes.len() < need {
+                    return crate::status::fail(
+                        crate::status::H5TILE_ERR_INVALID_ARGUMENT,
+                        format!("a buffer of {} bytes for a dataset of {need}", bytes.len()),
+                    );
+                }
+                bytes.as_ptr().cast()
+            }
+            Buffer::Device(ptr, _) => ptr.addr as usize as *const c_void,
+        };
+        // The bytes are there: checked above, or the driver's device path moves them.
+        unsafe { self.write(mem_type, None, None, ptr) }
+    }
+
     /// Reads the dataset's `file_space` selection into `buf`, laid out as `mem_space` (None:
     /// the whole extent, for either).
     ///
@@ -371,6 +393,13 @@ impl Space {
             || "cannot get extents".into(),
         )?;
         Ok(dims)
+    }
+
+    /// Number of elements in the extent.
+    pub fn points(&self) -> Result<u64> {
+        let _l = super::lock();
+        let n = unsafe { H5Sget_simple_extent_npoints(self.0) };
+        check(n, || "cannot count a dataspace's elements".into()).map(|n| n as u64)
     }
 
     /// Selects only the block at `offset` of extent `count`.
