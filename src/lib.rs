@@ -35,7 +35,7 @@ pub mod internals {
     pub use crate::ops::read::{read, ReadOptions};
     pub use crate::ops::write::{write, LocalTile, WriteArgs, WriteOptions};
     pub use crate::platform::comm::Comm;
-    pub use crate::platform::device::host_bytes;
+    pub use crate::platform::device::{host_bytes, host_bytes_mut};
     pub use crate::status;
 
     /// The HDF5 handles and the driver registered in-process.

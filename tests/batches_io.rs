@@ -9,7 +9,7 @@ use h5tile::internals::Batches;
 use h5tile::internals::Comm;
 use h5tile::internals::Dtype;
 use h5tile::internals::Tile;
-use h5tile::internals::{read, ReadOptions};
+use h5tile::internals::{host_bytes_mut, read, ReadOptions};
 use hdf5_sys::h5p::{H5Pset_chunk, H5Pset_deflate};
 use std::path::Path;
 
@@ -62,14 +62,14 @@ fn storage_chunks_are_read_once_when_aligned_and_rarely_twice_when_not() {
     let start = bytes_read();
     let mut whole = vec![0i32; (N * N) as usize];
     let all = Tile::new(vec![0, 0], vec![N, N]);
-    unsafe {
+    {
         read(
             solo_ref(&solo),
             &path,
             "/z",
             Dtype::Int32,
             &all,
-            whole.as_mut_ptr().cast(),
+            host_bytes_mut(&mut whole),
             ReadOptions::default(),
         )
     }

@@ -26,7 +26,7 @@ pub use device::cuda::{copy_to_device, in_process as cuda_in_process};
 pub use device::cufile::driver as cufile_usable;
 pub use device::{device_memory, DeviceIo, DevicePtr};
 pub use error::{Kind as ErrorKind, CLASS_NAME as ERROR_CLASS};
-pub use posix::{in_pieces, OpenMode, PosixFile};
+pub use posix::{advise_huge_pages, OpenMode, PosixFile};
 
 use std::ffi::c_int;
 

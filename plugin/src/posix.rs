@@ -182,6 +182,19 @@ pub fn in_pieces(
     })
 }
 
+/// Advises the kernel to back the whole 2 MiB pages inside `len` bytes at `start` with huge
+/// pages (the kernel then copies file data into them markedly faster, with fewer TLB misses).
+/// Only advice: where transparent huge pages are off, nothing changes.
+pub fn advise_huge_pages(start: *const u8, len: usize) {
+    const HUGE: usize = 2 << 20;
+    let first = (start as usize).next_multiple_of(HUGE);
+    let end = (start as usize + len) / HUGE * HUGE;
+    if end > first {
+        // madvise only changes how the pages are backed, never their contents.
+        unsafe { libc::madvise(first as *mut libc::c_void, end - first, libc::MADV_HUGEPAGE) };
+    }
+}
+
 /// A second descriptor on `name` with O_DIRECT, for cuFile.
 pub fn open_direct(name: &str, write: bool) -> io::Result<OwnedFd> {
     let path = CString::new(name).map_err(|_| io::Error::from(io::ErrorKind::InvalidInput))?;

@@ -20,7 +20,7 @@ use crate::ops::pending;
 use crate::ops::read;
 use crate::ops::write::{self, LocalTile, WriteArgs};
 use crate::platform::comm::Comm;
-use crate::platform::device::{self, Buffer, Gds, Route};
+use crate::platform::device::{self, Buffer, BufferMut, Gds, Route};
 use crate::status::*;
 use boundary::{ndim_arg, out_arg, run, slice_arg, str_arg};
 use mpi::ffi::MPI_Comm;
@@ -212,6 +212,39 @@ unsafe fn tile_buffer<'a>(
     })
 }
 
+/// The buffer `ptr` that `tile` is read into, as `tile_buffer` makes a write's (device memory
+/// routed by `gds`).
+///
+/// # Safety
+/// `ptr` must be NULL or have room for `tile.volume()` elements of `dtype`.
+unsafe fn read_buffer<'a>(
+    ptr: *mut c_void,
+    tile: &Tile,
+    dtype: Dtype,
+    gds: Gds,
+) -> Result<BufferMut<'a>> {
+    let bytes = tile.volume().checked_mul(dtype.size() as u128);
+    let Some(bytes) = bytes.filter(|&b| b <= isize::MAX as u128) else {
+        return fail(
+            H5TILE_ERR_INVALID_ARGUMENT,
+            format!("tile {tile} is too large to address"),
+        );
+    };
+    if bytes == 0 {
+        return Ok(BufferMut::Host(&mut []));
+    }
+    if ptr.is_null() {
+        return fail(
+            H5TILE_ERR_INVALID_ARGUMENT,
+            format!("buffer for tile {tile} is NULL"),
+        );
+    }
+    Ok(match device::route(ptr, gds)? {
+        Route::Host => BufferMut::Host(std::slice::from_raw_parts_mut(ptr.cast(), bytes as usize)),
+        Route::Device(dst, gds) => BufferMut::Device(dst, gds),
+    })
+}
+
 /// A write started by `h5tile_write_async` (opaque); `h5tile_wait` completes and frees it.
 #[allow(non_camel_case_types)]
 pub struct h5tile_request(std::sync::Arc<pending::Request>);
@@ -370,10 +403,11 @@ pub unsafe extern "C" fn h5tile_read(
                 slice_arg(tile_shape, ndim, "tile_shape")?.to_vec(),
             );
             let options = h5tile_read_options::parse(opts)?;
-            Ok((path, dataset, dtype, tile, options))
+            let buf = read_buffer(buf, &tile, dtype, options.gds)?;
+            Ok((path, dataset, dtype, tile, buf, options))
         });
         match parsed {
-            Ok((path, dataset, dtype, tile, options)) => {
+            Ok((path, dataset, dtype, tile, buf, options)) => {
                 read::read(&comm, path, dataset, dtype, &tile, buf, options)
             }
             Err(e) => Err(e),

@@ -120,13 +120,7 @@ impl ChunkGrid {
 /// copies file data into it markedly faster (fewer TLB misses), as into numpy's arrays.
 fn chunk_buffer(bytes: usize) -> Vec<u8> {
     let buffer: Vec<u8> = Vec::with_capacity(bytes);
-    const HUGE: usize = 2 << 20;
-    let start = (buffer.as_ptr() as usize).next_multiple_of(HUGE);
-    let end = (buffer.as_ptr() as usize + bytes) / HUGE * HUGE;
-    if end > start {
-        // Only advice: where transparent huge pages are off, nothing changes.
-        unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE) };
-    }
+    crate::platform::device::advise_huge_pages(buffer.as_ptr(), bytes);
     buffer
 }
 
@@ -393,14 +387,26 @@ fn copy_in_pieces(dst: &mut [u8], src: &[u8]) {
         true => crate::platform::device::io_threads(),
         false => 1,
     };
-    let to = dst.as_mut_ptr() as usize;
-    let copied = crate::platform::device::in_pieces(src.len(), PIECE, threads, |a, b| {
-        // Each piece is a disjoint part of `dst`, which outlives the workers.
-        let part = unsafe { std::slice::from_raw_parts_mut((to + a) as *mut u8, b - a) };
-        part.copy_from_slice(&src[a..b]);
-        Ok(())
+    if threads <= 1 {
+        dst.copy_from_slice(src);
+        return;
+    }
+    let pieces = std::sync::Mutex::new(
+        dst.chunks_mut(PIECE)
+            .zip(src.chunks(PIECE))
+            .collect::<Vec<_>>(),
+    );
+    let work = || loop {
+        let piece = pieces.lock().unwrap_or_else(|p| p.into_inner()).pop();
+        let Some((to, from)) = piece else { return };
+        to.copy_from_slice(from);
+    };
+    std::thread::scope(|scope| {
+        for _ in 1..threads {
+            scope.spawn(work);
+        }
+        work();
     });
-    copied.expect("copying memory cannot fail");
 }
 
 /// The reader thread: for each chunk of `range`, waits for an empty buffer, reads the chunk
@@ -418,8 +424,7 @@ fn read_ahead(
         let Ok(mut buffer) = free.recv() else { break };
         let tile = grid.chunk(index);
         buffer.resize(tile.volume() as usize * dtype.size(), 0);
-        let buf = buffer.as_mut_ptr();
-        let result = catch_panic(|| unsafe { source.read(&tile, dtype, buf, fill_missing) });
+        let result = catch_panic(|| source.read(&tile, dtype, &mut buffer, fill_missing));
         if filled
             .send(Filled {
                 tile,

@@ -183,7 +183,7 @@ mod tests {
     use crate::geometry::tile::Tile;
     use crate::ops::read::{read, ReadOptions};
     use crate::ops::write::{LocalTile, WriteArgs, WriteOptions};
-    use crate::platform::device::host_bytes;
+    use crate::platform::device::{host_bytes, host_bytes_mut};
     use std::path::Path;
 
     fn solo() -> Comm {
@@ -227,8 +227,8 @@ mod tests {
     fn read_back_as(path: &Path, dataset: &str) -> Result<Vec<f64>> {
         let mut out = vec![0f64; 8];
         let tile = Tile::new(vec![0], vec![8]);
-        let (buf, options) = (out.as_mut_ptr().cast(), ReadOptions::default());
-        unsafe { read(&solo(), path, dataset, Dtype::Float64, &tile, buf, options)? };
+        let (buf, options) = (host_bytes_mut(&mut out), ReadOptions::default());
+        read(&solo(), path, dataset, Dtype::Float64, &tile, buf, options)?;
         Ok(out)
     }
 

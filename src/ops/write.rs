@@ -455,7 +455,7 @@ use tests::injected_failure;
 mod tests {
     use super::*;
     use crate::ops::read::{read, ReadOptions};
-    use crate::platform::device::host_bytes;
+    use crate::platform::device::{host_bytes, host_bytes_mut};
     use std::cell::Cell;
 
     thread_local! {
@@ -512,17 +512,15 @@ mod tests {
     fn read_all(path: &Path) -> Result<Vec<f64>> {
         let mut out = vec![0f64; 24];
         let tile = Tile::new(vec![0, 0], vec![6, 4]);
-        unsafe {
-            read(
-                &solo(),
-                path,
-                "/grid/values",
-                Dtype::Float64,
-                &tile,
-                out.as_mut_ptr().cast(),
-                ReadOptions::default(),
-            )?
-        };
+        read(
+            &solo(),
+            path,
+            "/grid/values",
+            Dtype::Float64,
+            &tile,
+            host_bytes_mut(&mut out),
+            ReadOptions::default(),
+        )?;
         Ok(out)
     }
 
@@ -715,14 +713,14 @@ mod tests {
         write(&solo(), &args).unwrap();
         let mut out = [9i32; 15];
         let whole = Tile::new(vec![0, 0], vec![3, 5]);
-        unsafe {
+        {
             read(
                 &solo(),
                 &path,
                 "/g/x",
                 Dtype::Int32,
                 &whole,
-                out.as_mut_ptr().cast(),
+                host_bytes_mut(&mut out),
                 ReadOptions::default(),
             )
         }
@@ -770,18 +768,16 @@ mod tests {
     fn field_base(path: &Path, dataset: &str, rows: u64) -> Result<f64> {
         let mut out = vec![0f64; (rows * 64) as usize];
         let tile = Tile::new(vec![0, 0], vec![rows, 64]);
-        let buf = out.as_mut_ptr().cast();
-        unsafe {
-            read(
-                &solo(),
-                path,
-                dataset,
-                Dtype::Float64,
-                &tile,
-                buf,
-                ReadOptions::default(),
-            )?
-        };
+        let buf = host_bytes_mut(&mut out);
+        read(
+            &solo(),
+            path,
+            dataset,
+            Dtype::Float64,
+            &tile,
+            buf,
+            ReadOptions::default(),
+        )?;
         assert!(
             out.iter().enumerate().all(|(k, &v)| v == out[0] + k as f64),
             "{dataset}"

@@ -3,8 +3,8 @@
 //! `H5TILE_GDS=auto|on|off` in the environment, overridden by the options' `gds` field.
 
 use crate::status::*;
-/// Moving a large transfer in pieces over a few threads, as the driver moves its own.
-pub use h5tile_gds::in_pieces;
+/// Huge pages for large buffers, as the driver advises its own.
+pub use h5tile_gds::advise_huge_pages;
 /// Logging as the driver logs (`H5TILE_LOG`), so h5tile and its driver speak with one voice.
 pub use h5tile_gds::log;
 pub use h5tile_gds::{device_memory, DevicePtr};
@@ -85,6 +85,27 @@ impl Buffer<'_> {
             Buffer::Device(ptr, gds) => Route::Device(*ptr, *gds),
         }
     }
+}
+
+/// A caller's buffer to read a tile into, made once at the C boundary as `Buffer` is.
+#[derive(Debug)]
+pub enum BufferMut<'a> {
+    Host(&'a mut [u8]),
+    Device(DevicePtr, Gds),
+}
+
+/// The bytes of `values` as a buffer to read into (the tests' way to hand over their arrays).
+#[cfg(any(test, feature = "internals"))]
+pub fn host_bytes_mut<T: Copy>(values: &mut [T]) -> BufferMut<'_> {
+    BufferMut::Host(bytes_mut(values))
+}
+
+/// The bytes of `values` (plain numbers, for the tests).
+#[cfg(any(test, feature = "internals"))]
+pub fn bytes_mut<T: Copy>(values: &mut [T]) -> &mut [u8] {
+    let len = std::mem::size_of_val(values);
+    // Plain numbers: any bytes written make valid values, and the slice lives as `values`.
+    unsafe { std::slice::from_raw_parts_mut(values.as_mut_ptr().cast(), len) }
 }
 
 /// The bytes of `values` as a host buffer (the tests' way to hand over their arrays).

@@ -4,7 +4,7 @@
 //! are shared among `io_threads()` workers, so a chunk made of many short rows reads as fast
 //! as one long run.
 
-use crate::platform::device::{in_pieces, io_threads};
+use crate::platform::device::io_threads;
 use std::fs::File;
 use std::io;
 use std::os::unix::fs::FileExt;
@@ -50,10 +50,6 @@ pub(crate) struct ByteReads {
     runs: Vec<Run>,
     total: usize,
 }
-
-/// The caller's buffer, written by several workers at disjoint places.
-struct Target(*mut u8);
-unsafe impl Sync for Target {}
 
 impl ByteReads {
     pub fn new(total: usize) -> ByteReads {
@@ -101,15 +97,12 @@ impl ByteReads {
         });
     }
 
-    /// Does the reads into `buf`, over `io_threads()` workers when there is enough to share.
-    /// A failure is reported as `failed(path, about, error)` of the first file that failed.
-    ///
-    /// # Safety
-    /// `buf` must have room for the `total` bytes given to `new`, and no one else may touch
-    /// the bytes the runs write until this returns.
-    pub unsafe fn execute<E>(
+    /// Does the reads into `buf` (of the `total` bytes given to `new`), over `io_threads()`
+    /// workers when there is enough to share. A failure is reported as `failed(path, about,
+    /// error)` of the first file that failed.
+    pub fn execute<E>(
         self,
-        buf: *mut u8,
+        buf: &mut [u8],
         failed: impl Fn(&PathBuf, &str, io::Error) -> E,
     ) -> Result<(), E> {
         let bytes: usize = self.runs.iter().map(Run::len).sum();
@@ -122,126 +115,162 @@ impl ByteReads {
     }
 
     /// `execute` on `threads` workers.
-    ///
-    /// # Safety
-    /// As `execute`.
-    unsafe fn execute_on<E>(
+    fn execute_on<E>(
         self,
         threads: usize,
-        buf: *mut u8,
+        buf: &mut [u8],
         failed: impl Fn(&PathBuf, &str, io::Error) -> E,
     ) -> Result<(), E> {
-        let jobs = self.jobs();
-        let target = Target(buf);
+        let fail_on = |file: usize, e: io::Error| {
+            let (_, path, about) = &self.files[file];
+            failed(path, about, e)
+        };
+        let jobs = match self.jobs(buf) {
+            Ok(jobs) => jobs,
+            Err(e) => return Err(fail_on(0, e)),
+        };
+        let queue = std::sync::Mutex::new(jobs);
         let first_error = std::sync::Mutex::new(None);
-        let outcome = in_pieces(jobs.len(), 1, threads, |a, b| {
+        let work = || {
             let mut scratch = Vec::new();
-            for job in &jobs[a..b] {
+            loop {
+                let job = queue.lock().unwrap_or_else(|p| p.into_inner()).pop();
+                let Some(job) = job else { return };
                 for piece in job {
-                    if let Err(e) = self.read(piece, &target, &mut scratch) {
+                    if let Err(e) = self.read(piece.run, piece.at, piece.dsts, &mut scratch) {
                         let mut slot = first_error.lock().unwrap_or_else(|p| p.into_inner());
-                        slot.get_or_insert((piece.file(), e));
-                        return Err(io::Error::other("failed"));
+                        slot.get_or_insert((piece.file, e));
+                        queue.lock().unwrap_or_else(|p| p.into_inner()).clear();
+                        return;
                     }
                 }
             }
-            Ok(())
+        };
+        std::thread::scope(|scope| {
+            for _ in 1..threads.max(1) {
+                scope.spawn(work);
+            }
+            work();
         });
-        match (
-            outcome,
-            first_error.into_inner().unwrap_or_else(|p| p.into_inner()),
-        ) {
-            (Ok(_), _) => Ok(()),
-            (Err(_), Some((file, e))) => {
-                let (_, path, about) = &self.files[file];
-                Err(failed(path, about, e))
-            }
-            (Err(e), None) => {
-                let (_, path, about) = &self.files[0];
-                Err(failed(path, about, e))
-            }
+        match first_error.into_inner().unwrap_or_else(|p| p.into_inner()) {
+            None => Ok(()),
+            Some((file, e)) => Err(fail_on(file, e)),
         }
     }
 
-    /// The runs cut and grouped into jobs of about `JOB_BYTES`.
-    fn jobs(&self) -> Vec<Vec<Piece<'_>>> {
-        let mut jobs: Vec<Vec<Piece<'_>>> = vec![Vec::new()];
-        let mut size = 0usize;
-        fn push<'a>(jobs: &mut Vec<Vec<Piece<'a>>>, size: &mut usize, piece: Piece<'a>, n: usize) {
-            if *size > 0 && *size + n > JOB_BYTES {
-                jobs.push(Vec::new());
-                *size = 0;
-            }
-            jobs.last_mut().expect("one job at least").push(piece);
-            *size += n;
-        }
+    /// The runs cut into pieces of at most `JOB_BYTES`, each with its own part of `buf`, and
+    /// grouped into jobs of about `JOB_BYTES`. The parts are cut out of `buf` in order, so no
+    /// two pieces share a byte (an overlapping plan is an error, not a race).
+    fn jobs<'b>(&'b self, buf: &'b mut [u8]) -> io::Result<Vec<Vec<Piece<'b>>>> {
+        // Each piece: its file, run, place in the file and destination ranges (start, len).
+        let mut pieces: Vec<(usize, &Run, u64, Ranges)> = Vec::new();
         for run in &self.runs {
             match run {
                 Run::Place { file, at, dst, len } => {
                     let mut off = 0;
                     while off < *len {
                         let n = JOB_BYTES.min(len - off);
-                        let piece = Piece::Place {
-                            file: *file,
-                            at: at + off as u64,
-                            dst: dst + off,
-                            len: n,
-                        };
-                        push(&mut jobs, &mut size, piece, n);
+                        pieces.push((*file, run, at + off as u64, vec![(dst + off, n)]));
                         off += n;
                     }
                 }
-                Run::Scatter { .. } => push(&mut jobs, &mut size, Piece::Scatter(run), run.len()),
+                Run::Scatter {
+                    file,
+                    at,
+                    row,
+                    dsts,
+                } => {
+                    let ranges = dsts.iter().map(|&d| (d, *row)).collect();
+                    pieces.push((*file, run, *at, ranges));
+                }
             }
         }
-        jobs
+        let mut ranges: Vec<(usize, usize, usize, usize)> = pieces
+            .iter()
+            .enumerate()
+            .flat_map(|(p, (_, _, _, rs))| {
+                rs.iter().enumerate().map(move |(j, &(d, n))| (d, n, p, j))
+            })
+            .collect();
+        ranges.sort_unstable();
+        let mut parts: Vec<Vec<Option<&'b mut [u8]>>> = pieces
+            .iter()
+            .map(|(_, _, _, rs)| (0..rs.len()).map(|_| None).collect())
+            .collect();
+        let mut rest = buf;
+        let mut consumed = 0usize;
+        for (d, n, p, j) in ranges {
+            let overlap = || io::Error::other(format!("overlapping reads planned at byte {d}"));
+            let skip = d.checked_sub(consumed).ok_or_else(overlap)?;
+            if rest.len() < skip + n {
+                return Err(io::Error::other(format!(
+                    "a read planned past the buffer, at {d}"
+                )));
+            }
+            let (_, tail) = std::mem::take(&mut rest).split_at_mut(skip);
+            let (part, tail) = tail.split_at_mut(n);
+            parts[p][j] = Some(part);
+            rest = tail;
+            consumed = d + n;
+        }
+        let mut jobs: Vec<Vec<Piece<'b>>> = vec![Vec::new()];
+        let mut size = 0usize;
+        for ((file, run, at, _), dsts) in pieces.into_iter().zip(parts) {
+            let dsts: Vec<&'b mut [u8]> = dsts
+                .into_iter()
+                .map(|d| d.expect("every range cut"))
+                .collect();
+            let n: usize = dsts.iter().map(|d| d.len()).sum();
+            if size > 0 && size + n > JOB_BYTES {
+                jobs.push(Vec::new());
+                size = 0;
+            }
+            jobs.last_mut().expect("one job at least").push(Piece {
+                file,
+                run,
+                at,
+                dsts,
+            });
+            size += n;
+        }
+        Ok(jobs)
     }
 
-    /// Reads one piece into the target (`scratch`: the worker's staging for scattered rows).
-    unsafe fn read(&self, piece: &Piece, target: &Target, scratch: &mut Vec<u8>) -> io::Result<()> {
-        match *piece {
-            Piece::Place { file, at, dst, len } => {
-                // Each piece is a disjoint part of the buffer.
-                let part = std::slice::from_raw_parts_mut(target.0.add(dst), len);
-                self.files[file].0.read_exact_at(part, at)
+    /// Reads one piece: `run`'s bytes at `at` into `dsts` (one part for a placed run; one per
+    /// row, read together through `scratch`, for a scattered one).
+    fn read(
+        &self,
+        run: &Run,
+        at: u64,
+        dsts: Vec<&mut [u8]>,
+        scratch: &mut Vec<u8>,
+    ) -> io::Result<()> {
+        match run {
+            Run::Place { file, .. } => {
+                let mut dsts = dsts;
+                self.files[*file].0.read_exact_at(dsts[0].as_mut(), at)
             }
-            Piece::Scatter(Run::Scatter {
-                file,
-                at,
-                row,
-                dsts,
-            }) => {
+            Run::Scatter { file, row, .. } => {
                 scratch.resize(row * dsts.len(), 0);
-                self.files[*file].0.read_exact_at(scratch, *at)?;
-                for (j, &d) in dsts.iter().enumerate() {
-                    let out = std::slice::from_raw_parts_mut(target.0.add(d), *row);
+                self.files[*file].0.read_exact_at(scratch, at)?;
+                for (j, out) in dsts.into_iter().enumerate() {
                     out.copy_from_slice(&scratch[j * row..(j + 1) * row]);
                 }
                 Ok(())
             }
-            Piece::Scatter(Run::Place { .. }) => unreachable!("scatter pieces hold scatter runs"),
         }
     }
 }
 
-/// What one worker reads at a time.
-enum Piece<'a> {
-    Place {
-        file: usize,
-        at: u64,
-        dst: usize,
-        len: usize,
-    },
-    Scatter(&'a Run),
-}
+/// Ranges of the buffer, as (first byte, length).
+type Ranges = Vec<(usize, usize)>;
 
-impl Piece<'_> {
-    fn file(&self) -> usize {
-        match self {
-            Piece::Place { file, .. } => *file,
-            Piece::Scatter(Run::Scatter { file, .. } | Run::Place { file, .. }) => *file,
-        }
-    }
+/// What one worker reads at a time: a run (or a piece of one) and its parts of the buffer.
+struct Piece<'b> {
+    file: usize,
+    run: &'b Run,
+    at: u64,
+    dsts: Vec<&'b mut [u8]>,
 }
 
 #[cfg(test)]
@@ -280,7 +309,7 @@ mod tests {
         // Short rows consecutive in the file, to scattered places.
         plan.scatter(a, 100, 10, vec![(34 << 20) + 50, 34 << 20]);
         let mut buf = vec![0u8; total];
-        unsafe { plan.execute_on(threads, buf.as_mut_ptr(), |_, _, e| e) }.unwrap();
+        plan.execute_on(threads, &mut buf, |_, _, e| e).unwrap();
         for r in [0usize, 1, 2047, 4095] {
             let got = &buf[(4095 - r) * 4096..][..4096];
             assert_eq!(got, &data[2 * r * 4096..][..4096], "row {r}");
@@ -303,12 +332,11 @@ mod tests {
         let a = plan.add_file(f, p.clone(), "tile 0".into());
         plan.place(a, 0, 0, 3 * JOB_BYTES + 8);
         let mut buf = vec![0u8; 3 * JOB_BYTES + 8];
-        let e = unsafe {
-            plan.execute_on(threads, buf.as_mut_ptr(), |path, about, e| {
+        let e = plan
+            .execute_on(threads, &mut buf, |path, about, e| {
                 (path.clone(), about.to_string(), e.kind())
             })
-        }
-        .unwrap_err();
+            .unwrap_err();
         assert_eq!(e, (p, "tile 0".to_string(), io::ErrorKind::UnexpectedEof));
     }
 }

@@ -79,13 +79,11 @@ impl DirectReader {
     /// missing or unreadable source is `H5TILE_ERR_MISSING_TILE` naming it. The reads are
     /// planned under the HDF5 lock; tile bytes then move without it (see `ByteReads`).
     ///
-    /// # Safety
-    /// `buf` must have room for `want.volume()` elements of `dtype`.
-    pub unsafe fn read(
+    pub fn read(
         &mut self,
         want: &Tile,
         dtype: Dtype,
-        buf: *mut u8,
+        buf: &mut [u8],
         fill_missing: bool,
     ) -> Result<()> {
         let plan = self.plan(want, dtype, buf, fill_missing)?;
@@ -103,11 +101,11 @@ impl DirectReader {
 
     /// Under the HDF5 lock: fills what needs filling, reads through HDF5 what must be (parts
     /// whose bytes are not recorded, or need converting), and plans the reads of the rest.
-    unsafe fn plan(
+    fn plan(
         &mut self,
         want: &Tile,
         dtype: Dtype,
-        buf: *mut u8,
+        buf: &mut [u8],
         fill_missing: bool,
     ) -> Result<ByteReads> {
         let _l = hdf5::lock();
@@ -145,7 +143,7 @@ impl DirectReader {
             let file_space = source.space()?;
             file_space.select_block(&src, &common.shape)?;
             mem_space.select_block(&at, &common.shape)?;
-            source.read(&mem_type, Some(&mem_space), Some(&file_space), buf.cast())?;
+            source.read_into(&mem_type, &mem_space, &file_space, buf)?;
         }
         Ok(plan)
     }
@@ -245,10 +243,11 @@ impl DirectReader {
     }
 
     /// Fills `buf` with the dataset's fill value in `dtype` (zero unless the file sets one).
-    unsafe fn prefill(&mut self, want: &Tile, dtype: Dtype, buf: *mut u8) -> Result<()> {
+    fn prefill(&mut self, want: &Tile, dtype: Dtype, buf: &mut [u8]) -> Result<()> {
         let size = dtype.size();
         let element = self.fill_element(dtype)?;
-        let bytes = std::slice::from_raw_parts_mut(buf, want.volume() as usize * size);
+        let n = (want.volume() as usize * size).min(buf.len());
+        let bytes = &mut buf[..n];
         if element.iter().all(|&b| b == 0) {
             bytes.fill(0);
         } else {
@@ -260,7 +259,7 @@ impl DirectReader {
     }
 
     /// The dataset's fill value as one element of `dtype`.
-    unsafe fn fill_element(&mut self, dtype: Dtype) -> Result<Vec<u8>> {
+    fn fill_element(&mut self, dtype: Dtype) -> Result<Vec<u8>> {
         let size = dtype.size();
         if !self.fill.iter().any(|(d, _)| *d == dtype) {
             let mem_type = dtype.hdf5_type()?;
@@ -330,7 +329,7 @@ impl DirectReader {
         let covered: u128 = plan.iter().map(|(_, c, _)| c.volume()).sum();
         let elem = dtype.size();
         if missing || covered < want.volume() {
-            if unsafe { self.fill_element(dtype)? }.iter().any(|&b| b != 0) {
+            if self.fill_element(dtype)?.iter().any(|&b| b != 0) {
                 return Ok(false);
             }
             dst.zero(want.volume() as usize * elem).map_err(|e| {
@@ -360,7 +359,7 @@ impl DirectReader {
 mod tests {
     use super::super::mappings::block_mappings;
     use super::*;
-    use crate::platform::device::host_bytes;
+    use crate::platform::device::{bytes_mut, host_bytes};
     use crate::status::H5TILE_ERR_MISSING_TILE;
 
     /// A 6x5 float64 VDS of 4 tiles (2x2), element (i, j) = 10 i + j.
@@ -409,7 +408,8 @@ mod tests {
 
     fn read_f64(r: &mut DirectReader, want: &Tile) -> Vec<f64> {
         let mut out = vec![-1.0f64; want.volume() as usize];
-        unsafe { r.read(want, Dtype::Float64, out.as_mut_ptr().cast(), false) }.unwrap();
+        r.read(want, Dtype::Float64, bytes_mut(&mut out), false)
+            .unwrap();
         out
     }
 
@@ -441,7 +441,8 @@ mod tests {
         // Asking for another type goes through HDF5, which converts.
         let want = Tile::new(vec![2, 1], vec![2, 3]);
         let mut out = vec![0f32; 6];
-        unsafe { r.read(&want, Dtype::Float32, out.as_mut_ptr().cast(), false) }.unwrap();
+        r.read(&want, Dtype::Float32, bytes_mut(&mut out), false)
+            .unwrap();
         assert_eq!(
             out,
             expected(&want)
@@ -476,7 +477,8 @@ mod tests {
         assert_eq!(r.open.len(), 1, "only the changed tile went through HDF5");
         std::fs::remove_file(&first).unwrap();
         let mut out = vec![0f64; 30];
-        let e = unsafe { reader(&path).read(&all, Dtype::Float64, out.as_mut_ptr().cast(), false) }
+        let e = reader(&path)
+            .read(&all, Dtype::Float64, bytes_mut(&mut out), false)
             .unwrap_err();
         assert_eq!(e.status, H5TILE_ERR_MISSING_TILE);
         assert!(

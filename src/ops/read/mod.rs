@@ -13,11 +13,10 @@ pub(crate) mod source;
 use crate::dtype::Dtype;
 use crate::geometry::tile::Tile;
 use crate::platform::comm::Comm;
-use crate::platform::device::{self, DevicePtr, Route};
+use crate::platform::device::{self, BufferMut, DevicePtr, Route};
 use crate::platform::hdf5::{self, Dataset, File, ObjectKind};
 use crate::status::*;
 use source::Source;
-use std::ffi::c_void;
 use std::path::Path;
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -117,28 +116,25 @@ pub fn inspect(path: &Path, dataset: &str) -> Result<(Dtype, Vec<u64>)> {
 /// Reads `tile` of `dataset` into `buf` as `dtype`, on each rank of `comm`, and agrees on the
 /// outcome so all ranks succeed or fail together.
 ///
-/// # Safety
-/// `buf` must have room for `tile.volume()` elements of `dtype` (it may be NULL when the tile
-/// is empty).
-pub unsafe fn read(
+pub fn read(
     comm: &Comm,
     path: &Path,
     dataset: &str,
     dtype: Dtype,
     tile: &Tile,
-    buf: *mut c_void,
+    buf: BufferMut,
     options: ReadOptions,
 ) -> Result<()> {
     comm.agree_on(|| read_local(path, dataset, dtype, tile, buf, options))
 }
 
 /// This rank's part of `read`.
-unsafe fn read_local(
+fn read_local(
     path: &Path,
     dataset: &str,
     dtype: Dtype,
     tile: &Tile,
-    buf: *mut c_void,
+    buf: BufferMut,
     options: ReadOptions,
 ) -> Result<()> {
     if tile.ndim() == 0 || tile.ndim() > crate::ops::write::MAX_NDIM {
@@ -149,12 +145,6 @@ unsafe fn read_local(
                 tile.ndim(),
                 crate::ops::write::MAX_NDIM
             ),
-        );
-    }
-    if !tile.is_empty() && buf.is_null() {
-        return fail(
-            H5TILE_ERR_INVALID_ARGUMENT,
-            format!("buffer for tile {tile} is NULL"),
         );
     }
     if let Some(other) = options.dtype.filter(|&d| d != dtype) {
@@ -182,32 +172,35 @@ unsafe fn read_local(
     }
     let file_type = open.dataset.dtype()?;
     let mem_type = dtype.hdf5_type()?;
-    let route = device::route(buf, options.gds)?;
-    if let Route::Device(dst, _) = route {
-        let stored = Dtype::of_hdf5(&file_type).ok();
-        if stored != Some(dtype) || !file_type.equal(&mem_type) {
-            let holds = match stored {
-                Some(d) if d == dtype => format!(
-                    "holds {} in another byte order or layout than this machine's",
-                    d.name()
-                ),
-                Some(d) => format!("holds {}, not {}", d.name(), dtype.name()),
-                None => "holds a type h5tile does not know".to_string(),
-            };
-            return fail(
-                H5TILE_ERR_DTYPE,
-                format!(
-                    "device memory is read in the dataset's own type, and '{dataset}' in '{}' \
+    let buf = match buf {
+        BufferMut::Host(bytes) => bytes,
+        BufferMut::Device(dst, gds) => {
+            let stored = Dtype::of_hdf5(&file_type).ok();
+            if stored != Some(dtype) || !file_type.equal(&mem_type) {
+                let holds = match stored {
+                    Some(d) if d == dtype => format!(
+                        "holds {} in another byte order or layout than this machine's",
+                        d.name()
+                    ),
+                    Some(d) => format!("holds {}, not {}", d.name(), dtype.name()),
+                    None => "holds a type h5tile does not know".to_string(),
+                };
+                return fail(
+                    H5TILE_ERR_DTYPE,
+                    format!(
+                        "device memory is read in the dataset's own type, and '{dataset}' in '{}' \
                      {holds}: read it into host memory to convert",
-                    path.display()
-                ),
-            );
+                        path.display()
+                    ),
+                );
+            }
+            if tile.is_empty() {
+                return Ok(());
+            }
+            let route = Route::Device(dst, gds);
+            return read_into_device(open, path, dataset, dtype, tile, dst, &route, options);
         }
-        if tile.is_empty() {
-            return Ok(());
-        }
-        return read_into_device(open, path, dataset, dtype, tile, dst, &route, options);
-    }
+    };
     if !file_type.converts_to(&mem_type) {
         let stored = Dtype::of_hdf5(&file_type)
             .map(|d| d.name())
@@ -231,18 +224,18 @@ unsafe fn read_local(
 }
 
 /// The read itself, into host memory, the checks done.
-unsafe fn read_host(
+fn read_host(
     open: OpenDataset,
     path: &Path,
     dataset: &str,
     dtype: Dtype,
     tile: &Tile,
-    buf: *mut c_void,
+    buf: &mut [u8],
     options: ReadOptions,
 ) -> Result<()> {
     let fill = options.fill_missing;
     let mut source = Source::open(path, dataset, open, tile.ndim(), fill, Some(tile))?;
-    source.read(tile, dtype, buf.cast(), fill)
+    source.read(tile, dtype, buf, fill)
 }
 
 /// Largest host staging slab of a device read that cannot go straight to the device.
@@ -253,7 +246,7 @@ const STAGE_BYTES: usize = 64 << 20;
 /// (chunked or compressed storage, other virtual datasets) is read in slabs of at most
 /// `STAGE_BYTES` (or one index of the first dimension) through host memory and copied over.
 #[allow(clippy::too_many_arguments)]
-unsafe fn read_into_device(
+fn read_into_device(
     open: OpenDataset,
     path: &Path,
     dataset: &str,
@@ -286,7 +279,7 @@ unsafe fn read_into_device(
         slab.offset[0] += first;
         slab.shape[0] = rows;
         host.resize(rows as usize * slab_bytes, 0);
-        source.read(&slab, dtype, host.as_mut_ptr(), fill)?;
+        source.read(&slab, dtype, &mut host, fill)?;
         device::copy_to_device(dst.offset(first as usize * slab_bytes), &host)?;
         first += rows;
     }

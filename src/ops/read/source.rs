@@ -48,14 +48,11 @@ impl Source {
     }
 
     /// Reads `tile` as `dtype` into host memory `buf` (dense, row-major).
-    ///
-    /// # Safety
-    /// `buf` must have room for `tile.volume()` elements of `dtype`.
-    pub unsafe fn read(
+    pub fn read(
         &mut self,
         tile: &Tile,
         dtype: Dtype,
-        buf: *mut u8,
+        buf: &mut [u8],
         fill_missing: bool,
     ) -> Result<()> {
         match self {
@@ -67,7 +64,7 @@ impl Source {
                 let mem_space = Space::simple(&tile.shape)?;
                 let mem_type = dtype.hdf5_type()?;
                 open.dataset
-                    .read(&mem_type, Some(&mem_space), Some(&file_space), buf.cast())
+                    .read_into(&mem_type, &mem_space, &file_space, buf)
             }
         }
     }

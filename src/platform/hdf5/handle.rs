@@ -312,6 +312,34 @@ impl Dataset {
         unsafe { self.write(mem_type, None, None, ptr) }
     }
 
+    /// Reads the dataset's `file_space` selection into host bytes `buf`, laid out as
+    /// `mem_space` (whose whole extent must fit in `buf` in `mem_type`).
+    pub fn read_into(
+        &self,
+        mem_type: &Type,
+        mem_space: &Space,
+        file_space: &Space,
+        buf: &mut [u8],
+    ) -> Result<()> {
+        let _l = super::lock();
+        let need = mem_space.points()? as usize * mem_type.size();
+        if buf.len() < need {
+            return crate::status::fail(
+                crate::status::H5TILE_ERR_INVALID_ARGUMENT,
+                format!("a buffer of {} bytes to read {need}", buf.len()),
+            );
+        }
+        // `buf` holds the memory space's whole extent, checked above.
+        unsafe {
+            self.read(
+                mem_type,
+                Some(mem_space),
+                Some(file_space),
+                buf.as_mut_ptr().cast(),
+            )
+        }
+    }
+
     /// Reads the dataset's `file_space` selection into `buf`, laid out as `mem_space` (None:
     /// the whole extent, for either).
     ///
