@@ -96,11 +96,8 @@ impl h5tile_write_options {
     /// # Safety
     /// `opts` must be NULL or point to `opts->size` readable bytes.
     pub unsafe fn parse(opts: *const h5tile_write_options) -> Result<WriteOptions> {
-        let o = read_sized(
-            opts,
-            h5tile_write_options::defaults(),
-            "h5tile_write_options",
-        )?;
+        let defaults = h5tile_write_options::defaults();
+        let o = read_sized(opts, defaults, "h5tile_write_options", FIRST_WRITE)?;
         let layout = match o.layout {
             H5TILE_LAYOUT_VDS => Layout::Vds,
             H5TILE_LAYOUT_SINGLE => Layout::Single,
@@ -144,7 +141,8 @@ impl h5tile_read_options {
     /// # Safety
     /// `opts` must be NULL or point to `opts->size` readable bytes.
     pub unsafe fn parse(opts: *const h5tile_read_options) -> Result<ReadOptions> {
-        let o = read_sized(opts, h5tile_read_options::defaults(), "h5tile_read_options")?;
+        let defaults = h5tile_read_options::defaults();
+        let o = read_sized(opts, defaults, "h5tile_read_options", FIRST_READ)?;
         if o.flags & !H5TILE_READ_FILL_MISSING != 0 {
             return fail(
                 H5TILE_ERR_INVALID_ARGUMENT,
@@ -236,20 +234,17 @@ pub unsafe extern "C" fn h5tile_read_options_init(
 const FIRST_WRITE: usize = std::mem::size_of::<h5tile_write_options>();
 const FIRST_READ: usize = std::mem::size_of::<h5tile_read_options>();
 
-/// Reads a caller's struct of the size its first field says: this version's `defaults` for
-/// fields the caller's version lacks; fields beyond this version's must be zero.
+/// Reads a caller's struct of the size its first field says (at least `smallest`, the size of
+/// the struct's first version): this version's `defaults` for fields the caller's version
+/// lacks; fields beyond this version's must be zero.
 ///
 /// # Safety
 /// `p` must be NULL or point to as many readable bytes as its first field says.
-unsafe fn read_sized<T: Copy>(p: *const T, defaults: T, what: &str) -> Result<T> {
+unsafe fn read_sized<T: Copy>(p: *const T, defaults: T, what: &str, smallest: usize) -> Result<T> {
     let Some(first) = (p as *const usize).as_ref() else {
         return Ok(defaults);
     };
     let (size, known) = (*first, std::mem::size_of::<T>());
-    let smallest = match what {
-        "h5tile_write_options" => FIRST_WRITE,
-        _ => FIRST_READ,
-    };
     if size < smallest {
         return fail(
             H5TILE_ERR_INVALID_ARGUMENT,

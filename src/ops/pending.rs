@@ -182,7 +182,7 @@ mod tests {
     use crate::dtype::Dtype;
     use crate::geometry::tile::Tile;
     use crate::ops::read::{read, ReadOptions};
-    use crate::ops::write::{LocalTile, WriteArgs, WriteOptions};
+    use crate::ops::write::{LocalTile, WriteOptions};
     use crate::platform::device::{host_bytes, host_bytes_mut};
     use std::path::Path;
 
@@ -208,14 +208,7 @@ mod tests {
                 buf: host_bytes(&data[4 * k as usize..]),
             })
             .collect();
-        let args = WriteArgs {
-            path,
-            dataset,
-            dtype: Dtype::Float64,
-            global: &global,
-            tiles,
-            options,
-        };
+        let args = crate::ops::write::tests::f64_args(path, dataset, &global, tiles, options);
         write::check(&args).unwrap();
         start(solo(), unsafe { OwnedWrite::new(&args) })
     }

@@ -452,7 +452,7 @@ fn injected_failure() -> Result<()> {
 use tests::injected_failure;
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::ops::read::{read, ReadOptions};
     use crate::platform::device::{host_bytes, host_bytes_mut};
@@ -753,15 +753,25 @@ mod tests {
             keep_others: keep,
             ..WriteOptions::default()
         };
-        let args = WriteArgs {
+        write(&solo(), &f64_args(path, dataset, &global, tiles, options))
+    }
+
+    /// The arguments of a write of float64 `tiles` of a `global` array.
+    pub(crate) fn f64_args<'a>(
+        path: &'a Path,
+        dataset: &'a str,
+        global: &'a [u64],
+        tiles: Vec<LocalTile<'a>>,
+        options: WriteOptions,
+    ) -> WriteArgs<'a> {
+        WriteArgs {
             path,
             dataset,
             dtype: Dtype::Float64,
-            global: &global,
+            global,
             tiles,
             options,
-        };
-        write(&solo(), &args)
+        }
     }
 
     /// The first element of `dataset` and whether all `rows` x 64 follow from it.

@@ -115,7 +115,6 @@ pub fn inspect(path: &Path, dataset: &str) -> Result<(Dtype, Vec<u64>)> {
 
 /// Reads `tile` of `dataset` into `buf` as `dtype`, on each rank of `comm`, and agrees on the
 /// outcome so all ranks succeed or fail together.
-///
 pub fn read(
     comm: &Comm,
     path: &Path,
@@ -125,102 +124,93 @@ pub fn read(
     buf: BufferMut,
     options: ReadOptions,
 ) -> Result<()> {
-    comm.agree_on(|| read_local(path, dataset, dtype, tile, buf, options))
-}
-
-/// This rank's part of `read`.
-fn read_local(
-    path: &Path,
-    dataset: &str,
-    dtype: Dtype,
-    tile: &Tile,
-    buf: BufferMut,
-    options: ReadOptions,
-) -> Result<()> {
-    if tile.ndim() == 0 || tile.ndim() > crate::ops::write::MAX_NDIM {
-        return fail(
-            H5TILE_ERR_INVALID_ARGUMENT,
-            format!(
-                "ndim is {}; it must be 1 to {}",
-                tile.ndim(),
-                crate::ops::write::MAX_NDIM
-            ),
-        );
-    }
-    if let Some(other) = options.dtype.filter(|&d| d != dtype) {
-        return fail(
-            H5TILE_ERR_INVALID_ARGUMENT,
-            format!(
-                "the options ask for {} but the dtype argument is {}",
-                other.name(),
-                dtype.name()
-            ),
-        );
-    }
-    let lock = hdf5::lock();
-    let open = open_dataset(path, dataset)?;
-    let file_space = open.dataset.space()?;
-    let dims = file_space.dims()?;
-    if !tile.fits_in(&dims) {
-        return fail(
-            H5TILE_ERR_SHAPE,
-            format!(
-                "tile {tile} does not fit dataset '{dataset}' of shape {dims:?} in '{}'",
-                path.display()
-            ),
-        );
-    }
-    let file_type = open.dataset.dtype()?;
-    let mem_type = dtype.hdf5_type()?;
-    let buf = match buf {
-        BufferMut::Host(bytes) => bytes,
-        BufferMut::Device(dst, gds) => {
-            let stored = Dtype::of_hdf5(&file_type).ok();
-            if stored != Some(dtype) || !file_type.equal(&mem_type) {
-                let holds = match stored {
-                    Some(d) if d == dtype => format!(
-                        "holds {} in another byte order or layout than this machine's",
-                        d.name()
-                    ),
-                    Some(d) => format!("holds {}, not {}", d.name(), dtype.name()),
-                    None => "holds a type h5tile does not know".to_string(),
-                };
-                return fail(
-                    H5TILE_ERR_DTYPE,
-                    format!(
-                        "device memory is read in the dataset's own type, and '{dataset}' in '{}' \
-                     {holds}: read it into host memory to convert",
-                        path.display()
-                    ),
-                );
-            }
-            if tile.is_empty() {
-                return Ok(());
-            }
-            let route = Route::Device(dst, gds);
-            return read_into_device(open, path, dataset, dtype, tile, dst, &route, options);
+    // This rank's part, agreed on with the others.
+    comm.agree_on(move || {
+        if tile.ndim() == 0 || tile.ndim() > crate::ops::write::MAX_NDIM {
+            return fail(
+                H5TILE_ERR_INVALID_ARGUMENT,
+                format!(
+                    "ndim is {}; it must be 1 to {}",
+                    tile.ndim(),
+                    crate::ops::write::MAX_NDIM
+                ),
+            );
         }
-    };
-    if !file_type.converts_to(&mem_type) {
-        let stored = Dtype::of_hdf5(&file_type)
-            .map(|d| d.name())
-            .unwrap_or("an unsupported type");
-        return fail(
-            H5TILE_ERR_DTYPE,
-            format!(
-                "'{dataset}' in '{}' holds {stored}, which HDF5 cannot convert to {}",
-                path.display(),
-                dtype.name()
-            ),
-        );
-    }
-    if tile.is_empty() {
-        return Ok(());
-    }
-    // Each HDF5 call takes the lock itself; without it held here, a direct read moves its
-    // bytes while other threads' h5tile calls go on.
-    drop(lock);
-    read_host(open, path, dataset, dtype, tile, buf, options)
+        if let Some(other) = options.dtype.filter(|&d| d != dtype) {
+            return fail(
+                H5TILE_ERR_INVALID_ARGUMENT,
+                format!(
+                    "the options ask for {} but the dtype argument is {}",
+                    other.name(),
+                    dtype.name()
+                ),
+            );
+        }
+        let lock = hdf5::lock();
+        let open = open_dataset(path, dataset)?;
+        let file_space = open.dataset.space()?;
+        let dims = file_space.dims()?;
+        if !tile.fits_in(&dims) {
+            return fail(
+                H5TILE_ERR_SHAPE,
+                format!(
+                    "tile {tile} does not fit dataset '{dataset}' of shape {dims:?} in '{}'",
+                    path.display()
+                ),
+            );
+        }
+        let file_type = open.dataset.dtype()?;
+        let mem_type = dtype.hdf5_type()?;
+        let buf = match buf {
+            BufferMut::Host(bytes) => bytes,
+            BufferMut::Device(dst, gds) => {
+                let stored = Dtype::of_hdf5(&file_type).ok();
+                if stored != Some(dtype) || !file_type.equal(&mem_type) {
+                    let holds = match stored {
+                        Some(d) if d == dtype => format!(
+                            "holds {} in another byte order or layout than this machine's",
+                            d.name()
+                        ),
+                        Some(d) => format!("holds {}, not {}", d.name(), dtype.name()),
+                        None => "holds a type h5tile does not know".to_string(),
+                    };
+                    return fail(
+                        H5TILE_ERR_DTYPE,
+                        format!(
+                            "device memory is read in the dataset's own type, and '{dataset}' in '{}' \
+                         {holds}: read it into host memory to convert",
+                            path.display()
+                        ),
+                    );
+                }
+                if tile.is_empty() {
+                    return Ok(());
+                }
+                let route = Route::Device(dst, gds);
+                return read_into_device(open, path, dataset, dtype, tile, dst, &route, options);
+            }
+        };
+        if !file_type.converts_to(&mem_type) {
+            let stored = Dtype::of_hdf5(&file_type)
+                .map(|d| d.name())
+                .unwrap_or("an unsupported type");
+            return fail(
+                H5TILE_ERR_DTYPE,
+                format!(
+                    "'{dataset}' in '{}' holds {stored}, which HDF5 cannot convert to {}",
+                    path.display(),
+                    dtype.name()
+                ),
+            );
+        }
+        if tile.is_empty() {
+            return Ok(());
+        }
+        // Each HDF5 call takes the lock itself; without it held here, a direct read moves its
+        // bytes while other threads' h5tile calls go on.
+        drop(lock);
+        read_host(open, path, dataset, dtype, tile, buf, options)
+    })
 }
 
 /// The read itself, into host memory, the checks done.
