@@ -194,8 +194,7 @@ unsafe fn tile_buffer<'a>(
     dtype: Dtype,
     gds: Gds,
 ) -> Result<Buffer<'a>> {
-    let bytes = tile.volume().checked_mul(dtype.size() as u128);
-    let Some(bytes) = bytes.filter(|&b| b <= isize::MAX as u128) else {
+    let Some(bytes) = tile.bytes(dtype.size()) else {
         let why = format!("tile {k} {tile} is too large to address");
         return fail(H5TILE_ERR_INVALID_ARGUMENT, why);
     };
@@ -207,7 +206,7 @@ unsafe fn tile_buffer<'a>(
         return fail(H5TILE_ERR_INVALID_ARGUMENT, why);
     }
     Ok(match device::route(ptr, gds)? {
-        Route::Host => Buffer::Host(std::slice::from_raw_parts(ptr.cast(), bytes as usize)),
+        Route::Host => Buffer::Host(std::slice::from_raw_parts(ptr.cast(), bytes)),
         Route::Device(ptr, gds) => Buffer::Device(ptr, gds),
     })
 }
@@ -223,8 +222,7 @@ unsafe fn read_buffer<'a>(
     dtype: Dtype,
     gds: Gds,
 ) -> Result<BufferMut<'a>> {
-    let bytes = tile.volume().checked_mul(dtype.size() as u128);
-    let Some(bytes) = bytes.filter(|&b| b <= isize::MAX as u128) else {
+    let Some(bytes) = tile.bytes(dtype.size()) else {
         return fail(
             H5TILE_ERR_INVALID_ARGUMENT,
             format!("tile {tile} is too large to address"),
@@ -240,7 +238,7 @@ unsafe fn read_buffer<'a>(
         );
     }
     Ok(match device::route(ptr, gds)? {
-        Route::Host => BufferMut::Host(std::slice::from_raw_parts_mut(ptr.cast(), bytes as usize)),
+        Route::Host => BufferMut::Host(std::slice::from_raw_parts_mut(ptr.cast(), bytes)),
         Route::Device(dst, gds) => BufferMut::Device(dst, gds),
     })
 }

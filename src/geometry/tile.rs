@@ -40,6 +40,13 @@ impl Tile {
         volume(&self.shape)
     }
 
+    /// Bytes of the tile at `elem` bytes per element, None when a buffer that large cannot
+    /// be addressed (over `isize::MAX`).
+    pub fn bytes(&self, elem: usize) -> Option<usize> {
+        let bytes = self.volume().checked_mul(elem as u128)?;
+        (bytes <= isize::MAX as u128).then_some(bytes as usize)
+    }
+
     /// True when some extent is 0: such a tile holds no data.
     pub fn is_empty(&self) -> bool {
         self.shape.contains(&0)

@@ -228,15 +228,14 @@ fn validate(args: &WriteArgs) -> Result<()> {
                 ),
             );
         }
-        let bytes = local.tile.volume().checked_mul(args.dtype.size() as u128);
-        if bytes.is_none_or(|b| b > isize::MAX as u128) {
+        let Some(need) = local.tile.bytes(args.dtype.size()) else {
             return fail(
                 H5TILE_ERR_INVALID_ARGUMENT,
                 format!("tile {k} {} is too large to address", local.tile),
             );
-        }
-        if let (Buffer::Host(buf), Some(need)) = (local.buf, bytes) {
-            if (buf.len() as u128) < need {
+        };
+        if let Buffer::Host(buf) = local.buf {
+            if buf.len() < need {
                 return fail(
                     H5TILE_ERR_INVALID_ARGUMENT,
                     format!(
