@@ -17,11 +17,13 @@ fn main() {
 
     let mut config =
         cbindgen::Config::from_file(crate_dir.join("cbindgen.toml")).expect("cbindgen.toml");
+    // The version macros, then cbindgen.toml's own lines (the MPI check).
     config.after_includes = Some(format!(
-        "\n#define H5TILE_VERSION_MAJOR {}\n#define H5TILE_VERSION_MINOR {}\n#define H5TILE_VERSION_PATCH {}\n",
+        "\n#define H5TILE_VERSION_MAJOR {}\n#define H5TILE_VERSION_MINOR {}\n#define H5TILE_VERSION_PATCH {}\n{}",
         env::var("CARGO_PKG_VERSION_MAJOR").unwrap(),
         env::var("CARGO_PKG_VERSION_MINOR").unwrap(),
         env::var("CARGO_PKG_VERSION_PATCH").unwrap(),
+        config.after_includes.as_deref().unwrap_or(""),
     ));
     cbindgen::Builder::new()
         .with_crate(&crate_dir)

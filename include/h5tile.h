@@ -13,6 +13,15 @@
 #define H5TILE_VERSION_MINOR 2
 #define H5TILE_VERSION_PATCH 0
 
+// The installed package (CMake's H5Tile::h5tile, pkg-config's Cflags) defines which MPI
+// libh5tile was built with; a program compiled against another MPI's mpi.h stops here.
+#if defined(H5TILE_BUILT_WITH_OPEN_MPI) && !defined(OPEN_MPI)
+#error "libh5tile was built with Open MPI but this program includes another MPI's mpi.h: compile it with Open MPI's wrapper (pkg-config --variable=mpicc h5tile), or install an h5tile built with this MPI (make install MPI=...)"
+#endif
+#if defined(H5TILE_BUILT_WITH_MPICH) && !defined(MPICH_VERSION)
+#error "libh5tile was built with MPICH but this program includes another MPI's mpi.h: compile it with MPICH's wrapper (pkg-config --variable=mpicc h5tile), or install an h5tile built with this MPI (make install MPI=...)"
+#endif
+
 
 // `h5tile_write_options.flags`: fail with `H5TILE_ERR_EXISTS` if `path` exists.
 #define H5TILE_NO_OVERWRITE 1

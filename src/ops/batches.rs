@@ -9,7 +9,7 @@
 use crate::dtype::Dtype;
 use crate::geometry::tile::Tile;
 use crate::ops::read::source::Source;
-use crate::ops::read::{open_dataset, OpenDataset};
+use crate::ops::read::{on_one_version, open_dataset, OpenDataset};
 use crate::platform::comm::Comm;
 use crate::platform::hdf5::{self, Dataset, Plist, Storage};
 use crate::status::*;
@@ -161,7 +161,9 @@ impl Batches {
         dtype: Option<Dtype>,
         fill_missing: bool,
     ) -> Result<Batches> {
-        let opened = comm.agree_on(|| {
+        // Every rank deals from one version of the file, and holds the tile files its chunks
+        // need, so later writes replacing the dataset do not disturb the iteration.
+        let opened = on_one_version(comm, path, || {
             let _l = hdf5::lock();
             let open = open_dataset(path, dataset)?;
             let shape = open.dataset.space()?.dims()?;
@@ -193,7 +195,12 @@ impl Batches {
                 Source::Hdf5(open) => {
                     Source::Hdf5(with_chunk_cache(open, dataset, chunk, dtype.size())?)
                 }
-                direct => direct,
+                Source::Direct(mut direct) => {
+                    if let Some(region) = &region {
+                        direct.hold(region, dtype)?;
+                    }
+                    Source::Direct(direct)
+                }
             };
             Ok((source, grid, dtype, range))
         })?;
@@ -713,6 +720,29 @@ mod tests {
         .err()
         .unwrap();
         assert_eq!(e.status, H5TILE_ERR_DTYPE);
+    }
+
+    #[test]
+    fn an_open_iterator_reads_the_version_it_opened_after_a_rewrite() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("cube.h5");
+        write_cube(&path, [4, 2, 2]);
+        let mut it = Batches::open(&solo(), &path, "/cube", &[1, 2, 2], None, false).unwrap();
+        let mut buf = [0u8; 16];
+        assert!(it.next(&mut buf).unwrap().is_some());
+        // A newer write replaces the dataset and removes the tile the iterator reads.
+        let old_tiles: Vec<_> = std::fs::read_dir(crate::layout::tile_dir(&path))
+            .unwrap()
+            .flatten()
+            .map(|e| e.path())
+            .collect();
+        write_cube(&path, [2, 2, 2]);
+        assert!(old_tiles.iter().all(|p| !p.exists()), "old tiles removed");
+        let mut rows = Vec::new();
+        while let Some(chunk) = it.next(&mut buf).unwrap() {
+            rows.push((chunk.offset[0], as_i32(&buf)[0]));
+        }
+        assert_eq!(rows, [(1, 1000), (2, 2000), (3, 3000)], "the old 4x2x2 cube");
     }
 
     #[test]

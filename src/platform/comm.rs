@@ -9,6 +9,9 @@ use mpi::raw::FromRaw;
 use mpi::topology::SimpleCommunicator;
 use mpi::traits::*;
 
+/// The top bit of a u64, flipped to order unsigned values as signed ones.
+const SIGN_BIT: u64 = 1 << 63;
+
 /// Longest error message carried from the failing rank to the others.
 const MESSAGE_BYTES: usize = 2048;
 
@@ -68,11 +71,25 @@ impl Comm {
         self.rank() == 0
     }
 
+    /// Waits until every rank has called it.
+    pub fn barrier(&self) {
+        if let Comm::Mpi(c) = self {
+            c.barrier();
+        }
+    }
+
     /// Element-wise minimum over all ranks, in place.
     pub fn all_min(&self, values: &mut [u64]) {
         if let Comm::Mpi(c) = self {
-            let send = values.to_vec();
-            c.all_reduce_into(&send[..], values, SystemOperation::min());
+            // Reduced as signed integers with the top bit flipped, which orders them as the
+            // unsigned values: MPICH 4.0 compares MPI_UINT64_T as signed in MPI_MIN, so
+            // u64::MAX ("no failure here") would win over every failure.
+            let send: Vec<i64> = values.iter().map(|&v| (v ^ SIGN_BIT) as i64).collect();
+            let mut min = vec![0i64; values.len()];
+            c.all_reduce_into(&send[..], &mut min[..], SystemOperation::min());
+            for (v, m) in values.iter_mut().zip(min) {
+                *v = m as u64 ^ SIGN_BIT;
+            }
         }
     }
 
@@ -211,7 +228,7 @@ pub fn comm_from_fortran(comm: MPI_Fint) -> Result<MPI_Comm> {
     let mut initialized = 0;
     unsafe { mpi::ffi::MPI_Initialized(&mut initialized) };
     if initialized != 0 {
-        Ok(unsafe { mpi::ffi::MPI_Comm_f2c(comm) })
+        Ok(unsafe { mpi::ffi::RSMPI_Comm_f2c(comm) })
     } else if comm == fortran_comm_null() {
         Ok(unsafe { mpi::ffi::RSMPI_COMM_NULL })
     } else {

@@ -94,6 +94,16 @@ pub enum BufferMut<'a> {
     Device(DevicePtr, Gds),
 }
 
+impl BufferMut<'_> {
+    /// The same buffer, lent again (a read that starts over fills it again).
+    pub fn reborrow(&mut self) -> BufferMut<'_> {
+        match self {
+            BufferMut::Host(bytes) => BufferMut::Host(bytes),
+            BufferMut::Device(ptr, gds) => BufferMut::Device(*ptr, *gds),
+        }
+    }
+}
+
 /// The bytes of `values` as a buffer to read into (the tests' way to hand over their arrays).
 #[cfg(any(test, feature = "internals"))]
 pub fn host_bytes_mut<T: Copy>(values: &mut [T]) -> BufferMut<'_> {

@@ -3,7 +3,9 @@
 //! h5tile wrote are read from the bytes their master records, without HDF5.
 
 use super::byte_reads::ByteReads;
-use super::mappings::{locate_source, missing_tile, read_tile_bytes, BlockMapping};
+use super::mappings::{
+    locate_source, missing_tile, read_tile_bytes, resolve_source, BlockMapping,
+};
 use crate::dtype::Dtype;
 use crate::geometry::tile::Tile;
 use crate::layout::runs::box_rows;
@@ -33,6 +35,22 @@ pub struct DirectReader {
     tile_bytes: Option<Vec<TileBytes>>,
     /// The element type the dataset stores, when it is one of h5tile's.
     stored: Option<(Dtype, Type)>,
+    /// Tile files opened by `hold`, per mapping, read from instead of opening them again.
+    held: Vec<Option<(std::fs::File, PathBuf)>>,
+}
+
+/// How many tile files one reader may hold open: a quarter of the process's limit on open
+/// files, so that holding them never starves the caller.
+fn held_file_budget() -> usize {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes the struct it is given.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } != 0 {
+        return 64;
+    }
+    (limit.rlim_cur.min(1 << 20) / 4) as usize
 }
 
 /// Largest staging read when copying tile bytes into a caller's buffer.
@@ -62,7 +80,9 @@ impl DirectReader {
             .filter(|_| mappings.iter().all(|m| m.dataset == TILE_DATASET));
         let file_type = dset.dtype()?;
         let stored = Dtype::of_hdf5(&file_type).ok().map(|d| (d, file_type));
+        let held = (0..mappings.len()).map(|_| None).collect();
         Ok(DirectReader {
+            held,
             master: master.to_path_buf(),
             dataset: dataset.to_string(),
             mappings,
@@ -72,6 +92,34 @@ impl DirectReader {
             tile_bytes,
             stored,
         })
+    }
+
+    /// Opens now, and keeps open, the tile files of the mappings that meet `region` whose
+    /// bytes a read in `dtype` copies straight from the file (at most `held_file_budget()`),
+    /// so that this reader goes on reading the version it opened after a newer write has
+    /// replaced it and removed those files. A missing file is left for the read that needs it
+    /// to report.
+    pub fn hold(&mut self, region: &Tile, dtype: Dtype) -> Result<()> {
+        let _l = hdf5::lock();
+        let raw = match &self.stored {
+            Some((d, t)) => *d == dtype && t.equal(&dtype.hdf5_type()?),
+            None => false,
+        };
+        let Some(tile_bytes) = self.tile_bytes.as_ref().filter(|_| raw) else {
+            return Ok(());
+        };
+        let wanted = (0..self.mappings.len())
+            .filter(|&i| tile_bytes[i].data_offset != NO_OFFSET)
+            .filter(|&i| region.intersection(&self.mappings[i].region).is_some())
+            .take(held_file_budget());
+        for i in wanted {
+            let m = &self.mappings[i];
+            let (path, _) = resolve_source(&self.master, &m.file);
+            if let Ok(file) = std::fs::File::open(&path) {
+                self.held[i] = Some((file, path));
+            }
+        }
+        Ok(())
     }
 
     /// Reads `want` as `dtype` into `buf` (dense, row-major). Elements no source covers, and
@@ -168,11 +216,18 @@ impl DirectReader {
         if bytes.data_offset == NO_OFFSET {
             return Ok(false);
         }
-        let path = locate_source(&self.master, &m.file, &m.region, &self.dataset)?;
+        // A held file is read even once a newer write has removed it.
+        let path = match &self.held[i] {
+            Some((_, path)) => path.clone(),
+            None => locate_source(&self.master, &m.file, &m.region, &self.dataset)?,
+        };
         let missing =
             |why: String| missing_tile(&path, &m.region, &self.dataset, &self.master, &why);
-        let file =
-            std::fs::File::open(&path).map_err(|e| missing(format!("cannot be read ({e})")))?;
+        let file = match &self.held[i] {
+            Some((held, _)) => held.try_clone(),
+            None => std::fs::File::open(&path),
+        }
+        .map_err(|e| missing(format!("cannot be read ({e})")))?;
         if file.metadata().map(|md| md.len()).ok() != Some(bytes.file_size) {
             return Ok(false);
         }

@@ -113,10 +113,103 @@ pub fn inspect(path: &Path, dataset: &str) -> Result<(Dtype, Vec<u64>)> {
     Ok((dtype, shape))
 }
 
-/// Reads `tile` of `dataset` into `buf` as `dtype`, on each rank of `comm`, and agrees on the
-/// outcome so all ranks succeed or fail together.
+/// How many times a read starts over because its file was replaced while it was read.
+const REPLACED_RETRIES: usize = 10;
+
+/// Which version of the file at `path` is there now: its device, inode and change time (a
+/// commit renames a new file over the old one), 0 when there is none.
+fn file_version(path: &Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(m) = std::fs::metadata(path) else {
+        return 0;
+    };
+    [m.dev(), m.ino(), m.ctime() as u64, m.ctime_nsec() as u64]
+        .iter()
+        .fold(0x9e37_79b9_7f4a_7c15u64, |h, &v| {
+            (h ^ v).wrapping_mul(0x0100_0000_01b3).rotate_left(29)
+        })
+        .max(1)
+}
+
+/// Runs `part`, this rank's part of a collective read of `path`, until every rank read one
+/// version of the file from the start of its part to its end and the ranks reading the same
+/// file all read the same version; then agrees on the outcome. A write that commits while a
+/// read is in progress makes the read start over on the new version, so a read never mixes
+/// versions and never fails because the writer removed the version it started on (it does so
+/// right after its commit). After `REPLACED_RETRIES` such replacements in a row the read fails
+/// rather than return a mixture.
+pub(crate) fn on_one_version<T>(
+    comm: &Comm,
+    path: &Path,
+    mut part: impl FnMut() -> Result<T>,
+) -> Result<T> {
+    use std::os::unix::ffi::OsStrExt;
+    let name = path
+        .as_os_str()
+        .as_bytes()
+        .iter()
+        .fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
+            (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
+        });
+    let mut replaced = 0;
+    loop {
+        let before = file_version(path);
+        let local = catch_panic(&mut part);
+        let unchanged = file_version(path) == before;
+        // Minimum over ranks of [unchanged, name, !name, version, !version]: one allreduce
+        // tells whether some rank saw a change, whether all read one file, and if so whether
+        // all started on one version of it.
+        let mut seen = [u64::from(unchanged), name, !name, before, !before];
+        comm.all_min(&mut seen);
+        let same_file = seen[1] == !seen[2];
+        let mut whole = seen[0] == 1 && (!same_file || seen[3] == !seen[4]);
+        if whole && !same_file {
+            // Ranks reading different files: looked at again once all have finished, an
+            // unchanged file on every rank was one version from the earliest start to the end.
+            comm.barrier();
+            let mut still = [u64::from(file_version(path) == before)];
+            comm.all_min(&mut still);
+            whole = still[0] == 1;
+        }
+        if whole {
+            return comm.agree(local);
+        }
+        replaced += 1;
+        if replaced > REPLACED_RETRIES {
+            let whole = local.and_then(|_| {
+                fail(
+                    H5TILE_ERR_IO,
+                    format!(
+                        "'{}' was replaced by newer writes {replaced} times while it was read: no \
+                         version could be read whole",
+                        path.display()
+                    ),
+                )
+            });
+            return comm.agree(whole);
+        }
+    }
+}
+
+/// Reads `tile` of `dataset` into `buf` as `dtype`, on each rank of `comm`, all from one version
+/// of the file (see `on_one_version`), and agrees on the outcome so all ranks succeed or fail
+/// together.
 pub fn read(
     comm: &Comm,
+    path: &Path,
+    dataset: &str,
+    dtype: Dtype,
+    tile: &Tile,
+    mut buf: BufferMut,
+    options: ReadOptions,
+) -> Result<()> {
+    on_one_version(comm, path, || {
+        read_rank(path, dataset, dtype, tile, buf.reborrow(), options)
+    })
+}
+
+/// This rank's part of `read`.
+fn read_rank(
     path: &Path,
     dataset: &str,
     dtype: Dtype,
@@ -124,93 +217,90 @@ pub fn read(
     buf: BufferMut,
     options: ReadOptions,
 ) -> Result<()> {
-    // This rank's part, agreed on with the others.
-    comm.agree_on(move || {
-        if tile.ndim() == 0 || tile.ndim() > crate::ops::write::MAX_NDIM {
-            return fail(
-                H5TILE_ERR_INVALID_ARGUMENT,
-                format!(
-                    "ndim is {}; it must be 1 to {}",
-                    tile.ndim(),
-                    crate::ops::write::MAX_NDIM
-                ),
-            );
-        }
-        if let Some(other) = options.dtype.filter(|&d| d != dtype) {
-            return fail(
-                H5TILE_ERR_INVALID_ARGUMENT,
-                format!(
-                    "the options ask for {} but the dtype argument is {}",
-                    other.name(),
-                    dtype.name()
-                ),
-            );
-        }
-        let lock = hdf5::lock();
-        let open = open_dataset(path, dataset)?;
-        let file_space = open.dataset.space()?;
-        let dims = file_space.dims()?;
-        if !tile.fits_in(&dims) {
-            return fail(
-                H5TILE_ERR_SHAPE,
-                format!(
-                    "tile {tile} does not fit dataset '{dataset}' of shape {dims:?} in '{}'",
-                    path.display()
-                ),
-            );
-        }
-        let file_type = open.dataset.dtype()?;
-        let mem_type = dtype.hdf5_type()?;
-        let buf = match buf {
-            BufferMut::Host(bytes) => bytes,
-            BufferMut::Device(dst, gds) => {
-                let stored = Dtype::of_hdf5(&file_type).ok();
-                if stored != Some(dtype) || !file_type.equal(&mem_type) {
-                    let holds = match stored {
-                        Some(d) if d == dtype => format!(
-                            "holds {} in another byte order or layout than this machine's",
-                            d.name()
-                        ),
-                        Some(d) => format!("holds {}, not {}", d.name(), dtype.name()),
-                        None => "holds a type h5tile does not know".to_string(),
-                    };
-                    return fail(
-                        H5TILE_ERR_DTYPE,
-                        format!(
-                            "device memory is read in the dataset's own type, and '{dataset}' in '{}' \
-                         {holds}: read it into host memory to convert",
-                            path.display()
-                        ),
-                    );
-                }
-                if tile.is_empty() {
-                    return Ok(());
-                }
-                let route = Route::Device(dst, gds);
-                return read_into_device(open, path, dataset, dtype, tile, dst, &route, options);
+    if tile.ndim() == 0 || tile.ndim() > crate::ops::write::MAX_NDIM {
+        return fail(
+            H5TILE_ERR_INVALID_ARGUMENT,
+            format!(
+                "ndim is {}; it must be 1 to {}",
+                tile.ndim(),
+                crate::ops::write::MAX_NDIM
+            ),
+        );
+    }
+    if let Some(other) = options.dtype.filter(|&d| d != dtype) {
+        return fail(
+            H5TILE_ERR_INVALID_ARGUMENT,
+            format!(
+                "the options ask for {} but the dtype argument is {}",
+                other.name(),
+                dtype.name()
+            ),
+        );
+    }
+    let lock = hdf5::lock();
+    let open = open_dataset(path, dataset)?;
+    let file_space = open.dataset.space()?;
+    let dims = file_space.dims()?;
+    if !tile.fits_in(&dims) {
+        return fail(
+            H5TILE_ERR_SHAPE,
+            format!(
+                "tile {tile} does not fit dataset '{dataset}' of shape {dims:?} in '{}'",
+                path.display()
+            ),
+        );
+    }
+    let file_type = open.dataset.dtype()?;
+    let mem_type = dtype.hdf5_type()?;
+    let buf = match buf {
+        BufferMut::Host(bytes) => bytes,
+        BufferMut::Device(dst, gds) => {
+            let stored = Dtype::of_hdf5(&file_type).ok();
+            if stored != Some(dtype) || !file_type.equal(&mem_type) {
+                let holds = match stored {
+                    Some(d) if d == dtype => format!(
+                        "holds {} in another byte order or layout than this machine's",
+                        d.name()
+                    ),
+                    Some(d) => format!("holds {}, not {}", d.name(), dtype.name()),
+                    None => "holds a type h5tile does not know".to_string(),
+                };
+                return fail(
+                    H5TILE_ERR_DTYPE,
+                    format!(
+                        "device memory is read in the dataset's own type, and '{dataset}' in '{}' \
+                     {holds}: read it into host memory to convert",
+                        path.display()
+                    ),
+                );
             }
-        };
-        if !file_type.converts_to(&mem_type) {
-            let stored = Dtype::of_hdf5(&file_type)
-                .map(|d| d.name())
-                .unwrap_or("an unsupported type");
-            return fail(
-                H5TILE_ERR_DTYPE,
-                format!(
-                    "'{dataset}' in '{}' holds {stored}, which HDF5 cannot convert to {}",
-                    path.display(),
-                    dtype.name()
-                ),
-            );
+            if tile.is_empty() {
+                return Ok(());
+            }
+            let route = Route::Device(dst, gds);
+            return read_into_device(open, path, dataset, dtype, tile, dst, &route, options);
         }
-        if tile.is_empty() {
-            return Ok(());
-        }
-        // Each HDF5 call takes the lock itself; without it held here, a direct read moves its
-        // bytes while other threads' h5tile calls go on.
-        drop(lock);
-        read_host(open, path, dataset, dtype, tile, buf, options)
-    })
+    };
+    if !file_type.converts_to(&mem_type) {
+        let stored = Dtype::of_hdf5(&file_type)
+            .map(|d| d.name())
+            .unwrap_or("an unsupported type");
+        return fail(
+            H5TILE_ERR_DTYPE,
+            format!(
+                "'{dataset}' in '{}' holds {stored}, which HDF5 cannot convert to {}",
+                path.display(),
+                dtype.name()
+            ),
+        );
+    }
+    if tile.is_empty() {
+        return Ok(());
+    }
+    // Each HDF5 call takes the lock itself; without it held here, a direct read moves its
+    // bytes while other threads' h5tile calls go on.
+    drop(lock);
+    read_host(open, path, dataset, dtype, tile, buf, options)
 }
 
 /// The read itself, into host memory, the checks done.
