@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs everything h5tile needs on a fresh Debian 12 machine, once:
-#   - Debian packages: OpenMPI, libclang (rsmpi's bindgen), zlib, pkg-config, gfortran;
+#   - Debian packages: Open MPI and MPICH (make ... MPI=mpich), libclang (rsmpi's bindgen), zlib, pkg-config, gfortran;
 #   - a project-local Python venv (.deps/venv) with CMake >= 3.26, h5py, numpy and matplotlib
 #     (for make bench's plot) from PyPI;
 #   - HDF5 as a shared library with deflate, built from the source the published crate
@@ -11,7 +11,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 deps="$root/.deps"
 mkdir -p "$deps"
 
-pkgs=(libopenmpi-dev openmpi-bin libclang-dev clang zlib1g-dev pkg-config gfortran
+pkgs=(libopenmpi-dev openmpi-bin libmpich-dev mpich libclang-dev clang zlib1g-dev pkg-config gfortran valgrind
       python3-venv)
 missing=()
 for p in "${pkgs[@]}"; do

@@ -84,6 +84,16 @@ impl Error {
     pub fn io(what: &str, path: &std::path::Path, err: &std::io::Error) -> Error {
         Error::new(H5TILE_ERR_IO, format!("{err}: {what} '{}'", path.display()))
     }
+
+    /// This error with `context` (what was being done): before the message, except for an
+    /// operating-system error, whose reason stays first and gets the context after it.
+    pub fn context(self, context: &str) -> Error {
+        let message = match self.status {
+            H5TILE_ERR_IO => format!("{} ({context})", self.message),
+            _ => format!("{context}: {}", self.message),
+        };
+        Error::new(self.status, message)
+    }
 }
 
 impl fmt::Display for Error {

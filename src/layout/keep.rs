@@ -28,25 +28,20 @@ pub fn new_master(tmp: &Path, keep: Option<(&Path, &str)>) -> Result<File> {
     // Checked again: the file may have changed since the write began.
     if replaceable(&file, old, dataset)? {
         file.unlink(dataset).map_err(|e| {
-            let what = format!(
+            e.context(&format!(
                 "cannot remove the old '{dataset}' from the copy of '{}'",
                 old.display()
-            );
-            Error::new(e.status, format!("{what}: {}", e.message))
+            ))
         })?;
     }
     Ok(file)
 }
 
 fn kept(path: &Path, e: Error) -> Error {
-    Error::new(
-        e.status,
-        format!(
-            "H5TILE_KEEP_OTHERS: cannot keep the contents of '{}': {}",
-            path.display(),
-            e.message
-        ),
-    )
+    e.context(&format!(
+        "H5TILE_KEEP_OTHERS: cannot keep the contents of '{}'",
+        path.display()
+    ))
 }
 
 /// Whether `dataset` exists in `file` (named `path` in messages), after checking that every

@@ -148,10 +148,18 @@ pub fn sync_path(path: &Path) -> Result<()> {
         .map_err(|e| Error::io("cannot sync", path, &e))
 }
 
-/// The commit point: syncs the finished temporary master and renames it over `master`.
-/// Once this returns Ok the new dataset is the one readers see.
-pub fn commit(tmp: &Path, master: &Path) -> Result<()> {
+/// The commit point. The new files (tiles, synced by their writers, and the temporary master)
+/// and the folders that gained entries (`tiles`, the tile folder, and the master's, which may
+/// have gained the tile folder) must be on disk before the rename, or a power failure could
+/// leave a committed master naming files whose directory entries were lost: so the temporary
+/// master, then those folders are synced, then it is renamed over `master`. Once this returns
+/// Ok the new dataset is the one readers see; `sync_parent` then makes the rename durable.
+pub fn commit(tmp: &Path, master: &Path, tiles: Option<&Path>) -> Result<()> {
     sync_path(tmp)?;
+    if let Some(dir) = tiles.filter(|d| d.is_dir()) {
+        sync_path(dir)?;
+        sync_parent(master)?;
+    }
     std::fs::rename(tmp, master)
         .map_err(|e| Error::io("cannot rename new master into place at", master, &e))
 }

@@ -742,7 +742,11 @@ mod tests {
         while let Some(chunk) = it.next(&mut buf).unwrap() {
             rows.push((chunk.offset[0], as_i32(&buf)[0]));
         }
-        assert_eq!(rows, [(1, 1000), (2, 2000), (3, 3000)], "the old 4x2x2 cube");
+        assert_eq!(
+            rows,
+            [(1, 1000), (2, 2000), (3, 3000)],
+            "the old 4x2x2 cube"
+        );
     }
 
     #[test]

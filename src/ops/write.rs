@@ -163,7 +163,7 @@ fn write_vds(comm: &Comm, args: &WriteArgs, generation: u64, all_tiles: AllTiles
         )
     };
     let (result, committed) = match result {
-        Ok(()) => commit_on_root(comm, args, generation, finish),
+        Ok(()) => commit_on_root(comm, args, generation, Some(&dir), finish),
         Err(e) => (Err(e), false),
     };
     if result.is_err() && !committed {
@@ -199,7 +199,7 @@ fn write_single(comm: &Comm, args: &WriteArgs, generation: u64) -> Result<()> {
         })
     });
     let (result, _) = match result {
-        Ok(_) => commit_on_root(comm, args, generation, |_| Ok(())),
+        Ok(_) => commit_on_root(comm, args, generation, None, |_| Ok(())),
         Err(e) => (Err(e), false),
     };
     if result.is_err() && comm.is_root() {
@@ -372,12 +372,14 @@ fn check_union(args: &WriteArgs, tiles: &[(usize, usize, Tile)]) -> Result<()> {
 }
 
 /// Step 4: on rank 0, `finish` completes the new master at its temporary path, which is then
-/// renamed over `path` (the commit point), after which stale files are removed. Returns the
+/// renamed over `path` (the commit point, after syncing the tile folder `tiles` and the
+/// master's folder), after which stale files are removed. Returns the
 /// agreed outcome and whether the commit happened (then no new file may be removed).
 fn commit_on_root(
     comm: &Comm,
     args: &WriteArgs,
     generation: u64,
+    tiles: Option<&Path>,
     finish: impl FnOnce(&Path) -> Result<()>,
 ) -> (Result<()>, bool) {
     let (path, only) = (args.path, keep_from(args).map(|_| args.dataset));
@@ -389,7 +391,7 @@ fn commit_on_root(
         let tmp = layout::temporary_master(path, generation);
         let switched = finish(&tmp)
             .and_then(|()| injected_failure())
-            .and_then(|()| layout::commit(&tmp, path));
+            .and_then(|()| layout::commit(&tmp, path, tiles));
         if let Err(e) = switched {
             let _ = std::fs::remove_file(&tmp);
             return Err(e);
@@ -400,7 +402,10 @@ fn commit_on_root(
             .map_err(|e| {
                 Error::new(
                     e.status,
-                    format!("the new dataset is in place, but {}", e.message),
+                    format!(
+                        "{} (after the commit: the new dataset is in place)",
+                        e.message
+                    ),
                 )
             })
     });

@@ -3,9 +3,7 @@
 //! h5tile wrote are read from the bytes their master records, without HDF5.
 
 use super::byte_reads::ByteReads;
-use super::mappings::{
-    locate_source, missing_tile, read_tile_bytes, resolve_source, BlockMapping,
-};
+use super::mappings::{locate_source, missing_tile, read_tile_bytes, resolve_source, BlockMapping};
 use crate::dtype::Dtype;
 use crate::geometry::tile::Tile;
 use crate::layout::runs::box_rows;

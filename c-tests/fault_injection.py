@@ -1,0 +1,241 @@
+"""Fault injection and durability order of h5tile's writes, with real files and real ranks.
+
+usage: fault_injection.py SHIM FAULT_WRITE LAUNCHER SCRATCH CASE...
+  CASE is LAYOUT-MODE-RANKS[-keep][-root]: LAYOUT vds or single, MODE write, async or fence
+  (how the write completes), RANKS the number of processes (1: no launcher, MPI_COMM_NULL);
+  keep: H5TILE_KEEP_OTHERS beside another dataset; root: the faults hit rank 0 (which writes
+  the master and commits) instead of the last rank.
+
+For each case: version 1 of the dataset is written; a clean write of version 2 is recorded by
+the fault_shim preload (every file creation, write, fsync and rename under the case's folder),
+and its order checked: every new file, then the tile folder and the master's folder, synced
+before the rename that commits, and the master's folder synced after it. Then, starting each
+time from version 1, the write of version 2 is repeated with the N-th call of each kind made to
+fail (ENOSPC or EIO, in turn), for every N that write makes (on the last rank, where there are
+several; rank 0 with -root). Each must
+  - report the same status on every rank: H5TILE_OK only if the failed call did not matter
+    (never, so far), otherwise H5TILE_ERR_IO whose message starts with the OS reason;
+  - leave version 1 whole and readable (version 2, when the message says the new dataset is
+    in place: a failure after the commit), and the other dataset of a kept file intact;
+  - leave nothing that the next successful write does not remove: after a clean write of
+    version 3, the folder holds exactly what a clean write leaves.
+"""
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+REASONS = {"ENOSPC": "No space left on device", "EIO": "Input/output error"}
+GEN = re.compile(r"[0-9a-f]{16}")
+
+
+class Case:
+    def __init__(self, spec, shim, program, launcher, scratch):
+        parts = spec.split("-")
+        self.layout, self.mode, self.ranks = parts[0], parts[1], int(parts[2])
+        self.keep = "keep" in parts[3:]
+        self.target = 0 if "root" in parts[3:] else self.ranks - 1
+        self.name = spec
+        self.shim, self.program, self.launcher = shim, program, launcher
+        self.dir = os.path.join(scratch, spec)
+        self.path = os.path.join(self.dir, "out", "field.h5")
+        self.problems = []
+
+    def run(self, mode, version, env=None, ranks=None):
+        ranks = self.ranks if ranks is None else ranks
+        cmd = [self.program, mode, self.path, self.layout, str(int(self.keep)), str(version)]
+        if ranks > 1:
+            cmd = [self.launcher, "-n", str(ranks)] + cmd
+        full = dict(os.environ)
+        full.update(env or {})
+        out = subprocess.run(cmd, env=full, capture_output=True, text=True, timeout=120)
+        return out.stdout.splitlines(), out.stderr
+
+    def shim_env(self, log, fail=None):
+        env = {"LD_PRELOAD": self.shim, "H5TILE_SHIM_UNDER": self.dir, "H5TILE_SHIM_LOG": log}
+        if fail:
+            env["H5TILE_SHIM_FAIL"] = fail
+            env["H5TILE_SHIM_RANK"] = str(self.target)
+        return env
+
+    def statuses(self, lines):
+        """{rank: (status, message)} from the program's lines."""
+        got = {}
+        for line in lines:
+            m = re.match(r"rank (\d+): (\w+): ?(.*)$", line)
+            if m:
+                got[int(m.group(1))] = (m.group(2), m.group(3))
+        return got
+
+    def check(self, expect_versions, what):
+        lines, err = self.run("check", 0, ranks=1)
+        text = "\n".join(lines)
+        if not any(f"version {v}" in lines for v in expect_versions):
+            self.problems.append(f"{what}: expected version {expect_versions}, read: {text} {err}")
+        if self.keep and "other intact" not in lines:
+            self.problems.append(f"{what}: the other dataset: {text}")
+        return lines
+
+    def listing(self):
+        """What the case's folder holds, generations masked."""
+        names = []
+        for root, dirs, files in os.walk(os.path.join(self.dir, "out")):
+            rel = os.path.relpath(root, self.dir)
+            names += [GEN.sub("G", os.path.join(rel, f)) for f in files]
+            names += [GEN.sub("G", os.path.join(rel, d)) + "/" for d in dirs]
+        return sorted(names)
+
+    def write_ok(self, version, what, env=None):
+        lines, err = self.run(self.mode, version, env)
+        st = self.statuses(lines)
+        if len(st) != self.ranks or any(s != "H5TILE_OK" for s, _ in st.values()):
+            self.problems.append(f"{what}: write of version {version} failed: {lines} {err}")
+
+    def execute(self):
+        snap = self.dir + ".v1"
+        for d in (self.dir, snap):
+            shutil.rmtree(d, ignore_errors=True)
+        os.makedirs(self.dir)
+        self.write_ok(1, "setup")
+        self.check([1], "setup")
+        shutil.copytree(self.dir, snap, symlinks=True)
+
+        # The clean reference: version 2 over version 1, recorded, then version 3.
+        log = os.path.join(self.dir + ".log")
+        if os.path.exists(log):
+            os.remove(log)
+        self.write_ok(2, "recorded write", self.shim_env(log))
+        self.check([2], "recorded write")
+        if not os.path.exists(log):
+            self.problems.append(f"the recorded write left no record in {log}: is {self.shim} "
+                                 "preloaded into the ranks?")
+            return
+        with open(log) as f:
+            record = [line.split() for line in f]
+        self.check_order(record)
+        self.write_ok(3, "clean write")
+        clean = self.listing()
+
+        counts = {}
+        for rec in record:
+            if int(rec[0]) == self.target:
+                counts[rec[1]] = counts.get(rec[1], 0) + 1
+        runs = 0
+        for kind in ("create", "write", "fsync", "rename"):
+            for n in range(1, counts.get(kind, 0) + 1):
+                err = "ENOSPC" if (n + len(kind)) % 2 else "EIO"
+                self.inject(snap, kind, n, err, clean)
+                runs += 1
+        shutil.rmtree(snap, ignore_errors=True)
+        summary = ", ".join(f"{counts.get(k, 0)} {k}" for k in ("create", "write", "fsync", "rename"))
+        print(f"{self.name}: {runs} writes each failing one call ({summary} on rank {self.target})")
+
+    def inject(self, snap, kind, n, err, clean):
+        what = f"{kind} #{n} failing with {err}"
+        shutil.rmtree(self.dir, ignore_errors=True)
+        shutil.copytree(snap, self.dir, symlinks=True)
+        log = self.dir + ".fail.log"
+        if os.path.exists(log):
+            os.remove(log)
+        lines, stderr = self.run(self.mode, 2, self.shim_env(log, f"{kind}:{n}:{err}"))
+        failed = []
+        if os.path.exists(log):
+            with open(log) as f:
+                failed = [l for l in f if l.split()[1:2] == ["fail"]]
+        st = self.statuses(lines)
+        if len(st) != self.ranks:
+            self.problems.append(f"{what}: {self.ranks} ranks, {len(st)} reported: {lines} {stderr}")
+            return
+        codes = {s for s, _ in st.values()}
+        if len(codes) != 1:
+            self.problems.append(f"{what}: ranks disagree: {st}")
+            return
+        code = codes.pop()
+        if not failed:
+            self.problems.append(f"{what}: the call was never made (the write is not repeatable)")
+            return
+        if code == "H5TILE_OK":
+            self.problems.append(f"{what}: the write reported success after a failed {kind}")
+            self.check([2], what)
+        else:
+            reason = REASONS[err]
+            failing = st[self.target][1]
+            if code != "H5TILE_ERR_IO" or not failing.startswith(reason):
+                self.problems.append(f"{what}: rank {self.target} got {code}: '{failing}', "
+                                     f"expected H5TILE_ERR_IO starting '{reason}'")
+            for r, (_, msg) in st.items():
+                if reason not in msg:
+                    self.problems.append(f"{what}: rank {r} message lacks the OS reason: '{msg}'")
+            in_place = "the new dataset is in place" in failing
+            self.check([2] if in_place else [1], what)
+        # Whatever the failure left, the next successful write leaves what a clean one does.
+        self.write_ok(3, f"after {what}")
+        self.check([3], f"after {what}")
+        if self.listing() != clean:
+            self.problems.append(f"{what}: after the next write the folder holds {self.listing()}, "
+                                 f"a clean write leaves {clean}")
+
+    def check_order(self, record):
+        """Durability order of the recorded write of version 2."""
+        out = os.path.realpath(os.path.dirname(self.path))
+        master = os.path.join(out, os.path.basename(self.path))
+        tiles = master + ".tiles"
+        renames = [i for i, r in enumerate(record) if r[1] == "rename" and r[3] == master]
+        if len(renames) != 1:
+            self.problems.append(f"order: {len(renames)} renames onto the master: {record}")
+            return
+        commit = renames[0]
+        tmp = record[commit][2]
+        syncs = [(i, r[2]) for i, r in enumerate(record) if r[1] == "fsync"]
+
+        def synced(path, lo, hi):
+            return [i for i, p in syncs if p == path and lo <= i < hi]
+
+        # Files created (folders are made, or found, on the way: create_dir_all).
+        created = [(i, r[2]) for i, r in enumerate(record) if r[1] == "create"]
+        new_files = [(i, p) for i, p in created if not os.path.isdir(p) and p != tmp]
+        last_file_sync = -1
+        for i, p in new_files:
+            done = synced(p, i, commit)
+            if not done:
+                self.problems.append(f"order: new file {p} not synced before the commit")
+            else:
+                last_file_sync = max(last_file_sync, done[-1])
+        if not synced(tmp, 0, commit):
+            self.problems.append("order: the new master not synced before the commit")
+        if self.layout == "vds":
+            folder = synced(tiles, last_file_sync, commit)
+            if not folder:
+                self.problems.append("order: the tile folder not synced after its files and "
+                                     "before the commit")
+            elif not synced(out, folder[0], commit):
+                self.problems.append("order: the master's folder not synced after the tile "
+                                     "folder and before the commit")
+        if not synced(out, commit + 1, len(record)):
+            self.problems.append("order: the master's folder not synced after the commit")
+        if not self.problems:
+            print(f"{self.name}: order of the durable steps checked on {len(record)} calls "
+                  f"({len(syncs)} fsync)")
+
+
+def main():
+    shim, program, launcher, scratch = sys.argv[1:5]
+    shutil.rmtree(scratch, ignore_errors=True)
+    os.makedirs(scratch)
+    problems = []
+    for spec in sys.argv[5:]:
+        case = Case(spec, shim, program, launcher, scratch)
+        case.execute()
+        problems += [f"{spec}: {p}" for p in case.problems]
+    for p in problems:
+        print("PROBLEM", p)
+    if problems:
+        print(f"fault_injection: {len(problems)} problems")
+        return 1
+    print("fault_injection: OK")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
