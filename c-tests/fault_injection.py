@@ -4,7 +4,11 @@ usage: fault_injection.py SHIM FAULT_WRITE LAUNCHER SCRATCH CASE...
   CASE is LAYOUT-MODE-RANKS[-keep][-root]: LAYOUT vds or single, MODE write, async or fence
   (how the write completes), RANKS the number of processes (1: no launcher, MPI_COMM_NULL);
   keep: H5TILE_KEEP_OTHERS beside another dataset; root: the faults hit rank 0 (which writes
-  the master and commits) instead of the last rank.
+  the master and commits) instead of the last rank. MODE kill: instead of failing calls, the
+  write is killed (SIGKILL, the process alone or, with several ranks, one rank, after which the
+  launcher ends the others) at KILLS random moments of its run. MODE full: the case's folder is
+  a 1 MiB tmpfs (skipped, and said, where mounting is not permitted) and version 2 is too large
+  for it: a real ENOSPC.
 
 For each case: version 1 of the dataset is written; a clean write of version 2 is recorded by
 the fault_shim preload (every file creation, write, fsync and rename under the case's folder),
@@ -19,13 +23,21 @@ several; rank 0 with -root). Each must
     in place: a failure after the commit), and the other dataset of a kept file intact;
   - leave nothing that the next successful write does not remove: after a clean write of
     version 3, the folder holds exactly what a clean write leaves.
+A write that fills the disk must fail on every rank with H5TILE_ERR_IO, "No space left on
+device" first, and remove what it wrote, so the disk is as full as before.
+A killed write must leave version 1 or version 2 whole (never an error, never a mixture), the
+other dataset intact, and nothing the next write does not remove.
 """
 import os
+import random
 import re
 import shutil
+import signal
 import subprocess
 import sys
+import time
 
+KILLS = 24
 REASONS = {"ENOSPC": "No space left on device", "EIO": "Input/output error"}
 GEN = re.compile(r"[0-9a-f]{16}")
 
@@ -97,6 +109,12 @@ class Case:
         for d in (self.dir, snap):
             shutil.rmtree(d, ignore_errors=True)
         os.makedirs(self.dir)
+        if self.mode == "kill":
+            self.mode = "write"
+            return self.kills(snap)
+        if self.mode == "full":
+            self.mode = "write"
+            return self.full()
         self.write_ok(1, "setup")
         self.check([1], "setup")
         shutil.copytree(self.dir, snap, symlinks=True)
@@ -130,6 +148,130 @@ class Case:
         shutil.rmtree(snap, ignore_errors=True)
         summary = ", ".join(f"{counts.get(k, 0)} {k}" for k in ("create", "write", "fsync", "rename"))
         print(f"{self.name}: {runs} writes each failing one call ({summary} on rank {self.target})")
+
+    def kills(self, snap):
+        """Writes of version 2 over version 1 killed at random moments."""
+        self.write_ok(1, "setup")
+        shutil.copytree(self.dir, snap, symlinks=True)
+        ready = self.dir + ".ready"
+        span = self.timed_write(ready)
+        self.write_ok(3, "clean write")
+        clean = self.listing()
+        rng = random.Random(12)
+        seen = {1: 0, 2: 0}
+        for k in range(KILLS if self.ranks == 1 else KILLS // 2):
+            shutil.rmtree(self.dir, ignore_errors=True)
+            shutil.copytree(snap, self.dir, symlinks=True)
+            delay = rng.uniform(0, span)
+            what = f"write killed after {delay * 1000:.0f} ms"
+            proc = self.start_write(ready)
+            self.wait_ready(ready, proc)
+            time.sleep(delay)
+            self.kill_rank(proc)
+            try:
+                proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+                self.problems.append(f"{what}: the launcher did not end after a rank was killed")
+            lines = self.check([1, 2], what)
+            for v in (1, 2):
+                seen[v] += f"version {v}" in lines
+            self.write_ok(3, f"after {what}")
+            self.check([3], f"after {what}")
+            if self.listing() != clean:
+                self.problems.append(f"{what}: after the next write the folder holds "
+                                     f"{self.listing()}, a clean write leaves {clean}")
+        shutil.rmtree(snap, ignore_errors=True)
+        print(f"{self.name}: {seen[1] + seen[2]} writes killed at random moments (a write takes "
+              f"{span * 1000:.0f} ms): {seen[1]} left version 1, {seen[2]} version 2, all whole")
+
+    def full(self):
+        """A real full disk: a small tmpfs and a version 2 too large for it."""
+        mounted = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", self.dir],
+                                 capture_output=True, text=True)
+        if mounted.returncode != 0:
+            print(f"{self.name}: SKIPPED: cannot mount a small tmpfs here "
+                  f"({mounted.stderr.strip()})")
+            return
+        try:
+            self.write_ok(1, "setup")
+            self.check([1], "setup")
+            before = self.listing()
+            lines, err = self.run("write", 2, {"FAULT_WRITE_ROWS": "65536"})
+            st = self.statuses(lines)
+            reason = REASONS["ENOSPC"]
+            if len(st) != self.ranks or {c for c, _ in st.values()} != {"H5TILE_ERR_IO"}:
+                self.problems.append(f"full disk: expected H5TILE_ERR_IO on every rank: {lines} {err}")
+            elif not any(m.startswith(reason) for _, m in st.values()):
+                self.problems.append(f"full disk: no rank's message starts with '{reason}': {st}")
+            self.check([1], "full disk")
+            if self.listing() != before:
+                self.problems.append(f"full disk: the failed write left {self.listing()}, "
+                                     f"before it {before}")
+            self.write_ok(3, "after the full disk")
+            self.check([3], "after the full disk")
+            if self.listing() != before:
+                self.problems.append(f"after the full disk: {self.listing()}, expected {before}")
+            reported = st.get(self.ranks - 1, ("?", "?"))[1][:120]
+            print(f"{self.name}: a write too large for a 1 MiB file system failed on every rank "
+                  f"and left nothing ({reported}...)")
+        finally:
+            subprocess.run(["umount", self.dir], capture_output=True)
+
+    def start_write(self, ready):
+        """Starts the write of version 2, which marks its start in the folder `ready`."""
+        shutil.rmtree(ready, ignore_errors=True)
+        os.makedirs(ready)
+        cmd = [self.program, "write", self.path, self.layout, str(int(self.keep)), "2"]
+        if self.ranks > 1:
+            cmd = [self.launcher, "-n", str(self.ranks)] + cmd
+        env = dict(os.environ, FAULT_WRITE_READY_DIR=ready)
+        return subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL)
+
+    def wait_ready(self, ready, proc):
+        """Waits until the target rank is about to write (or the run has ended)."""
+        mark = os.path.join(ready, f"ready.{self.target}")
+        while not os.path.exists(mark) and proc.poll() is None:
+            time.sleep(0.0005)
+
+    def timed_write(self, ready):
+        """How long the write itself takes on the target rank."""
+        proc = self.start_write(ready)
+        self.wait_ready(ready, proc)
+        start = time.monotonic()
+        done = os.path.join(ready, f"done.{self.target}")
+        while not os.path.exists(done) and proc.poll() is None:
+            time.sleep(0.0005)
+        span = time.monotonic() - start
+        proc.wait(timeout=120)
+        return span
+
+    def kill_rank(self, proc):
+        """SIGKILL to the process alone, or to the target rank under a launcher."""
+        if self.ranks == 1:
+            proc.send_signal(signal.SIGKILL)
+            return
+        # The ranks: processes running the program on this case's path, found by their
+        # command line; the target is the one whose launcher-given rank matches.
+        for pid in os.listdir("/proc"):
+            if not pid.isdigit():
+                continue
+            try:
+                with open(f"/proc/{pid}/cmdline", "rb") as f:
+                    argv = f.read().split(b"\0")
+                with open(f"/proc/{pid}/environ", "rb") as f:
+                    env = dict(e.split(b"=", 1) for e in f.read().split(b"\0") if b"=" in e)
+            except OSError:
+                continue
+            rank = env.get(b"OMPI_COMM_WORLD_RANK", env.get(b"PMI_RANK"))
+            if (argv[0] == self.program.encode() and self.path.encode() in argv
+                    and rank == str(self.target).encode()):
+                os.kill(int(pid), signal.SIGKILL)
+                return
+        # Not started yet, or already done: kill the launcher instead.
+        proc.send_signal(signal.SIGKILL)
 
     def inject(self, snap, kind, n, err, clean):
         what = f"{kind} #{n} failing with {err}"

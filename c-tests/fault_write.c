@@ -12,7 +12,8 @@
  * writes run in the background); alone, with MPI_COMM_NULL and no MPI_Init. */
 #include "check.h"
 
-static const uint64_t G[2] = {8, 6};
+/* The dataset's shape: 8 x 6, or FAULT_WRITE_ROWS x 6 (the real full-disk test). */
+static uint64_t G[2] = {8, 6};
 
 static double value(int v, uint64_t i) { return (double)v * 1000.0 + (double)i * 0.25; }
 
@@ -63,6 +64,7 @@ int main(int argc, char **argv) {
     const char *mode = argv[1], *path = argv[2];
     int keep = atoi(argv[4]), version = atoi(argv[5]), rank = 0, size = 1;
     MPI_Comm comm = MPI_COMM_NULL;
+    if (getenv("FAULT_WRITE_ROWS")) G[0] = strtoull(getenv("FAULT_WRITE_ROWS"), NULL, 10);
     if (launched()) {
         int provided;
         MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
@@ -76,7 +78,8 @@ int main(int argc, char **argv) {
 
     if (strcmp(mode, "check") == 0) {
         if (rank == 0) {
-            double all[48];
+            uint64_t n = G[0] * G[1];
+            double *all = (double *)xmalloc(n * sizeof(double));
             const uint64_t zero[2] = {0, 0};
             h5tile_status s =
                 h5tile_read(MPI_COMM_NULL, path, "/data", H5TILE_FLOAT64, 2, zero, G, all, NULL);
@@ -84,10 +87,11 @@ int main(int argc, char **argv) {
                 printf("read: %s: %s\n", h5tile_status_name(s), h5tile_last_error());
             } else {
                 int v = (int)(all[0] / 1000.0), whole = 1;
-                for (uint64_t i = 0; i < 48; i++) whole &= all[i] == value(v, i);
+                for (uint64_t i = 0; i < n; i++) whole &= all[i] == value(v, i);
                 if (whole) printf("version %d\n", v);
                 else printf("mixed: element 0 of version %d, not the rest\n", v);
             }
+            free(all);
             if (keep) {
                 double other[5];
                 const uint64_t s5[1] = {5}, z[1] = {0};
@@ -111,6 +115,14 @@ int main(int argc, char **argv) {
         double *data = (double *)xmalloc(rows * G[1] * sizeof(double));
         for (uint64_t k = 0; k < rows * G[1]; k++) data[k] = value(version, first * G[1] + k);
         const void *bufs[2] = {data, data + half * G[1]};
+        /* For the kill tests: when the write starts and ends, as files ready.<rank> and done.<rank>
+         * in FAULT_WRITE_READY_DIR. */
+        const char *ready = getenv("FAULT_WRITE_READY_DIR");
+        if (ready) {
+            char name[4096];
+            snprintf(name, sizeof name, "%s/ready.%d", ready, rank);
+            write_text_file(name, "");
+        }
         h5tile_status s;
         if (strcmp(mode, "write") == 0) {
             s = h5tile_write_tiles(comm, path, "/data", H5TILE_FLOAT64, 2, G, 2, offs, shps, bufs,
@@ -121,6 +133,11 @@ int main(int argc, char **argv) {
             s = h5tile_write_tiles_async(comm, path, "/data", H5TILE_FLOAT64, 2, G, 2, offs, shps,
                                          bufs, &opts, fence ? NULL : &req);
             if (s == H5TILE_OK) s = fence ? h5tile_fence(comm) : h5tile_wait(req);
+        }
+        if (ready) {
+            char name[4096];
+            snprintf(name, sizeof name, "%s/done.%d", ready, rank);
+            write_text_file(name, "");
         }
         report(comm, rank, size, s);
         free(data);

@@ -307,8 +307,11 @@ h5tile_status h5tile_fence(MPI_Comm comm);
 // Before reading a virtual dataset, every source file the tile needs is checked:
 // `H5TILE_ERR_MISSING_TILE` names a missing one (HDF5 alone would return fill values).
 // Collective over `comm` (`MPI_COMM_NULL`: this process alone): each rank reads the tile it
-// names, and a failure on any rank is returned on every rank. A tile that does not fit the
-// dataset, or an `ndim` other than its rank, is `H5TILE_ERR_SHAPE`. `opts` may be NULL.
+// names, and a failure on any rank is returned on every rank. All ranks read one version of
+// the file: if a write replaces it during the read, the read starts over on the new version
+// (never a mixture, never an error because the old version's tiles were removed). A tile
+// that does not fit the dataset, or an `ndim` other than its rank, is `H5TILE_ERR_SHAPE`.
+// `opts` may be NULL.
 // `buf` may be CUDA device memory: it is then read in the dataset's own type (another `dtype`
 // is `H5TILE_ERR_DTYPE`), moved as `opts->gds` or `H5TILE_GDS` says.
 //
@@ -361,8 +364,10 @@ h5tile_status h5tile_partition(size_t nranks,
 // for chunked files whose storage chunks straddle the requested ones), whatever the dataset
 // size. Elements come in the dataset's type, or in `opts->dtype` (converted by HDF5). Reads
 // every layout `h5tile_read` reads; a missing virtual-dataset source fails the chunk that
-// needs it with `H5TILE_ERR_MISSING_TILE` (unless `H5TILE_READ_FILL_MISSING`).
-// On success `*out` is the iterator; on failure it is NULL.
+// needs it with `H5TILE_ERR_MISSING_TILE` (unless `H5TILE_READ_FILL_MISSING`). All ranks
+// deal from one version of the file, and the iterator keeps the tile files of its chunks
+// open, so writes that replace the dataset afterwards do not disturb it: it delivers the
+// version it opened. On success `*out` is the iterator; on failure it is NULL.
 //
 // # Safety
 // Pointers must be NULL or valid for the lengths given; `comm` a valid communicator.

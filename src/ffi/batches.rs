@@ -28,8 +28,10 @@ pub struct h5tile_batches(Batches);
 /// for chunked files whose storage chunks straddle the requested ones), whatever the dataset
 /// size. Elements come in the dataset's type, or in `opts->dtype` (converted by HDF5). Reads
 /// every layout `h5tile_read` reads; a missing virtual-dataset source fails the chunk that
-/// needs it with `H5TILE_ERR_MISSING_TILE` (unless `H5TILE_READ_FILL_MISSING`).
-/// On success `*out` is the iterator; on failure it is NULL.
+/// needs it with `H5TILE_ERR_MISSING_TILE` (unless `H5TILE_READ_FILL_MISSING`). All ranks
+/// deal from one version of the file, and the iterator keeps the tile files of its chunks
+/// open, so writes that replace the dataset afterwards do not disturb it: it delivers the
+/// version it opened. On success `*out` is the iterator; on failure it is NULL.
 ///
 /// # Safety
 /// Pointers must be NULL or valid for the lengths given; `comm` a valid communicator.

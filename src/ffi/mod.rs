@@ -370,8 +370,11 @@ pub unsafe extern "C" fn h5tile_fence(comm: MPI_Comm) -> h5tile_status {
 /// Before reading a virtual dataset, every source file the tile needs is checked:
 /// `H5TILE_ERR_MISSING_TILE` names a missing one (HDF5 alone would return fill values).
 /// Collective over `comm` (`MPI_COMM_NULL`: this process alone): each rank reads the tile it
-/// names, and a failure on any rank is returned on every rank. A tile that does not fit the
-/// dataset, or an `ndim` other than its rank, is `H5TILE_ERR_SHAPE`. `opts` may be NULL.
+/// names, and a failure on any rank is returned on every rank. All ranks read one version of
+/// the file: if a write replaces it during the read, the read starts over on the new version
+/// (never a mixture, never an error because the old version's tiles were removed). A tile
+/// that does not fit the dataset, or an `ndim` other than its rank, is `H5TILE_ERR_SHAPE`.
+/// `opts` may be NULL.
 /// `buf` may be CUDA device memory: it is then read in the dataset's own type (another `dtype`
 /// is `H5TILE_ERR_DTYPE`), moved as `opts->gds` or `H5TILE_GDS` says.
 ///
