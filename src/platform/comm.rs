@@ -172,7 +172,8 @@ impl Comm {
 
     /// Makes every rank return the same outcome: if any rank failed, all ranks fail with the
     /// status of the failure with the lowest status code (lowest rank on ties) and its message,
-    /// prefixed on the other ranks by the rank it came from. One allreduce when all succeed.
+    /// prefixed on the other ranks by the rank it came from; a rank that failed with that same
+    /// status keeps its own message. One allreduce when all succeed.
     pub fn agree<T>(&self, local: Result<T>) -> Result<T> {
         let Comm::Mpi(c) = self else { return local };
         let rank = c.rank() as u64;
@@ -192,7 +193,9 @@ impl Comm {
         }
         c.process_at_rank(source).broadcast_into(&mut message[..]);
         match local {
-            Err(e) if source as u64 == rank => Err(e),
+            // A rank that failed the same way keeps its own message (in a fence, every rank
+            // already holds the agreed failure of the write).
+            Err(e) if source as u64 == rank || e.status as u32 == code => Err(e),
             _ => {
                 let end = message
                     .iter()
@@ -201,7 +204,12 @@ impl Comm {
                 let text = String::from_utf8_lossy(&message[..end]);
                 let status =
                     crate::status::h5tile_status::from_code(code).unwrap_or(H5TILE_ERR_MPI);
-                Err(Error::new(status, format!("on rank {source}: {text}")))
+                // Already relayed once, it names the rank it came from.
+                let text = match text.starts_with("on rank ") {
+                    true => text.into_owned(),
+                    false => format!("on rank {source}: {text}"),
+                };
+                Err(Error::new(status, text))
             }
         }
     }
