@@ -6,6 +6,7 @@
 #                             against the installed package, h5py interop
 #   make test-asan            the C, C++ and Fortran tests built with AddressSanitizer and UBSan
 #   make test-valgrind        the core single-process C tests under valgrind memcheck
+#   make test-scale           many ranks (16, 64, SCALE_RANKS=256): each collective step's time
 #   make install PREFIX=dir   lib/libh5tile.so, include/h5tile.h, CMake config, pkg-config file
 #   make header               regenerate include/h5tile.h after changing the C API
 #   make bench                h5tile beside POSIX and h5py: throughput, memory, tile count
@@ -66,7 +67,7 @@ export OMPI_ALLOW_RUN_AS_ROOT := 1
 export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
 export OMPI_MCA_rmaps_base_oversubscribe := 1
 
-.PHONY: all setup build install stage header test test-rust test-c test-asan test-valgrind demo bench plugin-cross gpu-build clean
+.PHONY: all setup build install stage header test test-rust test-c test-asan test-valgrind test-scale demo bench plugin-cross gpu-build clean
 
 all: build
 
@@ -158,6 +159,30 @@ test-valgrind: stage
 	    --suppressions=$(CURDIR)/c-tests/sanitizers/valgrind.supp \
 	    $(BUILD)/c-tests/$$t $(BUILD)/c-tests/scratch/valgrind/$$t || exit 1; \
 	done; echo "test-valgrind: $(words $(VALGRIND_TESTS)) tests, no memory errors or definite leaks"
+
+# Many ranks, small tiles: mpi_scale (c-tests/mpi_scale.c) on 16, 64 and SCALE_RANKS ranks,
+# oversubscribed, each step's time (the slowest rank's, the fastest of SCALE_REPS runs), then a
+# table of the growth between rank counts beside n log n's (c-tests/scale_table.py). It fails
+# when a run fails, never on timing. mpirun keeps a few descriptors per rank open: the soft
+# limit on open files is raised to the hard one first.
+SCALE_RANKS ?= 256
+SCALE_REPS ?= 3
+
+test-scale: stage
+	$(CMAKE) -S c-tests -B $(BUILD)/c-tests -DCMAKE_PREFIX_PATH=$(STAGE) \
+	  -DPython3_EXECUTABLE=$(PYTHON) -DMPIEXEC_EXECUTABLE=$$(command -v $(MPIRUN)) \
+	  -DMPICC_EXECUTABLE=$(MPICC) -DOTHER_MPICC=$(call mpi_tool,mpicc,$(OTHER_MPI)) >/dev/null
+	$(CMAKE) --build $(BUILD)/c-tests -j2 --target mpi_scale
+	@ulimit -n $$(ulimit -Hn) 2>/dev/null || true; out=$(BUILD)/scale; rm -rf $$out; mkdir -p $$out; \
+	for n in $$(printf '%s\n' 16 64 $(SCALE_RANKS) | sort -n -u); do \
+	  echo "--- mpi_scale on $$n ranks"; \
+	  { $(MPIRUN) -n $$n $(BUILD)/c-tests/mpi_scale $$out/scratch-np$$n $(SCALE_REPS); \
+	    echo $$? >$$out/np$$n.rc; } 2>&1 | tee $$out/np$$n.txt; \
+	  test "$$(cat $$out/np$$n.rc)" = 0 && grep -q "^mpi_scale: OK on $$n ranks" $$out/np$$n.txt || \
+	    { echo "test-scale: mpi_scale failed on $$n ranks"; exit 1; }; \
+	  rm -rf $$out/scratch-np$$n; \
+	done; echo "--- each step's time (s), and its growth beside n log n's"; \
+	$(PYTHON) c-tests/scale_table.py $$out/np*.txt
 
 demo: stage
 	$(CMAKE) -S examples -B $(BUILD)/examples -DCMAKE_PREFIX_PATH=$(STAGE) >/dev/null
