@@ -13,6 +13,8 @@
 #   make plugin-cross         each HDF5 line's plugin in the other line's HDF5 program
 #   make gpu-build            compile the GPU check's programs (no GPU needed; see
 #                             scripts/gpu-check.sh) and probe gds=on against the real cuFile
+#   make fuzz                 the cargo-fuzz targets in fuzz/, FUZZ_SECONDS (60) each; needs a
+#                             nightly toolchain and cargo-fuzz, and says it skips without them
 #
 # HDF5_VERSION=2.2.0 (default) or 1.14.5 picks the HDF5 line built into .deps/; HDF5_DIR=<prefix>
 # uses an HDF5 >= 1.14 already installed instead.
@@ -67,7 +69,7 @@ export OMPI_ALLOW_RUN_AS_ROOT := 1
 export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
 export OMPI_MCA_rmaps_base_oversubscribe := 1
 
-.PHONY: all setup build install stage header test test-rust test-c test-asan test-valgrind test-scale demo bench plugin-cross gpu-build clean
+.PHONY: all setup build install stage header test test-rust test-c test-asan test-valgrind test-scale fuzz demo bench plugin-cross gpu-build clean
 
 all: build
 
@@ -217,6 +219,26 @@ plugin-cross:
 gpu-build: stage
 	HDF5_DIR=$(HDF5_DIR) STAGE=$(STAGE) bash scripts/gpu-check.sh --pack
 	bash scripts/gpu-check.sh --build
+
+# Coverage-guided fuzzing (docs/tests.md): each target of fuzz/ for FUZZ_SECONDS under
+# libFuzzer with AddressSanitizer; an input running past 20 s counts as a hang. A finding is
+# left in fuzz/artifacts/<target>/ and fails the run. The stable property pass over the same
+# inputs is part of `make test` (tests/fuzz_*.rs, plugin/tests/config_fuzz.rs).
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS ?= config master
+
+fuzz: setup
+	@if ! cargo +nightly fuzz --version >/dev/null 2>&1; then \
+	  echo "make fuzz: skipped: it needs a nightly toolchain and cargo-fuzz" \
+	    "(rustup toolchain install nightly; cargo install cargo-fuzz)"; \
+	else \
+	  cd fuzz && for t in $(FUZZ_TARGETS); do \
+	    echo "--- fuzz: $$t for $(FUZZ_SECONDS) s"; \
+	    CARGO_TARGET_DIR=$(CARGO_TARGET_DIR)/fuzz LD_LIBRARY_PATH=$(HDF5_DIR)/lib$${LD_LIBRARY_PATH:+:$$LD_LIBRARY_PATH} \
+	      cargo +nightly fuzz run $$t -- \
+	      -max_total_time=$(FUZZ_SECONDS) -timeout=20 || exit 1; \
+	  done; \
+	fi
 
 clean:
 	rm -rf build target

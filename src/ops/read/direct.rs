@@ -74,10 +74,22 @@ impl DirectReader {
         dset: &Dataset,
         mappings: Vec<BlockMapping>,
     ) -> Result<DirectReader> {
-        let tile_bytes = read_tile_bytes(dset, mappings.len())
-            .filter(|_| mappings.iter().all(|m| m.dataset == TILE_DATASET));
         let file_type = dset.dtype()?;
         let stored = Dtype::of_hdf5(&file_type).ok().map(|d| (d, file_type));
+        let elem = stored.as_ref().map_or(0, |(d, _)| d.size() as u128);
+        let tile_bytes = read_tile_bytes(dset, mappings.len())
+            .filter(|_| mappings.iter().all(|m| m.dataset == TILE_DATASET))
+            .map(|mut records| {
+                // A record whose tile would not lie within its file is no record: HDF5 reads
+                // that tile (a damaged master must not send reads elsewhere in the file).
+                for (r, m) in records.iter_mut().zip(&mappings) {
+                    let end = r.data_offset as u128 + m.region.volume() * elem;
+                    if r.data_offset != NO_OFFSET && end > r.file_size as u128 {
+                        r.data_offset = NO_OFFSET;
+                    }
+                }
+                records
+            });
         let held = (0..mappings.len()).map(|_| None).collect();
         Ok(DirectReader {
             held,
@@ -285,9 +297,19 @@ impl DirectReader {
             .zip(&m.region.shape)
             .zip(&dims)
             .all(|((o, s), d)| o + s <= *d);
-        if dims.len() != m.region.ndim() || !end_fits {
+        // An h5tile tile maps its whole source: a file holding a larger dataset is not it.
+        let whole = self.tile_bytes.is_none()
+            || (dims == m.region.shape && m.source_offset.iter().all(|&o| o == 0));
+        if dims.len() != m.region.ndim() || !end_fits || !whole {
+            let needs = match whole {
+                true => "too small for its mapping".to_string(),
+                false => format!(
+                    "not the tile of shape {:?} the master names",
+                    m.region.shape
+                ),
+            };
             return Err(missing(format!(
-                "holds a dataset of shape {dims:?}, too small for its mapping"
+                "holds a dataset of shape {dims:?}, {needs}"
             )));
         }
         self.open.truncate(OPEN_SOURCES - 1);

@@ -55,8 +55,8 @@ pub fn sources(dset: &Dataset, ndim: usize) -> Result<Vec<Mapping>> {
 
 /// Where HDF5 looks for source `file` of a VDS whose master is `master` (as its
 /// `H5F_prefix_open_file` does): an absolute name as is; then the name — for an absolute one,
-/// its last component — under each folder of `HDF5_VDS_PREFIX` (`${ORIGIN}` meaning the
-/// master's folder), under the master's folder, and under the working directory. Returns the
+/// its last component — under each folder of `HDF5_VDS_PREFIX` (a `${ORIGIN}` that starts it
+/// meaning the master's folder), under the master's folder, and under the working directory. Returns the
 /// first candidate that exists, or the first candidate (for the message) when none does.
 pub fn resolve_source(master: &Path, file: &str) -> (PathBuf, bool) {
     let origin = master
@@ -71,10 +71,15 @@ pub fn resolve_source(master: &Path, file: &str) -> (PathBuf, bool) {
     } else {
         given
     };
-    if let Ok(prefixes) = std::env::var("HDF5_VDS_PREFIX") {
-        for p in prefixes.split(':').filter(|p| !p.is_empty()) {
-            let p = p.replace("${ORIGIN}", &origin.to_string_lossy());
-            candidates.push(Path::new(&p).join(name));
+    if let Some(prefixes) = std::env::var_os("HDF5_VDS_PREFIX") {
+        use std::os::unix::ffi::OsStrExt;
+        // As HDF5 reads it: bytes, not text; `${ORIGIN}` only at the start of the whole value.
+        let mut value = prefixes.as_bytes().to_vec();
+        if let Some(rest) = value.strip_prefix(b"${ORIGIN}") {
+            value = [origin.as_os_str().as_bytes(), rest].concat();
+        }
+        for p in value.split(|&b| b == b':').filter(|p| !p.is_empty()) {
+            candidates.push(Path::new(std::ffi::OsStr::from_bytes(p)).join(name));
         }
     }
     candidates.push(origin.join(name));
