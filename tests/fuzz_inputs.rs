@@ -13,6 +13,8 @@
 //! `PROPTEST_CASES=5000 cargo test --release --test fuzz_inputs` for a long run). A failing
 //! case is printed, shrunk, with the seed; `PROPTEST_RNG_SEED` replays one.
 
+mod common;
+use common::{cases, solo, tile_files, value, write_grid, BLOCKS, GLOBAL};
 use h5tile::ffi::{
     h5tile_last_error, h5tile_read, h5tile_write, h5tile_write_options, H5TILE_FLOAT64,
     H5TILE_GDS_FROM_ENVIRONMENT, H5TILE_LAYOUT_SINGLE, H5TILE_LAYOUT_VDS,
@@ -25,7 +27,7 @@ use h5tile::internals::status::{
     H5TILE_ERR_NOT_FOUND, H5TILE_ERR_PANIC, H5TILE_ERR_SHAPE, H5TILE_OK,
 };
 use h5tile::internals::{
-    host_bytes, host_bytes_mut, read, write, Batches, Comm, Dtype, LocalTile, ReadOptions, Tile,
+    host_bytes, host_bytes_mut, read, write, Batches, Dtype, LocalTile, ReadOptions, Tile,
     WriteArgs, WriteOptions,
 };
 use proptest::prelude::*;
@@ -35,23 +37,6 @@ use std::ffi::{CStr, CString};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-
-/// `default` cases, or `PROPTEST_CASES`.
-fn cases(default: u32) -> ProptestConfig {
-    let cases = std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(default);
-    ProptestConfig {
-        cases,
-        failure_persistence: None,
-        ..ProptestConfig::default()
-    }
-}
-
-fn solo() -> Comm {
-    unsafe { Comm::from_raw(mpi::ffi::RSMPI_COMM_NULL) }.unwrap()
-}
 
 /// A failure, checked to be a clean one: never `H5TILE_ERR_PANIC`, always a message.
 fn clean(e: &Error) -> Result<(), TestCaseError> {
@@ -63,57 +48,6 @@ fn clean(e: &Error) -> Result<(), TestCaseError> {
 // ---------------------------------------------------------------------------------------------
 // The dataset every file property starts from: 6x5 float64 in four tiles (2x2), element (i, j)
 // = 10 i + j + 0.5 + `shift`.
-
-const GLOBAL: [u64; 2] = [6, 5];
-/// (row, column, height, width) of each tile; tile k is in file `...r0.t<k>.h5`.
-const BLOCKS: [(u64, u64, u64, u64); 4] = [(0, 0, 3, 2), (0, 2, 3, 3), (3, 0, 3, 2), (3, 2, 3, 3)];
-
-fn value(i: u64, j: u64, shift: f64) -> f64 {
-    (10 * i + j) as f64 + 0.5 + shift
-}
-
-fn write_grid(path: &Path, shift: f64) {
-    let data: Vec<Vec<f64>> = BLOCKS
-        .iter()
-        .map(|&(r, c, h, w)| {
-            (0..h * w)
-                .map(|k| value(r + k / w, c + k % w, shift))
-                .collect()
-        })
-        .collect();
-    let tiles = BLOCKS
-        .iter()
-        .zip(&data)
-        .map(|(&(r, c, h, w), d)| LocalTile {
-            tile: Tile::new(vec![r, c], vec![h, w]),
-            buf: host_bytes(d),
-        })
-        .collect();
-    let args = WriteArgs {
-        path,
-        dataset: "/g",
-        dtype: Dtype::Float64,
-        global: &GLOBAL,
-        tiles,
-        options: WriteOptions::default(),
-    };
-    write(&solo(), &args).unwrap();
-}
-
-/// The tile files of the master at `path`, in tile order.
-fn tile_files(master: &Path) -> Vec<PathBuf> {
-    let dir = master.with_file_name(format!(
-        "{}.tiles",
-        master.file_name().unwrap().to_str().unwrap()
-    ));
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    files.sort();
-    assert_eq!(files.len(), 4);
-    files
-}
 
 /// Which tile holds element (i, j), and its index inside the tile.
 fn tile_of(i: u64, j: u64) -> (usize, usize) {
@@ -1060,27 +994,7 @@ fn run_child(master: &Path, boxes: &[Tile], limit: Duration) -> Result<Vec<Outco
         .env(CHILD_ENV, spec)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null());
-    // HDF5's own driver opens files without O_CLOEXEC: a child would keep the descriptors of
-    // files the other tests have open at this moment, with their locks, for as long as it
-    // runs. Every descriptor past the standard ones is closed when the child execs, and the
-    // child is started under the HDF5 lock, so no other test closes and opens a file again
-    // (taking its lock anew) between the fork and the exec.
-    unsafe {
-        std::os::unix::process::CommandExt::pre_exec(&mut command, || {
-            const CLOSE_RANGE_CLOEXEC: libc::c_uint = 1 << 2;
-            let all = libc::c_uint::MAX;
-            if libc::syscall(libc::SYS_close_range, 3, all, CLOSE_RANGE_CLOEXEC) != 0 {
-                for fd in 3..65536 {
-                    libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
-                }
-            }
-            Ok(())
-        });
-    }
-    let mut child = {
-        let _l = hdf5::lock();
-        command.spawn().unwrap()
-    };
+    let mut child = common::spawn_child(&mut command);
     // Read stdout on a thread so a full pipe never blocks the child.
     let mut stdout = child.stdout.take().unwrap();
     let reader = std::thread::spawn(move || {

@@ -7,69 +7,24 @@
 //!
 //! 64 cases by default; `PROPTEST_CASES=N` runs N.
 
+mod common;
+use common::{cases, solo, BLOCKS, GLOBAL};
 use h5tile::internals::hdf5::{self, Dataset, File};
-use h5tile::internals::{
-    host_bytes, host_bytes_mut, read, write, Comm, Dtype, LocalTile, ReadOptions, Tile, WriteArgs,
-    WriteOptions,
-};
+use h5tile::internals::{host_bytes_mut, read, Dtype, ReadOptions, Tile};
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 use std::ffi::OsString;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
 
-fn cases(default: u32) -> ProptestConfig {
-    let cases = std::env::var("PROPTEST_CASES")
-        .ok()
-        .and_then(|n| n.parse().ok())
-        .unwrap_or(default);
-    ProptestConfig {
-        cases,
-        failure_persistence: None,
-        ..ProptestConfig::default()
-    }
-}
-
-fn solo() -> Comm {
-    unsafe { Comm::from_raw(mpi::ffi::RSMPI_COMM_NULL) }.unwrap()
-}
-
-const GLOBAL: [u64; 2] = [6, 5];
-const BLOCKS: [(u64, u64, u64, u64); 4] = [(0, 0, 3, 2), (0, 2, 3, 3), (3, 0, 3, 2), (3, 2, 3, 3)];
-
 fn value(i: u64, j: u64) -> f64 {
-    (10 * i + j) as f64 + 0.5
+    common::value(i, j, 0.0)
 }
 
 /// The 6x5 grid of four tiles at `master`; returns its tile files, in tile order.
 fn write_grid(master: &Path) -> Vec<PathBuf> {
-    let data: Vec<Vec<f64>> = BLOCKS
-        .iter()
-        .map(|&(r, c, h, w)| (0..h * w).map(|k| value(r + k / w, c + k % w)).collect())
-        .collect();
-    let tiles = BLOCKS
-        .iter()
-        .zip(&data)
-        .map(|(&(r, c, h, w), d)| LocalTile {
-            tile: Tile::new(vec![r, c], vec![h, w]),
-            buf: host_bytes(d),
-        })
-        .collect();
-    let args = WriteArgs {
-        path: master,
-        dataset: "/g",
-        dtype: Dtype::Float64,
-        global: &GLOBAL,
-        tiles,
-        options: WriteOptions::default(),
-    };
-    write(&solo(), &args).unwrap();
-    let mut files: Vec<PathBuf> = std::fs::read_dir(master.with_file_name("m.h5.tiles"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
-    files.sort();
-    files
+    common::write_grid(master, 0.0);
+    common::tile_files(master)
 }
 
 /// Copies of the tiles `which` under `folder/m.h5.tiles/`, their values raised by `shift` (a
@@ -191,24 +146,7 @@ fn run_child(master: &Path, prefix: &OsString) -> (String, String) {
         .env("HDF5_VDS_PREFIX", prefix)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped());
-    // As in fuzz_inputs.rs: HDF5's own driver opens files without O_CLOEXEC, so the child
-    // closes at exec every descriptor it inherits, and starts under the HDF5 lock.
-    unsafe {
-        std::os::unix::process::CommandExt::pre_exec(&mut command, || {
-            const CLOSE_RANGE_CLOEXEC: libc::c_uint = 1 << 2;
-            let all = libc::c_uint::MAX;
-            if libc::syscall(libc::SYS_close_range, 3, all, CLOSE_RANGE_CLOEXEC) != 0 {
-                for fd in 3..65536 {
-                    libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
-                }
-            }
-            Ok(())
-        });
-    }
-    let child = {
-        let _l = hdf5::lock();
-        command.spawn().unwrap()
-    };
+    let child = common::spawn_child(&mut command);
     let out = child.wait_with_output().unwrap();
     assert!(
         out.status.success(),
