@@ -6,6 +6,7 @@
 #                             against the installed package, h5py interop
 #   make test-asan            the C, C++ and Fortran tests built with AddressSanitizer and UBSan
 #   make test-valgrind        the core single-process C tests under valgrind memcheck
+#   make test-rust-asan       every Rust test under AddressSanitizer (nightly; skips without it)
 #   make test-scale           many ranks (16, 64, SCALE_RANKS=256): each collective step's time
 #   make install PREFIX=dir   lib/libh5tile.so, include/h5tile.h, CMake config, pkg-config file
 #   make header               regenerate include/h5tile.h after changing the C API
@@ -69,7 +70,7 @@ export OMPI_ALLOW_RUN_AS_ROOT := 1
 export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
 export OMPI_MCA_rmaps_base_oversubscribe := 1
 
-.PHONY: all setup build install stage header test test-rust test-c test-asan test-valgrind test-scale fuzz demo bench plugin-cross gpu-build clean
+.PHONY: all setup build install stage header test test-rust test-c test-asan test-valgrind test-rust-asan test-scale fuzz demo bench plugin-cross gpu-build clean
 
 all: build
 
@@ -163,6 +164,21 @@ test-valgrind: stage
 	    --suppressions=$(CURDIR)/c-tests/sanitizers/valgrind.supp \
 	    $(BUILD)/c-tests/$$t $(BUILD)/c-tests/scratch/valgrind/$$t || exit 1; \
 	done; echo "test-valgrind: $(words $(VALGRIND_TESTS)) tests, no memory errors or definite leaks"
+
+# The Rust side's unsafe boundaries (C pointers made into slices, HDF5 handles, the driver's
+# callbacks registered in-process, the background writer's lifetime extension) under
+# AddressSanitizer + LeakSanitizer: every Rust test of the workspace, built with nightly's
+# -Zsanitizer=address (libhdf5 and MPI are not instrumented), but the peak-memory test (ASan's
+# quarantine keeps freed memory by design). Skips, saying so, without nightly.
+test-rust-asan: setup
+	@if ! cargo +nightly --version >/dev/null 2>&1; then \
+	  echo "make test-rust-asan: skipped: it needs a nightly toolchain (rustup toolchain install nightly)"; \
+	else \
+	  CARGO_TARGET_DIR=$(CARGO_TARGET_DIR)/asan RUSTFLAGS=-Zsanitizer=address \
+	    RUSTDOCFLAGS=-Zsanitizer=address ASAN_OPTIONS=detect_leaks=1 \
+	    cargo +nightly test --release --target x86_64-unknown-linux-gnu --workspace --tests \
+	    -- --skip streaming_512_mib; \
+	fi
 
 # Many ranks, small tiles: mpi_scale (c-tests/mpi_scale.c) on 16, 64 and SCALE_RANKS ranks,
 # oversubscribed, each step's time (the slowest rank's, the fastest of SCALE_REPS runs), then a
