@@ -3,6 +3,7 @@
 //! chunk), `pending` (writes completing in the background).
 
 pub(crate) mod batches;
+pub(crate) mod fnv;
 pub(crate) mod pending;
 pub(crate) mod read;
 pub(crate) mod write;

@@ -14,6 +14,7 @@ use crate::dtype::Dtype;
 use crate::geometry::coverage::{self, Coverage};
 use crate::geometry::tile::Tile;
 use crate::layout::{self, single, vds};
+use crate::ops::fnv::Fnv;
 use crate::platform::comm::Comm;
 use crate::platform::device::Buffer;
 use crate::status::*;
@@ -282,7 +283,7 @@ fn agree_same_arguments(comm: &Comm, args: &WriteArgs) -> Result<()> {
     h.u64(args.options.no_overwrite as u64);
     h.u64(args.options.allow_partial as u64);
     h.u64(args.options.keep_others as u64);
-    let mut v = [h.0, !h.0];
+    let mut v = [h.value(), !h.value()];
     comm.all_min(&mut v);
     if v[0] != !v[1] {
         return fail(
@@ -417,33 +418,6 @@ fn commit_on_root(
 /// The file whose other contents the new master keeps (`H5TILE_KEEP_OTHERS`).
 fn keep_from<'a>(args: &WriteArgs<'a>) -> Option<&'a Path> {
     args.options.keep_others.then_some(args.path)
-}
-
-/// 64-bit FNV-1a, enough to tell differing arguments apart.
-struct Fnv(u64);
-
-impl Default for Fnv {
-    fn default() -> Self {
-        Fnv(0xcbf2_9ce4_8422_2325)
-    }
-}
-
-impl Fnv {
-    /// A variable-length field: its bytes, then its length, so ("ab","c") ≠ ("a","bc").
-    fn bytes(&mut self, b: &[u8]) {
-        self.bytes_raw(b);
-        self.u64(b.len() as u64);
-    }
-
-    fn u64(&mut self, v: u64) {
-        self.bytes_raw(&v.to_le_bytes());
-    }
-
-    fn bytes_raw(&mut self, b: &[u8]) {
-        for &x in b {
-            self.0 = (self.0 ^ x as u64).wrapping_mul(0x0100_0000_01b3);
-        }
-    }
 }
 
 /// Unit tests make a write fail between its new master and the commit; elsewhere a no-op.

@@ -12,6 +12,7 @@ pub(crate) mod source;
 
 use crate::dtype::Dtype;
 use crate::geometry::tile::Tile;
+use crate::ops::fnv::Fnv;
 use crate::platform::comm::Comm;
 use crate::platform::device::{self, BufferMut, DevicePtr, Route};
 use crate::platform::hdf5::{self, Dataset, File, ObjectKind};
@@ -123,12 +124,11 @@ fn file_version(path: &Path) -> u64 {
     let Ok(m) = std::fs::metadata(path) else {
         return 0;
     };
+    let mut h = Fnv::default();
     [m.dev(), m.ino(), m.ctime() as u64, m.ctime_nsec() as u64]
         .iter()
-        .fold(0x9e37_79b9_7f4a_7c15u64, |h, &v| {
-            (h ^ v).wrapping_mul(0x0100_0000_01b3).rotate_left(29)
-        })
-        .max(1)
+        .for_each(|&v| h.u64(v));
+    h.value().max(1)
 }
 
 /// Runs `part`, this rank's part of a collective read of `path`, until every rank read one
@@ -144,13 +144,9 @@ pub(crate) fn on_one_version<T>(
     mut part: impl FnMut() -> Result<T>,
 ) -> Result<T> {
     use std::os::unix::ffi::OsStrExt;
-    let name = path
-        .as_os_str()
-        .as_bytes()
-        .iter()
-        .fold(0xcbf2_9ce4_8422_2325u64, |h, &b| {
-            (h ^ b as u64).wrapping_mul(0x0100_0000_01b3)
-        });
+    let mut name = Fnv::default();
+    name.bytes(path.as_os_str().as_bytes());
+    let name = name.value();
     let mut replaced = 0;
     loop {
         let before = file_version(path);
