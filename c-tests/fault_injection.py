@@ -177,14 +177,18 @@ class Case:
             lines = self.check([1, 2], what)
             for v in (1, 2):
                 seen[v] += f"version {v}" in lines
-            self.write_ok(3, f"after {what}")
-            self.check([3], f"after {what}")
-            if self.listing() != clean:
-                self.problems.append(f"{what}: after the next write the folder holds "
-                                     f"{self.listing()}, a clean write leaves {clean}")
+            self.next_write_cleans(what, clean)
         shutil.rmtree(snap, ignore_errors=True)
         print(f"{self.name}: {seen[1] + seen[2]} writes killed at random moments (a write takes "
               f"{span * 1000:.0f} ms): {seen[1]} left version 1, {seen[2]} version 2, all whole")
+
+    def next_write_cleans(self, what, clean):
+        """After `what`, a successful write of version 3 leaves exactly `clean`."""
+        self.write_ok(3, f"after {what}")
+        self.check([3], f"after {what}")
+        if self.listing() != clean:
+            self.problems.append(f"{what}: after the next write the folder holds "
+                                 f"{self.listing()}, a clean write leaves {clean}")
 
     def full(self):
         """A real full disk: a small tmpfs and a version 2 too large for it."""
@@ -209,10 +213,7 @@ class Case:
             if self.listing() != before:
                 self.problems.append(f"full disk: the failed write left {self.listing()}, "
                                      f"before it {before}")
-            self.write_ok(3, "after the full disk")
-            self.check([3], "after the full disk")
-            if self.listing() != before:
-                self.problems.append(f"after the full disk: {self.listing()}, expected {before}")
+            self.next_write_cleans("the full disk", before)
             reported = st.get(self.ranks - 1, ("?", "?"))[1][:120]
             print(f"{self.name}: a write too large for a 1 MiB file system failed on every rank "
                   f"and left nothing ({reported}...)")
@@ -312,11 +313,7 @@ class Case:
             in_place = "the new dataset is in place" in failing
             self.check([2] if in_place else [1], what)
         # Whatever the failure left, the next successful write leaves what a clean one does.
-        self.write_ok(3, f"after {what}")
-        self.check([3], f"after {what}")
-        if self.listing() != clean:
-            self.problems.append(f"{what}: after the next write the folder holds {self.listing()}, "
-                                 f"a clean write leaves {clean}")
+        self.next_write_cleans(what, clean)
 
     def check_order(self, record):
         """Durability order of the recorded write of version 2."""
