@@ -31,11 +31,13 @@ module h5tile
     H5TILE_UINT32 = 7, H5TILE_UINT64 = 8, H5TILE_FLOAT16 = 9, H5TILE_FLOAT32 = 10, &
     H5TILE_FLOAT64 = 11, H5TILE_COMPLEX64 = 12, H5TILE_COMPLEX128 = 13
   ! Layouts (h5tile_write_options%layout): a virtual dataset over one file per tile in the
-  ! folder <path>.tiles (the default), or one self-contained file.
-  integer(c_int), parameter, public :: H5TILE_LAYOUT_VDS = 0, H5TILE_LAYOUT_SINGLE = 1
+  ! folder <path>.tiles (the default), one self-contained file, or a virtual dataset over one
+  ! file per group of ranks (per node, or ranks_per_file ranks of a node).
+  integer(c_int), parameter, public :: H5TILE_LAYOUT_VDS = 0, H5TILE_LAYOUT_SINGLE = 1, &
+    H5TILE_LAYOUT_SUBFILES = 2
   ! Write flags (h5tile_write_options%flags), combined with ior.
   integer(c_int), parameter, public :: H5TILE_NO_OVERWRITE = 1, H5TILE_ALLOW_PARTIAL = 2, &
-    H5TILE_KEEP_OTHERS = 4
+    H5TILE_KEEP_OTHERS = 4, H5TILE_NO_SYNC = 8
   ! Read flags (h5tile_read_options%flags).
   integer(c_int), parameter, public :: H5TILE_READ_FILL_MISSING = 1
   ! h5tile_read_options%dtype: deliver elements in the dataset's own type.
@@ -46,12 +48,14 @@ module h5tile
 
   !> Options of the writes: h5tile_write_options of h5tile.h, field by field. Start from
   !> h5tile_write_options_default(), then set layout, flags (an ior of H5TILE_NO_OVERWRITE,
-  !> H5TILE_ALLOW_PARTIAL, H5TILE_KEEP_OTHERS) or gds; never change size.
+  !> H5TILE_ALLOW_PARTIAL, H5TILE_KEEP_OTHERS, H5TILE_NO_SYNC), gds or ranks_per_file;
+  !> never change size.
   type, bind(C), public :: h5tile_write_options
     integer(c_size_t) :: size
     integer(c_int) :: layout
     integer(c_int32_t) :: flags
     integer(c_int32_t) :: gds
+    integer(c_int64_t) :: ranks_per_file
   end type
 
   !> Options of h5tile_read and h5tile_batches_open: h5tile_read_options of h5tile.h. Start

@@ -35,6 +35,13 @@
 // copy of the old one); `dataset` must be a dataset or absent there.
 #define H5TILE_KEEP_OTHERS 4
 
+// `h5tile_write_options.flags`: do not `fsync` (tiles, subfiles, master, folders). The write
+// still replaces the dataset by an atomic rename, so readers and a crashed process see the old
+// dataset or the new one whole; but after a power or node failure the new dataset's files
+// (and the rename) may be lost or incomplete. For checkpoints to node-local or burst-buffer
+// storage that is rewritten often.
+#define H5TILE_NO_SYNC 8
+
 // `h5tile_read_options.flags`: read elements whose virtual-dataset source file is missing as
 // the fill value (plain HDF5 behaviour) instead of failing with `H5TILE_ERR_MISSING_TILE`.
 #define H5TILE_READ_FILL_MISSING 1
@@ -104,15 +111,19 @@ typedef struct {
   // `sizeof(h5tile_write_options)` as the caller compiled it; set by
   // `h5tile_write_options_default()` (do not change it).
   size_t size;
-  // `H5TILE_LAYOUT_VDS` (default).
+  // `H5TILE_LAYOUT_VDS` (default), `H5TILE_LAYOUT_SINGLE` or `H5TILE_LAYOUT_SUBFILES`.
   h5tile_layout layout;
-  // Bitwise OR of `H5TILE_NO_OVERWRITE`, `H5TILE_ALLOW_PARTIAL`, `H5TILE_KEEP_OTHERS`
-  // (default 0).
+  // Bitwise OR of `H5TILE_NO_OVERWRITE`, `H5TILE_ALLOW_PARTIAL`, `H5TILE_KEEP_OTHERS`,
+  // `H5TILE_NO_SYNC` (default 0).
   uint32_t flags;
   // How tiles in device memory move: `H5TILE_GDS_FROM_ENVIRONMENT` (default: the
   // environment variable `H5TILE_GDS`, else auto), `H5TILE_GDS_AUTO`, `H5TILE_GDS_ON` or
   // `H5TILE_GDS_OFF`. Host buffers ignore it.
   uint32_t gds;
+  // `H5TILE_LAYOUT_SUBFILES`: ranks per subfile, counted within one node (a group never
+  // spans nodes). 0 (default): the environment variable `H5TILE_RANKS_PER_FILE`, else all
+  // the ranks of a node. Other layouts ignore it.
+  uint64_t ranks_per_file;
 } h5tile_write_options;
 
 // Options of `h5tile_read` and `h5tile_batches_open`; start from
@@ -171,6 +182,14 @@ typedef struct {
 // (rank 0 lays out the file, every rank writes its tiles' bytes into it). Needs a file
 // system all ranks share; gaps left with `H5TILE_ALLOW_PARTIAL` read as zero.
 #define H5TILE_LAYOUT_SINGLE 1
+
+// One HDF5 file per group of ranks in the folder `<path>.tiles/`, holding one contiguous
+// dataset per tile of the group, plus the master file at `path` mapping them: few files
+// whatever the number of ranks, each tile still one write from its own rank's buffer. Ranks
+// are grouped by node (the ranks that share memory); `ranks_per_file`, or else the
+// environment variable `H5TILE_RANKS_PER_FILE`, cuts a node's ranks into groups of that many.
+// A group never spans nodes: its first rank syncs the subfile once for all of them.
+#define H5TILE_LAYOUT_SUBFILES 2
 
 // `h5tile_read_options.dtype`: deliver elements in the type the dataset stores.
 #define H5TILE_AS_STORED -1

@@ -17,7 +17,7 @@ mod common;
 use common::{cases, solo, tile_files, value, write_grid, BLOCKS, GLOBAL};
 use h5tile::ffi::{
     h5tile_last_error, h5tile_read, h5tile_write, h5tile_write_options, H5TILE_FLOAT64,
-    H5TILE_GDS_FROM_ENVIRONMENT, H5TILE_LAYOUT_SINGLE, H5TILE_LAYOUT_VDS,
+    H5TILE_GDS_FROM_ENVIRONMENT, H5TILE_LAYOUT_SINGLE, H5TILE_LAYOUT_SUBFILES, H5TILE_LAYOUT_VDS,
 };
 use h5tile::internals::hdf5::{self, cstr, Dataset, File};
 use h5tile::internals::status::{h5tile_status, Error};
@@ -86,6 +86,7 @@ fn c_write(path: &[u8], dataset: &[u8], layout: i32, values: &[f64]) -> Result<(
         layout,
         flags: 0,
         gds: H5TILE_GDS_FROM_ENVIRONMENT,
+        ranks_per_file: 0,
     };
     let zero = [0u64; 2];
     let status = unsafe {
@@ -199,7 +200,7 @@ fn dataset_key_len(dataset: &str) -> usize {
 
 /// What a write of `dataset` to file `name` (in an existing folder) must return: its status
 /// on failure, None on success. Names are checked in the order h5tile checks them.
-fn expected_write(name: &[u8], dataset: &[u8], vds: bool) -> Option<h5tile_status> {
+fn expected_write(name: &[u8], dataset: &[u8], layout: i32) -> Option<h5tile_status> {
     let (Ok(name), Ok(dataset)) = (std::str::from_utf8(name), std::str::from_utf8(dataset)) else {
         return Some(H5TILE_ERR_INVALID_ARGUMENT);
     };
@@ -219,12 +220,17 @@ fn expected_write(name: &[u8], dataset: &[u8], vds: bool) -> Option<h5tile_statu
     }
     // File names longer than NAME_MAX (255) fail as the OS says: the master, its temporary
     // name (".<name>.<16 hex>.tmp"), its tile folder ('%' and '~' take 3 bytes) and tile files
-    // ("<key>.<16 hex>.r0.t0.h5").
+    // ("<key>.<16 hex>.r0.t0.h5") or subfiles ("<key>.<16 hex>.s0.h5").
     let escaped = name.bytes().map(|b| if b"%~".contains(&b) { 3 } else { 1 });
+    let tile_name = match layout {
+        H5TILE_LAYOUT_VDS => Some(26),
+        H5TILE_LAYOUT_SUBFILES => Some(23),
+        _ => None,
+    };
     let too_long = name.len() > 255
         || name.len() + 22 > 255
-        || (vds && escaped.sum::<usize>() + 6 > 255)
-        || (vds && dataset_key_len(dataset) + 26 > 255);
+        || (tile_name.is_some() && escaped.sum::<usize>() + 6 > 255)
+        || tile_name.is_some_and(|n| dataset_key_len(dataset) + n > 255);
     too_long.then_some(H5TILE_ERR_IO)
 }
 
@@ -256,22 +262,23 @@ proptest! {
     fn names_and_paths_round_trip_or_fail_cleanly_leaving_nothing(
         name in file_name(),
         dataset in dataset_name(),
-        vds in prop::bool::ANY,
+        layout in prop::sample::select(vec![
+            H5TILE_LAYOUT_VDS, H5TILE_LAYOUT_SINGLE, H5TILE_LAYOUT_SUBFILES,
+        ]),
     ) {
         let dir = tempfile::tempdir().unwrap();
         let mut path = dir.path().as_os_str().as_bytes().to_vec();
         path.push(b'/');
         path.extend(&name);
-        let layout = if vds { H5TILE_LAYOUT_VDS } else { H5TILE_LAYOUT_SINGLE };
         let old: Vec<f64> = (0..30).map(|k| k as f64).collect();
         let new: Vec<f64> = (0..30).map(|k| -(k as f64)).collect();
         // A dataset already there, when the name can hold one.
-        let had_old = expected_write(&name, b"/old", vds).is_none();
+        let had_old = expected_write(&name, b"/old", layout).is_none();
         if had_old {
             c_write(&path, b"/old", layout, &old).unwrap();
         }
         let before = listing(dir.path());
-        let expected = expected_write(&name, &dataset, vds);
+        let expected = expected_write(&name, &dataset, layout);
         match (c_write(&path, &dataset, layout, &new), expected) {
             (Ok(()), None) => {
                 let back = c_read(&path, &dataset);

@@ -24,6 +24,13 @@ pub const H5TILE_LAYOUT_VDS: h5tile_layout = 0;
 /// (rank 0 lays out the file, every rank writes its tiles' bytes into it). Needs a file
 /// system all ranks share; gaps left with `H5TILE_ALLOW_PARTIAL` read as zero.
 pub const H5TILE_LAYOUT_SINGLE: h5tile_layout = 1;
+/// One HDF5 file per group of ranks in the folder `<path>.tiles/`, holding one contiguous
+/// dataset per tile of the group, plus the master file at `path` mapping them: few files
+/// whatever the number of ranks, each tile still one write from its own rank's buffer. Ranks
+/// are grouped by node (the ranks that share memory); `ranks_per_file`, or else the
+/// environment variable `H5TILE_RANKS_PER_FILE`, cuts a node's ranks into groups of that many.
+/// A group never spans nodes: its first rank syncs the subfile once for all of them.
+pub const H5TILE_LAYOUT_SUBFILES: h5tile_layout = 2;
 
 /// `h5tile_write_options.flags`: fail with `H5TILE_ERR_EXISTS` if `path` exists.
 pub const H5TILE_NO_OVERWRITE: u32 = 1;
@@ -34,6 +41,12 @@ pub const H5TILE_ALLOW_PARTIAL: u32 = 2;
 /// fields of a checkpoint. The file is still replaced atomically (the new version starts as a
 /// copy of the old one); `dataset` must be a dataset or absent there.
 pub const H5TILE_KEEP_OTHERS: u32 = 4;
+/// `h5tile_write_options.flags`: do not `fsync` (tiles, subfiles, master, folders). The write
+/// still replaces the dataset by an atomic rename, so readers and a crashed process see the old
+/// dataset or the new one whole; but after a power or node failure the new dataset's files
+/// (and the rename) may be lost or incomplete. For checkpoints to node-local or burst-buffer
+/// storage that is rewritten often.
+pub const H5TILE_NO_SYNC: u32 = 8;
 /// `h5tile_read_options.flags`: read elements whose virtual-dataset source file is missing as
 /// the fill value (plain HDF5 behaviour) instead of failing with `H5TILE_ERR_MISSING_TILE`.
 pub const H5TILE_READ_FILL_MISSING: u32 = 1;
@@ -50,15 +63,19 @@ pub struct h5tile_write_options {
     /// `sizeof(h5tile_write_options)` as the caller compiled it; set by
     /// `h5tile_write_options_default()` (do not change it).
     pub size: usize,
-    /// `H5TILE_LAYOUT_VDS` (default).
+    /// `H5TILE_LAYOUT_VDS` (default), `H5TILE_LAYOUT_SINGLE` or `H5TILE_LAYOUT_SUBFILES`.
     pub layout: h5tile_layout,
-    /// Bitwise OR of `H5TILE_NO_OVERWRITE`, `H5TILE_ALLOW_PARTIAL`, `H5TILE_KEEP_OTHERS`
-    /// (default 0).
+    /// Bitwise OR of `H5TILE_NO_OVERWRITE`, `H5TILE_ALLOW_PARTIAL`, `H5TILE_KEEP_OTHERS`,
+    /// `H5TILE_NO_SYNC` (default 0).
     pub flags: u32,
     /// How tiles in device memory move: `H5TILE_GDS_FROM_ENVIRONMENT` (default: the
     /// environment variable `H5TILE_GDS`, else auto), `H5TILE_GDS_AUTO`, `H5TILE_GDS_ON` or
     /// `H5TILE_GDS_OFF`. Host buffers ignore it.
     pub gds: u32,
+    /// `H5TILE_LAYOUT_SUBFILES`: ranks per subfile, counted within one node (a group never
+    /// spans nodes). 0 (default): the environment variable `H5TILE_RANKS_PER_FILE`, else all
+    /// the ranks of a node. Other layouts ignore it.
+    pub ranks_per_file: u64,
 }
 
 /// Options of `h5tile_read` and `h5tile_batches_open`; start from
@@ -88,6 +105,7 @@ impl h5tile_write_options {
             layout: H5TILE_LAYOUT_VDS,
             flags: 0,
             gds: H5TILE_GDS_FROM_ENVIRONMENT,
+            ranks_per_file: 0,
         }
     }
 
@@ -101,6 +119,7 @@ impl h5tile_write_options {
         let layout = match o.layout {
             H5TILE_LAYOUT_VDS => Layout::Vds,
             H5TILE_LAYOUT_SINGLE => Layout::Single,
+            H5TILE_LAYOUT_SUBFILES => Layout::Subfiles,
             other => {
                 return fail(
                     H5TILE_ERR_INVALID_ARGUMENT,
@@ -108,7 +127,8 @@ impl h5tile_write_options {
                 )
             }
         };
-        let known = H5TILE_NO_OVERWRITE | H5TILE_ALLOW_PARTIAL | H5TILE_KEEP_OTHERS;
+        let known =
+            H5TILE_NO_OVERWRITE | H5TILE_ALLOW_PARTIAL | H5TILE_KEEP_OTHERS | H5TILE_NO_SYNC;
         if o.flags & !known != 0 {
             return fail(
                 H5TILE_ERR_INVALID_ARGUMENT,
@@ -120,6 +140,10 @@ impl h5tile_write_options {
             no_overwrite: o.flags & H5TILE_NO_OVERWRITE != 0,
             allow_partial: o.flags & H5TILE_ALLOW_PARTIAL != 0,
             keep_others: o.flags & H5TILE_KEEP_OTHERS != 0,
+            no_sync: o.flags & H5TILE_NO_SYNC != 0,
+            ranks_per_file: ranks_per_file(o.ranks_per_file, || {
+                std::env::var("H5TILE_RANKS_PER_FILE").ok()
+            })?,
             gds: mode_from_options(o.gds)?,
         })
     }
@@ -158,6 +182,27 @@ impl h5tile_read_options {
             dtype,
             gds: mode_from_options(o.gds)?,
         })
+    }
+}
+
+/// Ranks per subfile: the options field when set, else the environment's
+/// `H5TILE_RANKS_PER_FILE`, else None (the whole node).
+fn ranks_per_file(
+    field: u64,
+    environment: impl FnOnce() -> Option<String>,
+) -> Result<Option<usize>> {
+    if field != 0 {
+        return Ok(Some(usize::try_from(field).unwrap_or(usize::MAX)));
+    }
+    match environment().as_deref().map(str::trim) {
+        None | Some("") => Ok(None),
+        Some(v) => match v.parse::<usize>() {
+            Ok(k) if k >= 1 => Ok(Some(k)),
+            _ => fail(
+                H5TILE_ERR_INVALID_ARGUMENT,
+                format!("H5TILE_RANKS_PER_FILE={v}: expected a number of ranks, 1 or more"),
+            ),
+        },
     }
 }
 
@@ -230,8 +275,9 @@ pub unsafe extern "C" fn h5tile_read_options_init(
     super::boundary::run(|| write_sized(opts, size, h5tile_read_options::defaults(), FIRST_READ))
 }
 
-/// The sizes of the first versions of the structs (the smallest a caller may pass).
-const FIRST_WRITE: usize = std::mem::size_of::<h5tile_write_options>();
+/// The sizes of the first versions of the structs (the smallest a caller may pass): the write
+/// options' first version ended, padded, where `ranks_per_file` begins.
+const FIRST_WRITE: usize = std::mem::offset_of!(h5tile_write_options, ranks_per_file);
 const FIRST_READ: usize = std::mem::size_of::<h5tile_read_options>();
 
 /// Reads a caller's struct of the size its first field says (at least `smallest`, the size of
@@ -328,6 +374,29 @@ mod tests {
         assert_eq!(mode(H5TILE_GDS_AUTO, Some("on")).unwrap(), Gds::Auto);
         assert_eq!(mode(H5TILE_GDS_ON, Some("off")).unwrap(), Gds::On);
         assert_eq!(mode(H5TILE_GDS_OFF, Some("bogus")).unwrap(), Gds::Off);
+    }
+
+    #[test]
+    fn ranks_per_file_comes_from_the_field_then_the_environment() {
+        let env = |v: &'static str| move || Some(v.to_string());
+        assert_eq!(ranks_per_file(0, || None).unwrap(), None);
+        assert_eq!(ranks_per_file(0, env(" ")).unwrap(), None);
+        assert_eq!(ranks_per_file(0, env("8")).unwrap(), Some(8));
+        assert_eq!(ranks_per_file(16, env("8")).unwrap(), Some(16));
+        assert_eq!(ranks_per_file(3, env("bogus")).unwrap(), Some(3));
+        for bad in ["0", "-2", "eight"] {
+            let e = ranks_per_file(0, env(bad)).unwrap_err();
+            assert_eq!(e.status, H5TILE_ERR_INVALID_ARGUMENT);
+            assert!(
+                e.message.starts_with("H5TILE_RANKS_PER_FILE="),
+                "{}",
+                e.message
+            );
+        }
+        assert_eq!(
+            FIRST_WRITE, 24,
+            "the 0.2 struct: size, layout, flags, gds, padding"
+        );
     }
 
     #[test]

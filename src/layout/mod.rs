@@ -3,6 +3,8 @@
 //! The single-file layout (`single`) is one HDF5 file with a contiguous dataset.
 //! The VDS layout (`vds`) keeps, beside the master file `dir/name`, a folder `dir/name.tiles/`
 //! holding one file per non-empty tile, named `<dataset>.<generation>.r<rank>.t<k>.h5`.
+//! The subfiled layout (`subfiles`) keeps there one file per group of ranks instead,
+//! `<dataset>.<generation>.s<first rank>.h5`, holding one contiguous dataset per tile.
 //! The master refers to them by paths relative to its own folder, so the pair can be moved.
 //! Each write uses a fresh generation: new tiles never overwrite old ones, the new master (or
 //! single file) is written under a temporary name and renamed over the old one (the commit point), and only
@@ -13,6 +15,7 @@
 pub mod keep;
 pub mod runs;
 pub mod single;
+pub mod subfiles;
 pub mod vds;
 
 use crate::status::{
@@ -72,16 +75,32 @@ pub fn tile_file_name(dataset: &str, generation: u64, rank: usize, k: usize) -> 
     format!("{}.{generation:016x}.r{rank}.t{k}.h5", dataset_key(dataset))
 }
 
-/// The generation of a file named by `tile_file_name`, or None for any other file.
+/// Name of the subfile written for `dataset` in generation `generation` by the group of ranks
+/// whose first rank is `first`.
+pub fn subfile_name(dataset: &str, generation: u64, first: usize) -> String {
+    format!("{}.{generation:016x}.s{first}.h5", dataset_key(dataset))
+}
+
+/// The generation of a file named by `tile_file_name` or `subfile_name`, or None for any other
+/// file.
 pub fn generation_of(file_name: &str) -> Option<u64> {
     let stem = file_name.strip_suffix(".h5")?;
-    let mut parts = stem.rsplitn(4, '.');
-    let (t, r, g, key) = (parts.next()?, parts.next()?, parts.next()?, parts.next()?);
     let is_num = |s: &str, p: char| {
         s.strip_prefix(p)
             .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
     };
-    if key.is_empty() || g.len() != 16 || !is_num(r, 'r') || !is_num(t, 't') {
+    let mut parts = stem.rsplit('.');
+    let last = parts.next()?;
+    let g = match is_num(last, 's') {
+        true => parts.next()?,
+        false if is_num(last, 't') && parts.next().is_some_and(|r| is_num(r, 'r')) => {
+            parts.next()?
+        }
+        false => return None,
+    };
+    // The dataset key holds no '.', so exactly one part is left.
+    let key = parts.next()?;
+    if key.is_empty() || parts.next().is_some() || g.len() != 16 {
         return None;
     }
     u64::from_str_radix(g, 16).ok()
@@ -154,11 +173,15 @@ pub fn sync_path(path: &Path) -> Result<()> {
 /// leave a committed master naming files whose directory entries were lost: so the temporary
 /// master, then those folders are synced, then it is renamed over `master`. Once this returns
 /// Ok the new dataset is the one readers see; `sync_parent` then makes the rename durable.
-pub fn commit(tmp: &Path, master: &Path, tiles: Option<&Path>) -> Result<()> {
-    sync_path(tmp)?;
-    if let Some(dir) = tiles.filter(|d| d.is_dir()) {
-        sync_path(dir)?;
-        sync_parent(master)?;
+/// Without `sync` (`H5TILE_NO_SYNC`) nothing is synced: the rename alone still makes the switch
+/// atomic for readers and for a crashed process, not across a power failure.
+pub fn commit(tmp: &Path, master: &Path, tiles: Option<&Path>, sync: bool) -> Result<()> {
+    if sync {
+        sync_path(tmp)?;
+        if let Some(dir) = tiles.filter(|d| d.is_dir()) {
+            sync_path(dir)?;
+            sync_parent(master)?;
+        }
     }
     std::fs::rename(tmp, master)
         .map_err(|e| Error::io("cannot rename new master into place at", master, &e))
@@ -243,6 +266,17 @@ mod tests {
         let n = tile_file_name("/group/x.y", 0xabc, 17, 2);
         assert_eq!(n, "group+x~2Ey.0000000000000abc.r17.t2.h5");
         assert_eq!(generation_of(&n), Some(0xabc));
+        let s = subfile_name("/group/x.y", 0xabc, 56);
+        assert_eq!(s, "group+x~2Ey.0000000000000abc.s56.h5");
+        assert_eq!(generation_of(&s), Some(0xabc));
+        for other in [
+            "x.0000000000000abc.s.h5",
+            "x.0000000000000abc.r1.s2.h5",
+            "a.b.0000000000000abc.s2.h5",
+            "x.0000000000000abc.t1.h5",
+        ] {
+            assert_eq!(generation_of(other), None, "{other}");
+        }
         for other in [
             "notes.txt",
             "data.h5",

@@ -45,7 +45,7 @@ pub fn create(
 
 /// Writes `tile` (dense, row-major, `elem` bytes per element, in `buf`) into the contiguous
 /// storage at byte `data_offset` of the file at `path`, one `pwrite` per contiguous run (from
-/// device memory: one h5tile_gds device transfer per run).
+/// device memory: one h5tile_gds device transfer per run); then, with `sync`, syncs the file.
 pub fn write_tile(
     path: &Path,
     data_offset: u64,
@@ -53,7 +53,12 @@ pub fn write_tile(
     tile: &Tile,
     elem: usize,
     buf: Buffer,
+    sync: bool,
 ) -> Result<()> {
+    let sync = |path: &Path| match sync {
+        true => sync_path(path),
+        false => Ok(()),
+    };
     let bytes = match buf {
         Buffer::Host(bytes) => bytes,
         Buffer::Device(ptr, _) => {
@@ -62,7 +67,7 @@ pub fn write_tile(
                 io.write(data_offset + at, ptr.offset(start as usize), len)?;
             }
             drop(io);
-            return sync_path(path);
+            return sync(path);
         }
     };
     let file = std::fs::OpenOptions::new()
@@ -79,5 +84,5 @@ pub fn write_tile(
             .map_err(|e| Error::io("cannot write tile data to", path, &e))?;
     }
     drop(file);
-    sync_path(path)
+    sync(path)
 }

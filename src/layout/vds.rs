@@ -5,7 +5,7 @@
 use super::sync_path;
 use crate::dtype::Dtype;
 use crate::geometry::tile::Tile;
-use crate::platform::device::Buffer;
+use crate::platform::device::{Buffer, Config};
 use crate::platform::hdf5::{self, Dataset, File, Plist, Space};
 use crate::status::{Error, Result};
 use std::path::Path;
@@ -24,17 +24,21 @@ pub struct TileBytes {
 
 /// Writes one tile file at `path`: dataset `/tile` of the tile's shape, contiguous, filled by
 /// one `H5Dwrite` straight from the caller's buffer, with the tile's place recorded in the
-/// attributes `h5tile_offset` and `h5tile_global_shape`; then syncs it to disk.
+/// attributes `h5tile_offset` and `h5tile_global_shape`; then, with `sync`, syncs it to disk.
 pub fn write_tile(
     path: &Path,
     dtype: Dtype,
     tile: &Tile,
     global: &[u64],
     buf: Buffer,
+    sync: bool,
 ) -> Result<TileBytes> {
     let data_offset = (|| {
         let _l = hdf5::lock();
-        let config = buf.route().driver_config();
+        let config = Config {
+            writeback: sync,
+            ..buf.route().driver_config()
+        };
         let file = File::create_with(path, &hdf5::gds::tile_access(config)?)?;
         let t = dtype.hdf5_type()?;
         let space = Space::simple(&tile.shape)?;
@@ -48,7 +52,9 @@ pub fn write_tile(
         file.close()?;
         Ok(data_offset)
     })()?;
-    sync_path(path)?;
+    if sync {
+        sync_path(path)?;
+    }
     let file_size = std::fs::metadata(path)
         .map_err(|e| Error::io("cannot stat", path, &e))?
         .len();
@@ -65,33 +71,48 @@ pub(crate) const NO_OFFSET: u64 = u64::MAX;
 /// Name of the master's attribute listing, per mapping, `[data_offset, file_size]` of its tile.
 pub const TILE_BYTES_ATTRIBUTE: &str = "h5tile_tile_bytes";
 
-fn write_u64_attribute(dset: &Dataset, name: &str, values: &[u64]) -> Result<()> {
+pub(crate) fn write_u64_attribute(dset: &Dataset, name: &str, values: &[u64]) -> Result<()> {
     dset.write_u64_attribute(name, &[values.len() as u64], values)
 }
 
+/// Where a master finds one tile: its file (relative to the master's folder), the dataset
+/// there, and where that dataset's bytes are.
+#[derive(Clone, Debug)]
+pub struct Source {
+    pub tile: Tile,
+    pub file: String,
+    pub dataset: String,
+    pub bytes: TileBytes,
+}
+
 /// Writes the master file at `path`: `dataset` of `global` shape whose elements come from
-/// `sources` (each tile, its file name relative to the master's folder, and where its bytes
-/// are); elements no source covers read as zero. Syncing and renaming are the caller's (see
-/// `layout::commit`).
+/// `sources`; elements no source covers read as zero. Syncing and renaming are the caller's
+/// (see `layout::commit`).
 pub fn write_master(
     path: &Path,
     dataset: &str,
     dtype: Dtype,
     global: &[u64],
-    sources: &[(Tile, String, TileBytes)],
+    sources: &[Source],
     keep_from: Option<&Path>,
 ) -> Result<()> {
     let _l = hdf5::lock();
     let file = super::keep::new_master(path, keep_from.map(|old| (old, dataset)))?;
     let t = dtype.hdf5_type()?;
     let dcpl = Plist::dataset_create()?;
-    for (tile, file_name, _) in sources {
+    for Source {
+        tile,
+        file,
+        dataset: source,
+        ..
+    } in sources
+    {
         let vspace = Space::simple(global)?;
         vspace.select_block(&tile.offset, &tile.shape)?;
         let src_space = Space::simple(&tile.shape)?;
         // Our file names hold no '%', which HDF5 would read as a pattern (see `tile_dir`).
-        debug_assert!(!file_name.contains('%'));
-        dcpl.add_virtual_mapping(&vspace, file_name, TILE_DATASET, &src_space)
+        debug_assert!(!file.contains('%') && !source.contains('%'));
+        dcpl.add_virtual_mapping(&vspace, file, source, &src_space)
             .map_err(|e| Error::new(e.status, format!("cannot map tile {tile}: {}", e.message)))?;
     }
     let space = Space::simple(global)?;
@@ -99,7 +120,7 @@ pub fn write_master(
     if !sources.is_empty() {
         let bytes: Vec<u64> = sources
             .iter()
-            .flat_map(|(_, _, b)| [b.data_offset, b.file_size])
+            .flat_map(|s| [s.bytes.data_offset, s.bytes.file_size])
             .collect();
         dset.write_u64_attribute(TILE_BYTES_ATTRIBUTE, &[sources.len() as u64, 2], &bytes)?;
     }

@@ -5,15 +5,17 @@
 //! 1. local argument checks, then all ranks check they were given the same arguments;
 //! 2. rank 0 gathers every tile, checks overlap and coverage, checks and prepares the path;
 //! 3. VDS layout: each rank writes its own tile files (new names, invisible to readers of the
-//!    old master); single layout: rank 0 creates the new file under a temporary name and every
-//!    rank writes its tiles into it;
+//!    old master); subfiled layout: the first rank of each group creates the group's subfile
+//!    (a new name too) and every rank of the group writes its tiles into it; single layout:
+//!    rank 0 creates the new file under a temporary name and every rank writes its tiles into
+//!    it;
 //! 4. rank 0 completes the new master under its temporary name and renames it over the old one
 //!    (the commit point), then deletes the previous generation's tiles.
 
 use crate::dtype::Dtype;
 use crate::geometry::coverage::{self, Coverage};
 use crate::geometry::tile::Tile;
-use crate::layout::{self, single, vds};
+use crate::layout::{self, single, subfiles, vds};
 use crate::ops::fnv::Fnv;
 use crate::platform::comm::Comm;
 use crate::platform::device::Buffer;
@@ -30,6 +32,9 @@ pub enum Layout {
     Vds,
     /// One self-contained file written by all ranks in parallel.
     Single,
+    /// One file per group of ranks (by default per node) holding a dataset per tile, plus a
+    /// master holding the virtual dataset.
+    Subfiles,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -41,6 +46,11 @@ pub struct WriteOptions {
     pub allow_partial: bool,
     /// Keep the file's other contents: replace or add only this dataset.
     pub keep_others: bool,
+    /// No `fsync` (`H5TILE_NO_SYNC`): the commit is still an atomic rename, but a power or
+    /// node failure may lose the write.
+    pub no_sync: bool,
+    /// Subfiled layout: ranks per subfile, within one node (None: the whole node).
+    pub ranks_per_file: Option<usize>,
     /// How tiles in device memory move.
     pub gds: crate::platform::device::Gds,
 }
@@ -52,6 +62,8 @@ impl Default for WriteOptions {
             no_overwrite: false,
             allow_partial: false,
             keep_others: false,
+            no_sync: false,
+            ranks_per_file: None,
             gds: crate::platform::device::Gds::Auto,
         }
     }
@@ -87,7 +99,12 @@ pub fn write_checked(comm: &Comm, args: &WriteArgs) -> Result<()> {
     agree_same_arguments(comm, args)?;
     let (generation, all_tiles) = plan(comm, args)?;
     match args.options.layout {
-        Layout::Vds => write_vds(comm, args, generation, all_tiles),
+        Layout::Vds => write_in_tile_dir(comm, args, generation, all_tiles, |written| {
+            write_tile_files(comm, args, generation, written)
+        }),
+        Layout::Subfiles => write_in_tile_dir(comm, args, generation, all_tiles, |written| {
+            write_subfiles(comm, args, generation, written)
+        }),
         Layout::Single => write_single(comm, args, generation),
     }
 }
@@ -98,35 +115,131 @@ pub fn check(args: &WriteArgs) -> Result<()> {
     validate(args)
 }
 
-/// Steps 3 and 4 of the VDS layout.
-fn write_vds(comm: &Comm, args: &WriteArgs, generation: u64, all_tiles: AllTiles) -> Result<()> {
+/// Marks, in what a rank reports about a tile, a tile written to a file of its own.
+const OWN_FILE: u64 = u64::MAX;
+
+/// Step 3 of the VDS layout: this rank's tile files. Returns, per non-empty tile, what rank 0
+/// needs for the master: [`OWN_FILE`, data offset, file size].
+fn write_tile_files(
+    comm: &Comm,
+    args: &WriteArgs,
+    generation: u64,
+    written: &mut Vec<PathBuf>,
+) -> Result<Vec<u64>> {
     let dir = layout::tile_dir(args.path);
-    let mut written: Vec<PathBuf> = Vec::new();
-    // [data offset, file size] of each tile written here, for the master (see vds::TileBytes).
-    let mut bytes: Vec<u64> = Vec::new();
-    let result = comm.agree_on(|| {
-        for (k, local) in args
-            .tiles
-            .iter()
-            .enumerate()
-            .filter(|(_, t)| !t.tile.is_empty())
-        {
-            let path = dir.join(layout::tile_file_name(
-                args.dataset,
-                generation,
-                comm.rank(),
-                k,
-            ));
+    let sync = !args.options.no_sync;
+    comm.agree_on(|| {
+        let mut placed = Vec::new();
+        for (k, local) in non_empty(args) {
+            let name = layout::tile_file_name(args.dataset, generation, comm.rank(), k);
+            let path = dir.join(name);
             written.push(path.clone());
-            let b = vds::write_tile(&path, args.dtype, &local.tile, args.global, local.buf)?;
-            bytes.extend([b.data_offset, b.file_size]);
+            let b = vds::write_tile(&path, args.dtype, &local.tile, args.global, local.buf, sync)?;
+            placed.extend([OWN_FILE, b.data_offset, b.file_size]);
+        }
+        Ok(placed)
+    })
+}
+
+/// Step 3 of the subfiled layout. Within each group the first rank creates the subfile with
+/// every tile's storage allocated and hands out the offsets; every rank writes its tiles;
+/// then the first rank syncs the file, once. Returns, per non-empty tile of this rank, what
+/// rank 0 needs for the master: [group's first rank, data offset, file size].
+fn write_subfiles(
+    comm: &Comm,
+    args: &WriteArgs,
+    generation: u64,
+    written: &mut Vec<PathBuf>,
+) -> Result<Vec<u64>> {
+    let sync = !args.options.no_sync;
+    let (group, first) = comm.agree_on(|| comm.split_groups(args.options.ranks_per_file))?;
+    let path =
+        layout::tile_dir(args.path).join(layout::subfile_name(args.dataset, generation, first));
+    // The group's tiles on its first rank: this rank's number, then each tile's index, offset
+    // and shape.
+    let ndim = args.global.len();
+    let mut mine = vec![comm.rank() as u64];
+    for (k, local) in non_empty(args) {
+        mine.push(k as u64);
+        mine.extend(local.tile.offset.iter().chain(&local.tile.shape));
+    }
+    let gathered = group.gather_varcount_to_root(&mine);
+    // [rank, index, data offset, file size] for every tile of the group, on its first rank.
+    let created = comm.agree_on(|| {
+        let Some(per_rank) = gathered else {
+            return Ok(Vec::new());
+        };
+        let tiles: Vec<(usize, usize, Tile)> = per_rank
+            .iter()
+            .flat_map(|v| {
+                let rank = v[0] as usize;
+                v[1..].chunks_exact(1 + 2 * ndim).map(move |c| {
+                    let tile = Tile::new(c[1..=ndim].to_vec(), c[1 + ndim..].to_vec());
+                    (rank, c[0] as usize, tile)
+                })
+            })
+            .collect();
+        if tiles.is_empty() {
+            return Ok(Vec::new());
+        }
+        written.push(path.clone());
+        let bytes = subfiles::create(&path, args.dtype, args.global, &tiles)?;
+        Ok(tiles
+            .iter()
+            .zip(bytes)
+            .flat_map(|((rank, k, _), b)| [*rank as u64, *k as u64, b.data_offset, b.file_size])
+            .collect())
+    })?;
+    let mut offsets = created;
+    group.broadcast_vec(&mut offsets);
+    let me = comm.rank() as u64;
+    let placed: Vec<u64> = offsets
+        .chunks_exact(4)
+        .filter(|c| c[0] == me)
+        .flat_map(|c| [first as u64, c[2], c[3]])
+        .collect();
+    comm.agree_on(|| {
+        let elem = args.dtype.size();
+        for ((_, local), at) in non_empty(args).zip(placed.chunks_exact(3)) {
+            let len = local.tile.volume() as usize * elem;
+            subfiles::write_tile(&path, at[1], len, local.buf, sync)?;
         }
         Ok(())
-    });
-    let bytes_by_rank = if result.is_ok() {
-        comm.gather_varcount_to_root(&bytes)
-    } else {
-        None
+    })?;
+    // Every rank of the group has written: one sync covers them all.
+    comm.agree_on(|| match group.is_root() && sync && !offsets.is_empty() {
+        true => layout::sync_path(&path),
+        false => Ok(()),
+    })?;
+    Ok(placed)
+}
+
+/// This rank's non-empty tiles with their index among all its tiles.
+fn non_empty<'a, 'b>(args: &'b WriteArgs<'a>) -> impl Iterator<Item = (usize, &'b LocalTile<'a>)> {
+    args.tiles
+        .iter()
+        .enumerate()
+        .filter(|(_, t)| !t.tile.is_empty())
+}
+
+/// Steps 3 and 4 of the layouts that keep their tiles in the tile folder: `write_part` writes
+/// this rank's part (noting every file it creates in `written`) and returns, per non-empty
+/// tile, [group's first rank or `OWN_FILE`, data offset, file size]; rank 0 then writes the
+/// master mapping every tile and commits. A failure before the commit removes what was
+/// written.
+fn write_in_tile_dir(
+    comm: &Comm,
+    args: &WriteArgs,
+    generation: u64,
+    all_tiles: AllTiles,
+    write_part: impl FnOnce(&mut Vec<PathBuf>) -> Result<Vec<u64>>,
+) -> Result<()> {
+    let dir = layout::tile_dir(args.path);
+    let mut written: Vec<PathBuf> = Vec::new();
+    let result = write_part(&mut written);
+    let placed_by_rank = match &result {
+        Ok(placed) => comm.gather_varcount_to_root(placed),
+        Err(_) => None,
     };
     let finish = |tmp: &Path| {
         let dir_name = dir
@@ -134,25 +247,35 @@ fn write_vds(comm: &Comm, args: &WriteArgs, generation: u64, all_tiles: AllTiles
             .unwrap_or_default()
             .to_string_lossy()
             .into_owned();
-        let bytes_by_rank = bytes_by_rank.unwrap_or_default();
-        let mut next = vec![0usize; bytes_by_rank.len()];
-        let mut sources: Vec<(Tile, String, vds::TileBytes)> = Vec::new();
-        for (rank, k, t) in all_tiles
+        let placed_by_rank = placed_by_rank.unwrap_or_default();
+        let mut next = vec![0usize; placed_by_rank.len()];
+        let mut sources: Vec<vds::Source> = Vec::new();
+        for (rank, k, tile) in all_tiles
             .into_iter()
             .flatten()
             .filter(|(_, _, t)| !t.is_empty())
         {
-            let i = next[rank];
-            next[rank] += 2;
-            let b = vds::TileBytes {
-                data_offset: bytes_by_rank[rank][i],
-                file_size: bytes_by_rank[rank][i + 1],
+            let p = &placed_by_rank[rank][next[rank]..next[rank] + 3];
+            next[rank] += 3;
+            let (file, dataset) = match p[0] {
+                OWN_FILE => (
+                    layout::tile_file_name(args.dataset, generation, rank, k),
+                    vds::TILE_DATASET.to_string(),
+                ),
+                first => (
+                    layout::subfile_name(args.dataset, generation, first as usize),
+                    subfiles::tile_dataset(rank, k),
+                ),
             };
-            let name = format!(
-                "{dir_name}/{}",
-                layout::tile_file_name(args.dataset, generation, rank, k)
-            );
-            sources.push((t, name, b));
+            sources.push(vds::Source {
+                tile,
+                file: format!("{dir_name}/{file}"),
+                dataset,
+                bytes: vds::TileBytes {
+                    data_offset: p[1],
+                    file_size: p[2],
+                },
+            });
         }
         vds::write_master(
             tmp,
@@ -164,14 +287,14 @@ fn write_vds(comm: &Comm, args: &WriteArgs, generation: u64, all_tiles: AllTiles
         )
     };
     let (result, committed) = match result {
-        Ok(()) => commit_on_root(comm, args, generation, Some(&dir), finish),
+        Ok(_) => commit_on_root(comm, args, generation, Some(&dir), finish),
         Err(e) => (Err(e), false),
     };
     if result.is_err() && !committed {
         for p in &written {
             let _ = std::fs::remove_file(p);
         }
-        // Once every rank has removed its tiles, a tile folder left empty goes too.
+        // Once every rank has removed its files, a tile folder left empty goes too.
         let _ = comm.agree(Ok(()));
         if comm.is_root() {
             let _ = std::fs::remove_dir(&dir);
@@ -192,9 +315,10 @@ fn write_single(comm: &Comm, args: &WriteArgs, generation: u64) -> Result<()> {
         let mut shared = [offset];
         comm.broadcast(&mut shared);
         comm.agree_on(|| {
-            for local in args.tiles.iter().filter(|l| !l.tile.is_empty()) {
+            for (_, local) in non_empty(args) {
                 let elem = args.dtype.size();
-                single::write_tile(&tmp, shared[0], args.global, &local.tile, elem, local.buf)?;
+                let (tile, buf, sync) = (&local.tile, local.buf, !args.options.no_sync);
+                single::write_tile(&tmp, shared[0], args.global, tile, elem, buf, sync)?;
             }
             Ok(())
         })
@@ -283,6 +407,8 @@ fn agree_same_arguments(comm: &Comm, args: &WriteArgs) -> Result<()> {
     h.u64(args.options.no_overwrite as u64);
     h.u64(args.options.allow_partial as u64);
     h.u64(args.options.keep_others as u64);
+    h.u64(args.options.no_sync as u64);
+    h.u64(args.options.ranks_per_file.map_or(0, |k| k as u64));
     let mut v = [h.value(), !h.value()];
     comm.all_min(&mut v);
     if v[0] != !v[1] {
@@ -325,7 +451,8 @@ fn plan(comm: &Comm, args: &WriteArgs) -> Result<(u64, AllTiles)> {
             if args.options.keep_others && args.path.exists() {
                 layout::keep::check(args.path, args.dataset)?;
             }
-            if args.options.layout == Layout::Vds && tiles.iter().any(|(_, _, t)| !t.is_empty()) {
+            let in_tile_dir = matches!(args.options.layout, Layout::Vds | Layout::Subfiles);
+            if in_tile_dir && tiles.iter().any(|(_, _, t)| !t.is_empty()) {
                 layout::create_tile_dir(&layout::tile_dir(args.path))?;
             }
             Ok(layout::new_generation())
@@ -384,6 +511,7 @@ fn commit_on_root(
     finish: impl FnOnce(&Path) -> Result<()>,
 ) -> (Result<()>, bool) {
     let (path, only) = (args.path, keep_from(args).map(|_| args.dataset));
+    let sync = !args.options.no_sync;
     let mut committed = false;
     let result = crate::status::catch_panic(|| {
         if !comm.is_root() {
@@ -392,23 +520,26 @@ fn commit_on_root(
         let tmp = layout::temporary_master(path, generation);
         let switched = finish(&tmp)
             .and_then(|()| injected_failure())
-            .and_then(|()| layout::commit(&tmp, path, tiles));
+            .and_then(|()| layout::commit(&tmp, path, tiles, sync));
         if let Err(e) = switched {
             let _ = std::fs::remove_file(&tmp);
             return Err(e);
         }
         committed = true;
-        layout::sync_parent(path)
-            .and_then(|()| layout::remove_stale(path, generation, only))
-            .map_err(|e| {
-                Error::new(
-                    e.status,
-                    format!(
-                        "{} (after the commit: the new dataset is in place)",
-                        e.message
-                    ),
-                )
-            })
+        match sync {
+            true => layout::sync_parent(path),
+            false => Ok(()),
+        }
+        .and_then(|()| layout::remove_stale(path, generation, only))
+        .map_err(|e| {
+            Error::new(
+                e.status,
+                format!(
+                    "{} (after the commit: the new dataset is in place)",
+                    e.message
+                ),
+            )
+        })
     });
     let mut flag = [committed as u64];
     comm.broadcast(&mut flag);
@@ -571,6 +702,7 @@ pub(crate) mod tests {
             &Tile::new(vec![0, 0], vec![6, 4]),
             &[6, 4],
             host_bytes(&data),
+            true,
         )
         .unwrap();
         let tmp = layout::temporary_master(&path, 7);
@@ -665,6 +797,66 @@ pub(crate) mod tests {
         assert_eq!(entries, vec![std::ffi::OsString::from("f.h5")]);
         write_slabs_as(&path, 8.0, 4, Layout::Single).unwrap();
         assert_eq!(read_all(&path).unwrap(), expected(8.0));
+    }
+
+    #[test]
+    fn the_subfiled_layout_writes_one_file_per_group_and_round_trips() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("f.h5");
+        write_slabs_as(&path, 0.0, 1, Layout::Subfiles).unwrap();
+        assert_eq!(read_all(&path).unwrap(), expected(0.0));
+        // This process alone is one group: six tiles, one subfile.
+        let files = tile_files(&path);
+        assert_eq!(files.len(), 1, "{files:?}");
+        assert!(files[0].starts_with("grid+values.") && files[0].ends_with(".s0.h5"));
+        let sub = layout::tile_dir(&path).join(&files[0]);
+        let names: Vec<String> = {
+            let _l = crate::platform::hdf5::lock();
+            let f = crate::platform::hdf5::File::open_read(&sub).unwrap();
+            (0..6)
+                .map(|k| subfiles::tile_dataset(0, k))
+                .filter(|n| f.object_kind(n).unwrap().is_some())
+                .collect()
+        };
+        assert_eq!(names.len(), 6, "one dataset per tile: {names:?}");
+        // Rewritten, in another layout and back: only the current generation's files stay.
+        write_slabs_as(&path, 5.0, 4, Layout::Subfiles).unwrap();
+        assert_eq!(read_all(&path).unwrap(), expected(5.0));
+        assert_eq!(tile_files(&path).len(), 1);
+        assert_ne!(tile_files(&path), files);
+        write_slabs_as(&path, 6.0, 2, Layout::Vds).unwrap();
+        assert_eq!(tile_files(&path).len(), 3);
+        write_slabs_as(&path, 7.0, 3, Layout::Subfiles).unwrap();
+        assert_eq!(read_all(&path).unwrap(), expected(7.0));
+        assert_eq!(tile_files(&path).len(), 1);
+        write_slabs_as(&path, 8.0, 3, Layout::Single).unwrap();
+        assert!(!layout::tile_dir(&path).exists());
+        assert_eq!(read_all(&path).unwrap(), expected(8.0));
+    }
+
+    #[test]
+    fn without_sync_every_layout_round_trips() {
+        let d = tempfile::tempdir().unwrap();
+        for layout in [Layout::Vds, Layout::Single, Layout::Subfiles] {
+            let path = d.path().join(format!("{layout:?}.h5"));
+            let global = [6u64, 4];
+            let data: Vec<f64> = expected(3.0);
+            let tiles = vec![LocalTile {
+                tile: Tile::new(vec![0, 0], vec![6, 4]),
+                buf: host_bytes(&data),
+            }];
+            let options = WriteOptions {
+                layout,
+                no_sync: true,
+                ..WriteOptions::default()
+            };
+            write(
+                &solo(),
+                &f64_args(&path, "/grid/values", &global, tiles, options),
+            )
+            .unwrap();
+            assert_eq!(read_all(&path).unwrap(), expected(3.0), "{layout:?}");
+        }
     }
 
     #[test]

@@ -100,6 +100,38 @@ impl Comm {
         }
     }
 
+    /// Rank 0's `values`, of a length the other ranks need not know, on every rank.
+    pub fn broadcast_vec(&self, values: &mut Vec<u64>) {
+        let mut len = [values.len() as u64];
+        self.broadcast(&mut len);
+        values.resize(len[0] as usize, 0);
+        self.broadcast(values);
+    }
+
+    /// The ranks that write one subfile together: those of this rank's node (processes that
+    /// can share memory), cut into runs of `per_file` consecutive ranks when given. A group
+    /// never spans nodes, so one node's `fsync` covers every byte written to its subfile, on
+    /// file systems whose clients cache apart (Lustre, GPFS) too. Collective. Returns the
+    /// group's communicator and the rank (in this communicator) of the group's first rank.
+    pub fn split_groups(&self, per_file: Option<usize>) -> Result<(Comm, usize)> {
+        let Comm::Mpi(c) = self else {
+            return Ok((Comm::Solo, 0));
+        };
+        let node = c.split_shared(c.rank());
+        let key = c.rank();
+        let group = match per_file {
+            Some(k) if k >= 1 && (k as i32) < node.size() => {
+                let color = mpi::topology::Color::with_value(node.rank() / k as i32);
+                node.split_by_color_with_key(color, key)
+                    .ok_or_else(|| Error::new(H5TILE_ERR_MPI, "MPI_Comm_split gave no group"))?
+            }
+            _ => node,
+        };
+        let mut first = [c.rank() as u64];
+        group.process_at_rank(0).broadcast_into(&mut first[..]);
+        Ok((Comm::Mpi(group), first[0] as usize))
+    }
+
     /// Every rank's `local` (all of the same length), concatenated in rank order on rank 0;
     /// `None` on the other ranks.
     pub fn gather_to_root(&self, local: &[u64]) -> Option<Vec<u64>> {

@@ -47,6 +47,8 @@ impl Run {
 pub(crate) struct ByteReads {
     /// Each file with what to say when it cannot be read.
     files: Vec<(File, PathBuf, String)>,
+    /// Each file's number and size by path: tiles sharing a subfile share one open file.
+    numbers: std::collections::HashMap<PathBuf, (usize, u64)>,
     runs: Vec<Run>,
     total: usize,
 }
@@ -55,16 +57,23 @@ impl ByteReads {
     pub fn new(total: usize) -> ByteReads {
         ByteReads {
             files: Vec::new(),
+            numbers: std::collections::HashMap::new(),
             runs: Vec::new(),
             total,
         }
     }
 
-    /// Adds `file` (at `path`; `about` says whose elements it holds, for errors), returning its
-    /// number for the runs.
-    pub fn add_file(&mut self, file: File, path: PathBuf, about: String) -> usize {
+    /// Adds `file` (at `path`, of `len` bytes; `about` says whose elements it holds, for
+    /// errors), returning its number for the runs.
+    pub fn add_file(&mut self, file: File, path: PathBuf, len: u64, about: String) -> usize {
+        self.numbers.insert(path.clone(), (self.files.len(), len));
         self.files.push((file, path, about));
         self.files.len() - 1
+    }
+
+    /// The number and size of the file at `path`, if the plan has it already.
+    pub fn file_at(&self, path: &PathBuf) -> Option<(usize, u64)> {
+        self.numbers.get(path).copied()
     }
 
     /// `len` bytes at `at` of `file` to buffer byte `dst`; joined to the previous run when it
@@ -298,7 +307,7 @@ mod tests {
         let (f, p) = file_of(d.path(), "a", &data);
         let total = 36 << 20;
         let mut plan = ByteReads::new(total);
-        let a = plan.add_file(f, p, "a".into());
+        let a = plan.add_file(f, p, 0, "a".into());
         // 16 MiB in 4096 rows of 4 KiB, every other row of the file, reversed in the buffer.
         for r in 0..4096usize {
             plan.place(a, (2 * r * 4096) as u64, (4095 - r) * 4096, 4096);
@@ -329,7 +338,7 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let (f, p) = file_of(d.path(), "short", &vec![7u8; 3 * JOB_BYTES + 5]);
         let mut plan = ByteReads::new(3 * JOB_BYTES + 8);
-        let a = plan.add_file(f, p.clone(), "tile 0".into());
+        let a = plan.add_file(f, p.clone(), 0, "tile 0".into());
         plan.place(a, 0, 0, 3 * JOB_BYTES + 8);
         let mut buf = vec![0u8; 3 * JOB_BYTES + 8];
         let e = plan

@@ -33,8 +33,9 @@ pub struct DirectReader {
     tile_bytes: Option<Vec<TileBytes>>,
     /// The element type the dataset stores, when it is one of h5tile's.
     stored: Option<(Dtype, Type)>,
-    /// Tile files opened by `hold`, per mapping, read from instead of opening them again.
-    held: Vec<Option<(std::fs::File, PathBuf)>>,
+    /// Tile files opened by `hold`, per mapping (tiles of one subfile share one), read from
+    /// instead of opening them again.
+    held: Vec<Option<(std::sync::Arc<std::fs::File>, PathBuf)>>,
 }
 
 /// How many tile files one reader may hold open: a quarter of the process's limit on open
@@ -78,7 +79,11 @@ impl DirectReader {
         let stored = Dtype::of_hdf5(&file_type).ok().map(|d| (d, file_type));
         let elem = stored.as_ref().map_or(0, |(d, _)| d.size() as u128);
         let tile_bytes = read_tile_bytes(dset, mappings.len())
-            .filter(|_| mappings.iter().all(|m| m.dataset == TILE_DATASET))
+            .filter(|_| {
+                let ours =
+                    |d: &str| d == TILE_DATASET || crate::layout::subfiles::is_tile_dataset(d);
+                mappings.iter().all(|m| ours(&m.dataset))
+            })
             .map(|mut records| {
                 // A record whose tile would not lie within its file is no record: HDF5 reads
                 // that tile (a damaged master must not send reads elsewhere in the file).
@@ -105,7 +110,7 @@ impl DirectReader {
     }
 
     /// Opens now, and keeps open, the tile files of the mappings that meet `region` whose
-    /// bytes a read in `dtype` copies straight from the file (at most `held_file_budget()`),
+    /// bytes a read in `dtype` copies straight from the file (at most `held_file_budget()` files),
     /// so that this reader goes on reading the version it opened after a newer write has
     /// replaced it and removed those files. A missing file is left for the read that needs it
     /// to report.
@@ -120,14 +125,25 @@ impl DirectReader {
         };
         let wanted = (0..self.mappings.len())
             .filter(|&i| tile_bytes[i].data_offset != NO_OFFSET)
-            .filter(|&i| region.intersection(&self.mappings[i].region).is_some())
-            .take(held_file_budget());
+            .filter(|&i| region.intersection(&self.mappings[i].region).is_some());
+        let mut files: std::collections::HashMap<PathBuf, std::sync::Arc<std::fs::File>> =
+            Default::default();
+        let budget = held_file_budget();
         for i in wanted {
-            let m = &self.mappings[i];
-            let (path, _) = resolve_source(&self.master, &m.file);
-            if let Ok(file) = std::fs::File::open(&path) {
-                self.held[i] = Some((file, path));
-            }
+            let (path, _) = resolve_source(&self.master, &self.mappings[i].file);
+            let file = match files.get(&path) {
+                Some(file) => file.clone(),
+                None if files.len() >= budget => break,
+                None => match std::fs::File::open(&path) {
+                    Ok(file) => {
+                        let file = std::sync::Arc::new(file);
+                        files.insert(path.clone(), file.clone());
+                        file
+                    }
+                    Err(_) => continue,
+                },
+            };
+            self.held[i] = Some((file, path));
         }
         Ok(())
     }
@@ -233,16 +249,26 @@ impl DirectReader {
         };
         let missing =
             |why: String| missing_tile(&path, &m.region, &self.dataset, &self.master, &why);
-        let file = match &self.held[i] {
-            Some((held, _)) => held.try_clone(),
-            None => std::fs::File::open(&path),
-        }
-        .map_err(|e| missing(format!("cannot be read ({e})")))?;
-        if file.metadata().map(|md| md.len()).ok() != Some(bytes.file_size) {
+        // Tiles of one subfile share one open file.
+        let (f, len) = match plan.file_at(&path) {
+            Some(known) => known,
+            None => {
+                let file = match &self.held[i] {
+                    Some((held, _)) => held.try_clone(),
+                    None => std::fs::File::open(&path),
+                }
+                .map_err(|e| missing(format!("cannot be read ({e})")))?;
+                let len = file.metadata().map_or(u64::MAX, |md| md.len());
+                (
+                    plan.add_file(file, path.clone(), len, m.region.to_string()),
+                    len,
+                )
+            }
+        };
+        if len != bytes.file_size {
             return Ok(false);
         }
         let (src, dst) = m.placement(common, want);
-        let f = plan.add_file(file, path.clone(), m.region.to_string());
         // Rows of the common box, consecutive ones in the file read together.
         let (row, rows) = box_rows(&m.region.shape, &src, &want.shape, &dst, &common.shape);
         let row_bytes = row as usize * elem;
@@ -439,6 +465,10 @@ mod tests {
 
     /// A 6x5 float64 VDS of 4 tiles (2x2), element (i, j) = 10 i + j.
     fn write_grid(path: &Path) {
+        write_grid_as(path, crate::ops::write::Layout::Vds)
+    }
+
+    fn write_grid_as(path: &Path, layout: crate::ops::write::Layout) {
         use crate::ops::write::{write, LocalTile, WriteArgs, WriteOptions};
         let value = |i: u64, j: u64| (10 * i + j) as f64;
         let blocks = [
@@ -467,7 +497,10 @@ mod tests {
             dtype: Dtype::Float64,
             global: &[6, 5],
             tiles,
-            options: WriteOptions::default(),
+            options: WriteOptions {
+                layout,
+                ..WriteOptions::default()
+            },
         };
         write(&solo, &args).unwrap();
     }
@@ -497,9 +530,16 @@ mod tests {
 
     #[test]
     fn h5tile_tiles_are_read_from_their_recorded_bytes_without_hdf5_opens() {
+        use crate::ops::write::Layout;
+        for layout in [Layout::Vds, Layout::Subfiles] {
+            recorded_bytes_are_read_without_hdf5_opens(layout);
+        }
+    }
+
+    fn recorded_bytes_are_read_without_hdf5_opens(layout: crate::ops::write::Layout) {
         let d = tempfile::tempdir().unwrap();
         let path = d.path().join("grid.h5");
-        write_grid(&path);
+        write_grid_as(&path, layout);
         let mut r = reader(&path);
         assert!(
             r.tile_bytes.is_some(),
