@@ -5,6 +5,11 @@
 //! the file once for the whole group. The master maps every tile to its dataset, as the VDS
 //! layout maps tile files, and records where the bytes are (`vds::TileBytes`), so readers
 //! fetch them directly.
+//!
+//! A subfile's first bytes (an HDF5 user block, which HDF5 leaves to the application) say which
+//! write made it, so a reader can tell a subfile of another generation put in place of the one
+//! the master names (a stale copy, a restore gone wrong) from the right one, with one short
+//! read per subfile.
 
 use super::vds::{write_u64_attribute, TileBytes};
 use crate::dtype::Dtype;
@@ -29,18 +34,26 @@ pub fn is_tile_dataset(name: &str) -> bool {
         .is_some_and(|(r, k)| digits(r) && digits(k))
 }
 
-/// Creates the subfile `path` with one contiguous dataset per tile of `tiles` (rank, index on
-/// that rank, tile; none empty), its storage allocated and not filled, each with the tile's
-/// place in its attributes as in a tile file. Returns each tile's `TileBytes`, in order.
+/// Size of the user block at the start of every subfile (HDF5's smallest).
+const USER_BLOCK: u64 = 512;
+
+/// What a subfile's user block starts with; the write's generation (little-endian) follows.
+const STAMP: &[u8; 16] = b"h5tile subfile\n\0";
+
+/// Creates the subfile `path` of write `generation` with one contiguous dataset per tile of
+/// `tiles` (rank, index on that rank, tile; none empty), its storage allocated and not filled,
+/// each with the tile's place in its attributes as in a tile file, and stamps it with the
+/// generation. Returns each tile's `TileBytes`, in order.
 pub fn create(
     path: &Path,
+    generation: u64,
     dtype: Dtype,
     global: &[u64],
     tiles: &[(usize, usize, Tile)],
 ) -> Result<Vec<TileBytes>> {
     let offsets = (|| {
         let _l = hdf5::lock();
-        let file = File::create(path)?;
+        let file = File::create_as(path, &Plist::file_with_user_block(USER_BLOCK)?)?;
         let t = dtype.hdf5_type()?;
         let dcpl = Plist::contiguous_allocated()?;
         let mut offsets = Vec::with_capacity(tiles.len());
@@ -63,6 +76,13 @@ pub fn create(
         file.close()?;
         Ok(offsets)
     })()?;
+    let mut stamp = STAMP.to_vec();
+    stamp.extend(generation.to_le_bytes());
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(path)
+        .and_then(|f| std::os::unix::fs::FileExt::write_all_at(&f, &stamp, 0))
+        .map_err(|e| Error::io("cannot stamp subfile", path, &e))?;
     // HDF5 sets the file's size to the end of its allocations when it closes it.
     let file_size = std::fs::metadata(path)
         .map_err(|e| Error::io("cannot stat", path, &e))?
@@ -123,6 +143,28 @@ fn write_host(
     };
     file.write_raw(data_offset, bytes, &config)
         .map_err(|e| Error::io("cannot write tile data to", path, &e))
+}
+
+/// Checks that `file`, named `name` by a master, is the subfile of the write the name says.
+/// Files without a stamp (tile files, files h5tile did not write) pass. Returns why not.
+pub fn check_stamp(file: &std::fs::File, name: &str) -> std::result::Result<(), String> {
+    let Some(named) = super::generation_of(name.rsplit('/').next().unwrap_or(name)) else {
+        return Ok(());
+    };
+    let mut head = [0u8; 24];
+    if std::os::unix::fs::FileExt::read_exact_at(file, &mut head, 0).is_err()
+        || &head[..16] != STAMP
+    {
+        return Ok(());
+    }
+    let stamped = u64::from_le_bytes(head[16..].try_into().expect("8 bytes"));
+    match stamped == named {
+        true => Ok(()),
+        false => Err(format!(
+            "is a subfile of another write (generation {stamped:016x}; the master names \
+             generation {named:016x})"
+        )),
+    }
 }
 
 #[cfg(test)]

@@ -183,7 +183,7 @@ fn write_subfiles(
             return Ok(Vec::new());
         }
         written.push(path.clone());
-        let bytes = subfiles::create(&path, args.dtype, args.global, &tiles)?;
+        let bytes = subfiles::create(&path, generation, args.dtype, args.global, &tiles)?;
         Ok(tiles
             .iter()
             .zip(bytes)
@@ -832,6 +832,43 @@ pub(crate) mod tests {
         write_slabs_as(&path, 8.0, 3, Layout::Single).unwrap();
         assert!(!layout::tile_dir(&path).exists());
         assert_eq!(read_all(&path).unwrap(), expected(8.0));
+    }
+
+    #[test]
+    fn a_subfile_of_another_write_in_place_of_the_named_one_is_refused() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("f.h5");
+        write_slabs_as(&path, 0.0, 2, Layout::Subfiles).unwrap();
+        let dir = layout::tile_dir(&path);
+        let old = dir.join(&tile_files(&path)[0]);
+        let kept = d.path().join("old-subfile.h5");
+        std::fs::copy(&old, &kept).unwrap();
+        write_slabs_as(&path, 1.0, 2, Layout::Subfiles).unwrap();
+        let current = dir.join(&tile_files(&path)[0]);
+        // Same tiles, same sizes: only the stamp tells the old subfile from the new one.
+        assert_eq!(
+            std::fs::metadata(&kept).unwrap().len(),
+            std::fs::metadata(&current).unwrap().len()
+        );
+        std::fs::rename(&kept, &current).unwrap();
+        let e = read_all(&path).unwrap_err();
+        assert_eq!(e.status, H5TILE_ERR_MISSING_TILE, "{}", e.message);
+        assert!(e.message.contains("another write"), "{}", e.message);
+        let name = current.file_name().unwrap().to_string_lossy().to_string();
+        assert!(e.message.contains(&name), "{}", e.message);
+        // Through HDF5 too (a read converting the type).
+        let mut out = vec![0f32; 24];
+        let e = read(
+            &solo(),
+            &path,
+            "/grid/values",
+            Dtype::Float32,
+            &Tile::new(vec![0, 0], vec![6, 4]),
+            host_bytes_mut(&mut out),
+            ReadOptions::default(),
+        )
+        .unwrap_err();
+        assert_eq!(e.status, H5TILE_ERR_MISSING_TILE, "{}", e.message);
     }
 
     #[test]

@@ -7,6 +7,7 @@ use super::mappings::{locate_source, missing_tile, read_tile_bytes, resolve_sour
 use crate::dtype::Dtype;
 use crate::geometry::tile::Tile;
 use crate::layout::runs::box_rows;
+use crate::layout::subfiles::check_stamp;
 use crate::layout::vds::{TileBytes, NO_OFFSET, TILE_DATASET};
 use crate::platform::device::{DeviceFile, DevicePtr, Route};
 use crate::platform::hdf5::{self, Dataset, File, Plist, Space, Type};
@@ -258,6 +259,7 @@ impl DirectReader {
                     None => std::fs::File::open(&path),
                 }
                 .map_err(|e| missing(format!("cannot be read ({e})")))?;
+                check_stamp(&file, &m.file).map_err(missing)?;
                 let len = file.metadata().map_or(u64::MAX, |md| md.len());
                 (
                     plan.add_file(file, path.clone(), len, m.region.to_string()),
@@ -312,6 +314,9 @@ impl DirectReader {
         let path = locate_source(&self.master, &m.file, &m.region, &self.dataset)?;
         let missing =
             |why: String| missing_tile(&path, &m.region, &self.dataset, &self.master, &why);
+        if let Ok(plain) = std::fs::File::open(&path) {
+            check_stamp(&plain, &m.file).map_err(missing)?;
+        }
         let file = File::open_read(&path)
             .map_err(|e| missing(format!("cannot be read ({})", e.message)))?;
         let dset = Dataset::open(&file, &m.dataset)
@@ -411,6 +416,27 @@ impl DirectReader {
                 .ok()
                 .and_then(|p| std::fs::metadata(p).ok())
                 .map(|md| md.len());
+            if let Ok(p) = &path {
+                let stale = std::fs::File::open(p)
+                    .ok()
+                    .and_then(|f| check_stamp(&f, &m.file).err());
+                match stale {
+                    Some(_) if fill_missing => {
+                        missing = true;
+                        continue;
+                    }
+                    Some(why) => {
+                        return Err(missing_tile(
+                            p,
+                            &m.region,
+                            &self.dataset,
+                            &self.master,
+                            &why,
+                        ))
+                    }
+                    None => {}
+                }
+            }
             match (path, size) {
                 (Ok(p), Some(size)) if size == tile_bytes[i].file_size => plan.push((i, common, p)),
                 (Ok(_), Some(_)) => return Ok(false),

@@ -85,17 +85,22 @@ fn path_str(path: &Path) -> std::ffi::CString {
 impl File {
     /// Creates (truncating) the file at `path`.
     pub fn create(path: &Path) -> Result<File> {
-        File::create_raw(path, H5P_DEFAULT)
+        File::create_raw(path, H5P_DEFAULT, H5P_DEFAULT)
     }
 
     /// Creates (truncating) the file at `path` with file-access properties `fapl` (a driver).
     pub fn create_with(path: &Path, fapl: &Plist) -> Result<File> {
-        File::create_raw(path, fapl.id())
+        File::create_raw(path, H5P_DEFAULT, fapl.id())
     }
 
-    fn create_raw(path: &Path, fapl: hid_t) -> Result<File> {
+    /// Creates (truncating) the file at `path` with file-creation properties `fcpl`.
+    pub fn create_as(path: &Path, fcpl: &Plist) -> Result<File> {
+        File::create_raw(path, fcpl.id(), H5P_DEFAULT)
+    }
+
+    fn create_raw(path: &Path, fcpl: hid_t, fapl: hid_t) -> Result<File> {
         let _l = super::lock();
-        let id = unsafe { H5Fcreate(path_str(path).as_ptr(), H5F_ACC_TRUNC, H5P_DEFAULT, fapl) };
+        let id = unsafe { H5Fcreate(path_str(path).as_ptr(), H5F_ACC_TRUNC, fcpl, fapl) };
         File::from_id(id, || {
             format!("cannot create HDF5 file '{}'", path.display())
         })

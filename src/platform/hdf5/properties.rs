@@ -28,6 +28,17 @@ impl Plist {
         Plist::create(*H5P_CLS_DATASET_CREATE)
     }
 
+    /// File-creation properties reserving a user block of `bytes` (a power of two ≥ 512) at
+    /// the start of the file, which HDF5 leaves to the application.
+    pub fn file_with_user_block(bytes: u64) -> Result<Plist> {
+        let _l = super::lock();
+        let fcpl = Plist::create(*H5P_CLS_FILE_CREATE)?;
+        check(unsafe { H5Pset_userblock(fcpl.id(), bytes) }, || {
+            format!("cannot reserve a user block of {bytes} bytes")
+        })?;
+        Ok(fcpl)
+    }
+
     /// Dataset-creation properties of one contiguous block allocated at creation and never
     /// filled (its bytes are all written afterwards), so its place in the file is known at once.
     pub fn contiguous_allocated() -> Result<Plist> {
