@@ -141,9 +141,13 @@ impl h5tile_write_options {
             allow_partial: o.flags & H5TILE_ALLOW_PARTIAL != 0,
             keep_others: o.flags & H5TILE_KEEP_OTHERS != 0,
             no_sync: o.flags & H5TILE_NO_SYNC != 0,
-            ranks_per_file: ranks_per_file(o.ranks_per_file, || {
-                std::env::var("H5TILE_RANKS_PER_FILE").ok()
-            })?,
+            // Read only where it means something: a bad value never fails another layout.
+            ranks_per_file: match layout {
+                Layout::Subfiles => ranks_per_file(o.ranks_per_file, || {
+                    std::env::var("H5TILE_RANKS_PER_FILE").ok()
+                })?,
+                _ => None,
+            },
             gds: mode_from_options(o.gds)?,
         })
     }

@@ -34,8 +34,11 @@ pub fn is_tile_dataset(name: &str) -> bool {
         .is_some_and(|(r, k)| digits(r) && digits(k))
 }
 
-/// Size of the user block at the start of every subfile (HDF5's smallest).
-const USER_BLOCK: u64 = 512;
+/// Every tile's bytes start at a multiple of this, counted from the start of the file, so no
+/// two ranks' tiles share a block: a rank writing through O_DIRECT or cuFile, which rewrites
+/// whole blocks, never touches a neighbour's bytes. The user block has this size too, since
+/// HDF5 aligns addresses after it.
+const ALIGNMENT: u64 = 4096;
 
 /// What a subfile's user block starts with; the write's generation (little-endian) follows.
 const STAMP: &[u8; 16] = b"h5tile subfile\n\0";
@@ -53,7 +56,8 @@ pub fn create(
 ) -> Result<Vec<TileBytes>> {
     let offsets = (|| {
         let _l = hdf5::lock();
-        let file = File::create_as(path, &Plist::file_with_user_block(USER_BLOCK)?)?;
+        let fcpl = Plist::file_with_user_block(ALIGNMENT)?;
+        let file = File::create_as(path, &fcpl, &Plist::file_access_aligned(ALIGNMENT)?)?;
         let t = dtype.hdf5_type()?;
         let dcpl = Plist::contiguous_allocated()?;
         let mut offsets = Vec::with_capacity(tiles.len());
@@ -145,17 +149,19 @@ fn write_host(
         .map_err(|e| Error::io("cannot write tile data to", path, &e))
 }
 
-/// Checks that `file`, named `name` by a master, is the subfile of the write the name says.
-/// Files without a stamp (tile files, files h5tile did not write) pass. Returns why not.
+/// Checks that `file`, named `name` by a master, is the subfile of the write the name says
+/// (files of other names pass: tile files, files h5tile did not write). Returns why not.
 pub fn check_stamp(file: &std::fs::File, name: &str) -> std::result::Result<(), String> {
-    let Some(named) = super::generation_of(name.rsplit('/').next().unwrap_or(name)) else {
+    let base = name.rsplit('/').next().unwrap_or(name);
+    let Some(named) = super::generation_of(base).filter(|_| is_subfile_name(base)) else {
         return Ok(());
     };
     let mut head = [0u8; 24];
-    if std::os::unix::fs::FileExt::read_exact_at(file, &mut head, 0).is_err()
-        || &head[..16] != STAMP
-    {
-        return Ok(());
+    let read = std::os::unix::fs::FileExt::read_exact_at(file, &mut head, 0);
+    if read.is_err() || &head[..16] != STAMP {
+        return Err(
+            "is not a subfile h5tile wrote (its first bytes carry no write's stamp)".into(),
+        );
     }
     let stamped = u64::from_le_bytes(head[16..].try_into().expect("8 bytes"));
     match stamped == named {
@@ -167,9 +173,58 @@ pub fn check_stamp(file: &std::fs::File, name: &str) -> std::result::Result<(), 
     }
 }
 
+/// Whether `file_name` has the form `subfile_name` gives (`<key>.<generation>.s<rank>.h5`).
+fn is_subfile_name(file_name: &str) -> bool {
+    let stem = file_name.strip_suffix(".h5").unwrap_or(file_name);
+    stem.rsplit('.').next().is_some_and(|last| {
+        last.strip_prefix('s')
+            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_tile_starts_on_its_own_block() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("s.h5");
+        let tiles: Vec<(usize, usize, Tile)> = (0..5)
+            .map(|r| (r, 0, Tile::new(vec![0, 3 * r as u64], vec![7, 3])))
+            .collect();
+        let bytes = create(&path, 9, Dtype::Int16, &[7, 15], &tiles).unwrap();
+        let mut offsets: Vec<u64> = bytes.iter().map(|b| b.data_offset).collect();
+        assert!(offsets.iter().all(|o| o % ALIGNMENT == 0), "{offsets:?}");
+        offsets.sort();
+        offsets.dedup();
+        assert_eq!(offsets.len(), 5);
+        let size = std::fs::metadata(&path).unwrap().len();
+        assert!(bytes.iter().all(|b| b.file_size == size));
+        // Metadata is aligned too: a few blocks per tile, nothing like a tile's own size.
+        assert!(size < 96 << 10, "{size} bytes for five 42-byte tiles");
+        let f = std::fs::File::open(&path).unwrap();
+        let name = super::super::subfile_name("/d", 9, 0);
+        assert!(check_stamp(&f, &name).is_ok());
+        let other = super::super::subfile_name("/d", 8, 0);
+        assert!(check_stamp(&f, &other)
+            .unwrap_err()
+            .contains("another write"));
+    }
+
+    #[test]
+    fn only_subfile_names_need_a_stamp() {
+        let d = tempfile::tempdir().unwrap();
+        let plain = d.path().join("x.h5");
+        std::fs::write(&plain, vec![0u8; 64]).unwrap();
+        let f = std::fs::File::open(&plain).unwrap();
+        let sub = super::super::subfile_name("/d", 7, 0);
+        let e = check_stamp(&f, &format!("d.h5.tiles/{sub}")).unwrap_err();
+        assert!(e.contains("no write's stamp"), "{e}");
+        let tile = super::super::tile_file_name("/d", 7, 0, 0);
+        assert!(check_stamp(&f, &format!("d.h5.tiles/{tile}")).is_ok());
+        assert!(check_stamp(&f, "legate_vds/0.h5").is_ok());
+    }
 
     #[test]
     fn tile_dataset_names_are_recognised() {

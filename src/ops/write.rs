@@ -55,6 +55,31 @@ pub struct WriteOptions {
     pub gds: crate::platform::device::Gds,
 }
 
+impl WriteOptions {
+    /// The options ranks must agree on, as a user would name them.
+    fn describe(&self) -> String {
+        let o = self;
+        let flags: Vec<&str> = [
+            (o.no_overwrite, "H5TILE_NO_OVERWRITE"),
+            (o.allow_partial, "H5TILE_ALLOW_PARTIAL"),
+            (o.keep_others, "H5TILE_KEEP_OTHERS"),
+            (o.no_sync, "H5TILE_NO_SYNC"),
+        ]
+        .iter()
+        .filter_map(|&(set, name)| set.then_some(name))
+        .collect();
+        let per_file = match o.ranks_per_file {
+            Some(k) => format!(", {k} ranks per file"),
+            None => String::new(),
+        };
+        let flags = match flags.is_empty() {
+            true => "no flags".to_string(),
+            false => flags.join("|"),
+        };
+        format!("{:?} layout, {flags}{per_file}", o.layout)
+    }
+}
+
 impl Default for WriteOptions {
     fn default() -> Self {
         WriteOptions {
@@ -416,12 +441,13 @@ fn agree_same_arguments(comm: &Comm, args: &WriteArgs) -> Result<()> {
             H5TILE_ERR_INVALID_ARGUMENT,
             format!(
                 "ranks disagree on path, dataset, dtype, shape or options; rank {} has path '{}', \
-                 dataset '{}', dtype {}, shape {:?}",
+                 dataset '{}', dtype {}, shape {:?}, options {}",
                 comm.rank(),
                 args.path.display(),
                 args.dataset,
                 args.dtype.name(),
-                args.global
+                args.global,
+                args.options.describe()
             ),
         );
     }

@@ -93,9 +93,10 @@ impl File {
         File::create_raw(path, H5P_DEFAULT, fapl.id())
     }
 
-    /// Creates (truncating) the file at `path` with file-creation properties `fcpl`.
-    pub fn create_as(path: &Path, fcpl: &Plist) -> Result<File> {
-        File::create_raw(path, fcpl.id(), H5P_DEFAULT)
+    /// Creates (truncating) the file at `path` with file-creation properties `fcpl` and
+    /// file-access properties `fapl`.
+    pub fn create_as(path: &Path, fcpl: &Plist, fapl: &Plist) -> Result<File> {
+        File::create_raw(path, fcpl.id(), fapl.id())
     }
 
     fn create_raw(path: &Path, fcpl: hid_t, fapl: hid_t) -> Result<File> {

@@ -39,6 +39,17 @@ impl Plist {
         Ok(fcpl)
     }
 
+    /// File-access properties (HDF5's default driver) placing every allocation at a multiple
+    /// of `alignment` bytes from the end of the user block.
+    pub fn file_access_aligned(alignment: u64) -> Result<Plist> {
+        let _l = super::lock();
+        let fapl = Plist::create(*H5P_CLS_FILE_ACCESS)?;
+        check(unsafe { H5Pset_alignment(fapl.id(), 1, alignment) }, || {
+            format!("cannot align allocations to {alignment} bytes")
+        })?;
+        Ok(fapl)
+    }
+
     /// Dataset-creation properties of one contiguous block allocated at creation and never
     /// filled (its bytes are all written afterwards), so its place in the file is known at once.
     pub fn contiguous_allocated() -> Result<Plist> {
