@@ -1,11 +1,18 @@
 /* One measurement of h5tile, for bench/suite.py, which runs each in its own process (so peak
- * memory is the mode's own) and interleaves rounds. Prints one JSON line.
+ * memory is the mode's own) and interleaves rounds. Prints one JSON line (scale: one a layout).
  *
  *   bench_h5tile write       FILE ROWS COLS          each rank writes its row slab (1-D split)
  *   bench_h5tile read        FILE ROWS COLS          each rank reads its row slab, sums it
- *   bench_h5tile write_grid  FILE ROWS COLS NTILES   one process writes NTILES tiles (a grid)
+ *   bench_h5tile write_grid  FILE ROWS COLS NTILES   NTILES tiles (a square grid) written by the
+ *                                                   ranks, each a consecutive share of the tiles
+ *                                                   in row-major order (one process: all of
+ *                                                   them, with MPI_COMM_NULL)
  *   bench_h5tile write_single FILE ROWS COLS         one process writes one contiguous file
  *   bench_h5tile read_whole  FILE ROWS COLS          one process opens and reads it all, sums it
+ *   bench_h5tile open        FILE ROWS COLS          one process opens the dataset (h5tile_inspect)
+ *                                                   and checks its shape, after a first
+ *                                                   h5tile_inspect of a file that is not HDF5
+ *                                                   (this program) has started HDF5
  *   bench_h5tile batched     FILE ROWS COLS CHUNK    one process sums it in CHUNK x CHUNK chunks
  *   bench_h5tile batched_view FILE ROWS COLS CHUNK   the same through h5tile_batches_next_view
  *   bench_h5tile compute     FILE ROWS COLS SWEEPS   each rank computes alone: SWEEPS sweeps over
@@ -14,11 +21,29 @@
  *   bench_h5tile overlap_async FILE ROWS COLS SWEEPS h5tile_write_async, the computation while
  *                                                   it writes, then h5tile_wait (under
  *                                                   MPI_THREAD_MULTIPLE)
+ *   bench_h5tile scale       DIR ROWS COLS SPEC...   "write" once per SPEC, each to
+ *                                                   DIR/SPEC/field.h5 (one launch of many ranks
+ *                                                   for every layout); SPEC is LAYOUT[-kK][-nosync]
+ *                                                   (-kK: ranks_per_file = K), e.g. vds, single,
+ *                                                   subfiles, subfiles-k8, subfiles-k8-nosync
+ *
+ * Layout and flags of "write", "write_grid", "overlap" and "overlap_async" (environment):
+ *   BENCH_LAYOUT=vds|single|subfiles   h5tile_write_options.layout (default vds; write_grid
+ *                                      with NTILES = 1 and write_single: single)
+ *   BENCH_NO_SYNC=1                    H5TILE_NO_SYNC in h5tile_write_options.flags
+ *   BENCH_RANKS_PER_FILE=K             h5tile_write_options.ranks_per_file = K (subfiles);
+ *                                      H5TILE_RANKS_PER_FILE, the library's own, works too
+ * Writes print "expected_files": the files a dataset should have on disk as the layout is
+ * specified, counted here from MPI alone: vds, one a non-empty tile + the master; single, 1;
+ * subfiles, one a group + the master, a group being K consecutive ranks of a node (the node's
+ * ranks from MPI_Comm_split_type(MPI_COMM_TYPE_SHARED); K from ranks_per_file, else
+ * H5TILE_RANKS_PER_FILE, else all of the node's ranks), with "groups" their number.
  *
  * The write modes write float64 (g % 1000) * 0.5 (g the global linear index; the grid repeats
  * one tile's values) from buffers no larger than one tile. Times are wall time on rank 0
  * between barriers (for reads, "seconds" is the read alone, "seconds_with_sum" includes
- * summing the data); peak_rss is the largest over the ranks. */
+ * summing the data); peak_rss is the largest over the ranks. Before each write of "scale",
+ * rank 0 calls sync() (outside the time), so no write pays for another's writeback. */
 #include <h5tile.h>
 #include <math.h>
 #include <stdio.h>
@@ -26,8 +51,14 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 static int rank = 0, size = 1;
+
+static void die(const char *what) {
+    fprintf(stderr, "bench_h5tile: %s\n", what);
+    MPI_Abort(MPI_COMM_WORLD, 2);
+}
 
 static void check(h5tile_status s, const char *what) {
     if (s != H5TILE_OK) {
@@ -68,6 +99,81 @@ static void split(uint64_t rows, int parts, int k, uint64_t *start, uint64_t *le
     *len = base + ((uint64_t)k < extra ? 1 : 0);
 }
 
+/* How a write stores the dataset: a layout name, ranks_per_file (0: unset), H5TILE_NO_SYNC. */
+typedef struct {
+    char layout[16];
+    uint64_t per_file;
+    int no_sync;
+} spec;
+
+/* BENCH_LAYOUT, BENCH_RANKS_PER_FILE and BENCH_NO_SYNC, the layout `dflt` where unset. */
+static spec spec_from_env(const char *dflt) {
+    spec sp = {"", 0, 0};
+    const char *l = getenv("BENCH_LAYOUT"), *k = getenv("BENCH_RANKS_PER_FILE"),
+               *ns = getenv("BENCH_NO_SYNC");
+    snprintf(sp.layout, sizeof sp.layout, "%s", l && *l ? l : dflt);
+    sp.per_file = k ? strtoull(k, NULL, 10) : 0;
+    sp.no_sync = ns && atoi(ns) != 0;
+    return sp;
+}
+
+/* LAYOUT[-kK][-nosync], as "scale" takes it. */
+static spec spec_parse(const char *text) {
+    spec sp = {"", 0, 0};
+    char copy[64];
+    snprintf(copy, sizeof copy, "%s", text);
+    char *save = NULL;
+    for (char *part = strtok_r(copy, "-", &save); part; part = strtok_r(NULL, "-", &save)) {
+        if (!sp.layout[0])
+            snprintf(sp.layout, sizeof sp.layout, "%s", part);
+        else if (part[0] == 'k' && part[1])
+            sp.per_file = strtoull(part + 1, NULL, 10);
+        else if (strcmp(part, "nosync") == 0)
+            sp.no_sync = 1;
+        else
+            die("a layout spec is LAYOUT[-kK][-nosync]");
+    }
+    return sp;
+}
+
+static h5tile_write_options options_of(spec sp) {
+    h5tile_write_options o = h5tile_write_options_default();
+    if (strcmp(sp.layout, "vds") == 0) {
+        o.layout = H5TILE_LAYOUT_VDS;
+    } else if (strcmp(sp.layout, "single") == 0) {
+        o.layout = H5TILE_LAYOUT_SINGLE;
+    } else if (strcmp(sp.layout, "subfiles") == 0) {
+        o.layout = H5TILE_LAYOUT_SUBFILES;
+    } else {
+        die("the layout is one of vds, single, subfiles");
+    }
+    o.ranks_per_file = sp.per_file;
+    if (sp.no_sync) o.flags |= H5TILE_NO_SYNC;
+    return o;
+}
+
+/* How many files a dataset written with `sp` should have on disk, by the layout's definition,
+ * counted from MPI alone (collective over MPI_COMM_WORLD; `tiles`: this rank's non-empty
+ * tiles); *groups gets the subfiles' groups (vds: the tiles, single: 1). */
+static uint64_t expected_files(spec sp, uint64_t tiles, uint64_t *groups) {
+    uint64_t total = 0, leaders = 0, leader;
+    MPI_Allreduce(&tiles, &total, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+    if (strcmp(sp.layout, "single") == 0) return *groups = 1;
+    if (strcmp(sp.layout, "vds") == 0) return (*groups = total) + 1;
+    MPI_Comm node;
+    int node_rank, node_size;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &node);
+    MPI_Comm_rank(node, &node_rank);
+    MPI_Comm_size(node, &node_size);
+    MPI_Comm_free(&node);
+    const char *env = getenv("H5TILE_RANKS_PER_FILE");
+    uint64_t k = sp.per_file ? sp.per_file : env && *env ? strtoull(env, NULL, 10) : 0;
+    if (k == 0 || k > (uint64_t)node_size) k = (uint64_t)node_size;
+    leader = (uint64_t)node_rank % k == 0;
+    MPI_Allreduce(&leader, &leaders, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+    return (*groups = leaders) + 1;
+}
+
 /* The stand-in for a solver's step between checkpoints: `sweeps` passes over 64 MiB. */
 static double compute(uint64_t sweeps) {
     const size_t n = (64u << 20) / sizeof(double);
@@ -103,27 +209,68 @@ int main(int argc, char **argv) {
     const uint64_t off[2] = {r0, 0}, shp[2] = {nr, cols};
     size_t tile_bytes = (size_t)(nr * cols * sizeof(double));
     double total = 0, *buf = NULL, read_seconds = -1;
+    char files_json[128] = ""; /* write modes: the files the layout should leave */
+    uint64_t groups = 0;
+
+    if (strcmp(mode, "scale") == 0) {
+        /* One launch, every layout: the same tile written once per SPEC, to DIR/SPEC/field.h5. */
+        buf = filled(r0 * cols, nr * cols);
+        for (int a = 5; a < argc; a++) {
+            spec sp = spec_parse(argv[a]);
+            h5tile_write_options o = options_of(sp);
+            char file[4096];
+            snprintf(file, sizeof file, "%s/%s/field.h5", path, argv[a]);
+            uint64_t expect = expected_files(sp, nr * cols > 0, &groups);
+            if (rank == 0) sync();
+            MPI_Barrier(MPI_COMM_WORLD);
+            double start = MPI_Wtime();
+            check(h5tile_write(MPI_COMM_WORLD, file, "/data", H5TILE_FLOAT64, 2, global, off, shp,
+                               buf, &o), "write");
+            MPI_Barrier(MPI_COMM_WORLD);
+            double seconds = MPI_Wtime() - start;
+            struct rusage u;
+            getrusage(RUSAGE_SELF, &u);
+            long rss = u.ru_maxrss, peak = 0;
+            MPI_Reduce(&rss, &peak, 1, MPI_LONG, MPI_MAX, 0, MPI_COMM_WORLD);
+            if (rank == 0)
+                printf("{\"mode\": \"scale\", \"layout\": \"%s\", \"ranks\": %d, \"seconds\": %.6f, "
+                       "\"bytes\": %llu, \"tile_bytes\": %zu, \"groups\": %llu, \"expected_files\": %llu, "
+                       "\"peak_rss_bytes\": %ld}\n",
+                       argv[a], size, seconds, (unsigned long long)(rows * cols * sizeof(double)),
+                       tile_bytes, (unsigned long long)groups, (unsigned long long)expect, peak * 1024);
+            fflush(stdout);
+        }
+        free(buf);
+        MPI_Finalize();
+        return 0;
+    }
 
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = MPI_Wtime();
     if (strcmp(mode, "write") == 0) {
+        spec sp = spec_from_env("vds");
+        h5tile_write_options o = options_of(sp);
+        uint64_t expect = expected_files(sp, nr * cols > 0, &groups);
+        snprintf(files_json, sizeof files_json, ", \"groups\": %llu, \"expected_files\": %llu",
+                 (unsigned long long)groups, (unsigned long long)expect);
         buf = filled(r0 * cols, nr * cols);
         t0 = (MPI_Barrier(MPI_COMM_WORLD), MPI_Wtime()); /* filling is not writing */
         check(h5tile_write(MPI_COMM_WORLD, path, "/data", H5TILE_FLOAT64, 2, global, off, shp, buf,
-                           NULL), "write");
+                           &o), "write");
     } else if (strcmp(mode, "compute") == 0) {
         total = compute(n);
     } else if (strcmp(mode, "overlap") == 0 || strcmp(mode, "overlap_async") == 0) {
+        h5tile_write_options o = options_of(spec_from_env("vds"));
         buf = filled(r0 * cols, nr * cols);
         t0 = (MPI_Barrier(MPI_COMM_WORLD), MPI_Wtime());
         if (strcmp(mode, "overlap") == 0) {
             check(h5tile_write(MPI_COMM_WORLD, path, "/data", H5TILE_FLOAT64, 2, global, off, shp,
-                               buf, NULL), "write");
+                               buf, &o), "write");
             total = compute(n);
         } else {
             h5tile_request *req;
             check(h5tile_write_async(MPI_COMM_WORLD, path, "/data", H5TILE_FLOAT64, 2, global, off,
-                                     shp, buf, NULL, &req), "write_async");
+                                     shp, buf, &o, &req), "write_async");
             total = compute(n);
             check(h5tile_wait(req), "wait");
         }
@@ -147,14 +294,21 @@ int main(int argc, char **argv) {
                 split(cols, (int)g, (int)j, &offs[2 * k + 1], &shps[2 * k + 1]);
                 if (shps[2 * k] * shps[2 * k + 1] > biggest) biggest = shps[2 * k] * shps[2 * k + 1];
             }
+        /* this rank's share: tiles [first, last) in row-major order */
+        uint64_t first = (uint64_t)rank * count / (uint64_t)size;
+        uint64_t last = (uint64_t)(rank + 1) * count / (uint64_t)size;
         buf = filled(0, biggest);
         for (uint64_t k = 0; k < count; k++) bufs[k] = buf;
         tile_bytes = (size_t)(biggest * sizeof(double));
-        h5tile_write_options o = h5tile_write_options_default();
-        if (g == 1) o.layout = H5TILE_LAYOUT_SINGLE;
-        t0 = MPI_Wtime();
-        check(h5tile_write_tiles(MPI_COMM_NULL, path, "/data", H5TILE_FLOAT64, 2, global, count,
-                                 offs, shps, bufs, &o), "write_tiles");
+        spec sp = spec_from_env(g == 1 ? "single" : "vds");
+        h5tile_write_options o = options_of(sp);
+        uint64_t expect = expected_files(sp, last - first, &groups);
+        snprintf(files_json, sizeof files_json, ", \"groups\": %llu, \"expected_files\": %llu",
+                 (unsigned long long)groups, (unsigned long long)expect);
+        t0 = (MPI_Barrier(MPI_COMM_WORLD), MPI_Wtime());
+        check(h5tile_write_tiles(size > 1 ? MPI_COMM_WORLD : MPI_COMM_NULL, path, "/data",
+                                 H5TILE_FLOAT64, 2, global, last - first, offs + 2 * first,
+                                 shps + 2 * first, bufs + first, &o), "write_tiles");
         free(offs), free(shps), free(bufs);
     } else if (strcmp(mode, "read_whole") == 0) {
         /* The whole read and the batched read below compare as a C user's loop would run them:
@@ -165,6 +319,18 @@ int main(int argc, char **argv) {
               "read");
         read_seconds = MPI_Wtime() - t0;
         total = sum(buf, rows * cols);
+    } else if (strcmp(mode, "open") == 0) {
+        /* HDF5 starts on its first use in a process: an h5tile_inspect of a file that is not
+         * HDF5 (this program) pays for that, the one timed opens the dataset alone. */
+        h5tile_dtype dt;
+        size_t nd = 0;
+        uint64_t got[32];
+        (void)h5tile_inspect("/proc/self/exe", "/data", &dt, &nd, got);
+        t0 = MPI_Wtime();
+        check(h5tile_inspect(path, "/data", &dt, &nd, got), "inspect");
+        read_seconds = MPI_Wtime() - t0;
+        if (nd != 2 || got[0] != rows || got[1] != cols || dt != H5TILE_FLOAT64) die("open: wrong shape");
+        tile_bytes = 0;
     } else if ((strcmp(mode, "batched") == 0 || strcmp(mode, "batched_view") == 0) && n > 0) {
         const int view = strcmp(mode, "batched_view") == 0;
         const uint64_t chunk[2] = {n, n};
@@ -204,9 +370,10 @@ int main(int argc, char **argv) {
     if (rank == 0)
         printf("{\"mode\": \"%s\", \"ranks\": %d, \"n\": %llu, \"seconds\": %.6f, "
                "\"seconds_with_sum\": %.6f, \"bytes\": %llu, \"peak_rss_bytes\": %ld, "
-               "\"tile_bytes\": %llu, \"sum\": %.17g}\n",
+               "\"tile_bytes\": %llu, \"sum\": %.17g%s}\n",
                mode, size, (unsigned long long)n, seconds, with_sum,
-               (unsigned long long)(rows * cols * sizeof(double)), peak * 1024, max_tile, all);
+               (unsigned long long)(rows * cols * sizeof(double)), peak * 1024, max_tile, all,
+               files_json);
     free(buf);
     MPI_Finalize();
     return 0;

@@ -6,23 +6,45 @@ the baselines, saved as target/bench/suite.json and drawn as target/bench/suite.
 
   baselines   raw sequential write (dd, fsync) and read (dd) of the same bytes; h5py writing
               (then fsync: h5tile_write returns with the data on disk) and reading the same
-              array in one process
+              array in one process; h5py writing without the fsync (what H5TILE_NO_SYNC
+              compares with)
   h5tile      tiled write and read with each of BENCH_RANKS ranks; batched read in
               BENCH_CHUNK x BENCH_CHUNK chunks against a whole read (both summing the data);
               per-rank peak memory against the tile size; with the first rank count, a write
               followed by a computation of about the same length against h5tile_write_async
               running while the computation does (how much of the shorter one is hidden)
+  subfiles    the same write and read with each of BENCH_RANKS ranks in the subfiled layout
+              (H5TILE_LAYOUT_SUBFILES, default grouping: one node here, so one subfile), and
+              its write with H5TILE_NO_SYNC, beside the per-rank files (VDS) and h5py
   tile count  the same bytes written as BENCH_TILES tiles (a square grid), then opened and read
-              whole, against one contiguous file of the same bytes
+              whole, against one contiguous file of the same bytes; and BENCH_SUBFILE_TILES
+              tiles in BENCH_SUBFILE_RANKS subfiles: as many ranks, each writing its share of
+              the grid (h5tile_write_tiles) with H5TILE_RANKS_PER_FILE=1
+  scale       BENCH_SCALE_RANKS ranks (oversubscribed: far more ranks than cores), a small tile
+              each (BENCH_SCALE_TILE_KIB), one round, one launch a rank count writing every
+              layout: vds, single, subfiles (default grouping) and subfiles with
+              ranks_per_file = 8 (a stand-in for 8-core nodes: on one machine the default
+              puts every rank in one group). For each: the files on disk, the creations,
+              fsyncs and renames (counted by c-tests/fault_shim.c, preloaded into the ranks,
+              logging every such call under the folder), the write's time (shim preloaded),
+              and from one process the time to open the master (h5tile_inspect) and to read
+              the whole dataset
 
 Knobs (environment): BENCH_GIB (1), BENCH_ROUNDS (3), BENCH_RANKS (1,2,4), BENCH_TILES
-(16,256,4096), BENCH_CHUNK (4096), BENCH_DIR (target/bench/data). Reads find the data in the
-page cache (it was just written), for every contender alike.
+(16,256,4096), BENCH_CHUNK (4096), BENCH_SUBFILE_TILES (4096), BENCH_SUBFILE_RANKS (64),
+BENCH_SCALE (1; 0 skips the scale section), BENCH_SCALE_RANKS (16,64,256),
+BENCH_SCALE_TILE_KIB (1024), BENCH_DIR (target/bench/data). Reads find the data in the page
+cache (it was just written), for every contender alike. Every measurement but the scale
+section's starts right after memory has been touched and freed (Bench.prewarm: on this VM a
+write into memory left free for a few seconds runs about 5x slower, whatever writes). Without
+H5TILE_LAYOUT_SUBFILES in the library (probed with one tiny write) the subfiled parts are left
+out, saying so.
 
-usage: suite.py BENCH_BINARY MPIRUN OUT_DIR
+usage: suite.py BENCH_BINARY MPIRUN OUT_DIR [FAULT_SHIM]
 """
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -49,8 +71,19 @@ class Bench:
         self.cols = 16384
         self.rows = self.gib * GIB // 8 // self.cols
         self.bytes = self.rows * self.cols * 8
+        self.subfile_tiles = int(os.environ.get("BENCH_SUBFILE_TILES", "4096"))
+        self.subfile_ranks = int(os.environ.get("BENCH_SUBFILE_RANKS", "64"))
+        self.do_scale = os.environ.get("BENCH_SCALE", "1") not in ("0", "")
+        self.scale_ranks = env_list("BENCH_SCALE_RANKS", "16,64,256")
+        self.scale_tile_kib = int(os.environ.get("BENCH_SCALE_TILE_KIB", "1024"))
         self.runs = {}  # name -> list of measurement dicts
         self.sweeps = None  # the computation of the overlap measurement, sized in round one
+        self.shim = None  # the fault shim (libfault_shim.so), for the scale section's counts
+        self.has_subfiles = False  # set by probe()
+        self.files = {}  # name -> what a write left on disk and what the shim saw
+        self.scale_rows = []  # one dict per (ranks, layout) of the scale section
+        version = subprocess.run([mpirun, "--version"], capture_output=True, text=True).stdout
+        self.open_mpi = "Open MPI" in version or "open-mpi" in version
 
     def path(self, name):
         return os.path.join(self.dir, name)
@@ -67,26 +100,101 @@ class Bench:
         self.runs.setdefault(name, []).append(result)
         print(f"  {name:28} {result['seconds']:8.3f} s", file=sys.stderr, flush=True)
 
-    def h5tile(self, name, mode, file, extra=(), ranks=None):
-        cmd = [self.binary, mode, self.path(file), str(self.rows), str(self.cols), *map(str, extra)]
+    def launch(self, mode, path, rows, cols, extra=(), ranks=None, env=None):
+        """bench_h5tile's JSON lines; `env` reaches every rank (named to the launcher too)."""
+        cmd = [self.binary, mode, path, str(rows), str(cols), *map(str, extra)]
+        env = env or {}
         if ranks:
             # Unbound, as one would launch a rank alone on a node: bound to one core it could
             # not use the node's others (h5py's process is not bound either).
-            cmd = [self.mpirun, "--bind-to", "none", "-n", str(ranks), *cmd]
-        out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
-        self.record(name, json.loads(out.strip().splitlines()[-1]))
+            named = []
+            for k, v in env.items():
+                named += ["-x", f"{k}={v}"] if self.open_mpi else ["-genv", k, v]
+            cmd = [self.mpirun, "--bind-to", "none", "-n", str(ranks), *named, *cmd]
+        full = dict(os.environ)
+        if not ranks:
+            full.update(env)
+        out = subprocess.run(cmd, capture_output=True, text=True, env=full)
+        if out.returncode != 0:
+            sys.exit(f"bench: {' '.join(cmd)} failed ({out.returncode}):\n{out.stdout}{out.stderr}")
+        return [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
+
+    def prewarm(self):
+        """Touches, then frees, a few times the measured bytes of memory. On this VM the host
+        takes back memory the guest has left free for a few seconds, and the next touch of it
+        costs a host page fault: a 1 GiB write into such memory took 2.0-2.2 s, against
+        0.36-0.42 s right after this (both layouts alike). Run before every measurement of the
+        rounds and of the tile count, so all start from the same state. In a process of its own:
+        a child's peak memory (ru_maxrss) starts from its parent's peak."""
+        with open("/proc/meminfo") as f:
+            avail = next(int(line.split()[1]) * 1024 for line in f if line.startswith("MemAvailable"))
+        n = min(3 * self.bytes + GIB // 2, avail - 4 * GIB)
+        if n > 0:  # np.ones writes every page
+            subprocess.run([sys.executable, "-c", f"import numpy; numpy.ones({n}, dtype=numpy.uint8)"], check=True)
+
+    def h5tile(self, name, mode, file, extra=(), ranks=None, env=None):
+        self.prewarm()
+        result = self.launch(mode, self.path(file), self.rows, self.cols, extra, ranks, env)[-1]
+        self.record(name, result)
+        return result
+
+    def on_disk(self, path):
+        """The files a dataset at `path` has on disk: the master (or single file) and its
+        folder's."""
+        files = [path] if os.path.isfile(path) else []
+        for root, _, names in os.walk(path + ".tiles"):
+            files += [os.path.join(root, n) for n in names]
+        return files
+
+    def probe(self):
+        """Whether the library has the subfiled layout and H5TILE_NO_SYNC: one tiny write."""
+        d = self.path("probe")
+        cmd = [self.binary, "scale", d, "4", "4", "subfiles-nosync"]
+        out = subprocess.run(cmd, capture_output=True, text=True)
+        shutil.rmtree(d, ignore_errors=True)
+        self.has_subfiles = out.returncode == 0
+        if not self.has_subfiles:
+            print("bench: no H5TILE_LAYOUT_SUBFILES / H5TILE_NO_SYNC in this h5tile: the subfiled "
+                  f"layout's parts are left out ({(out.stderr or out.stdout).strip()[:200]})", file=sys.stderr)
 
     def timed(self, name, cmd, **extra):
+        self.prewarm()
         t0 = time.perf_counter()
         subprocess.run(cmd, check=True, capture_output=True)
         self.record(name, {"seconds": time.perf_counter() - t0, **extra})
 
-    def python(self, name, code, file):
-        out = subprocess.run([sys.executable, "-c", code, self.path(file), str(self.rows), str(self.cols)],
-                             check=True, capture_output=True, text=True).stdout
+    def python(self, name, code, file, *extra):
+        self.prewarm()
+        out = subprocess.run([sys.executable, "-c", code, self.path(file), str(self.rows), str(self.cols),
+                              *extra], check=True, capture_output=True, text=True).stdout
         self.record(name, json.loads(out.strip().splitlines()[-1]))
 
-    def round(self):
+    def vds_step(self, r):
+        self.remove(f"tiled{r}.h5")
+        os.sync()
+        self.h5tile(f"write h5tile {r} ranks", "write", f"tiled{r}.h5", ranks=r)
+        self.h5tile(f"read h5tile {r} ranks", "read", f"tiled{r}.h5", ranks=r)
+
+    def subfiles_step(self, r):
+        self.remove(f"subfiles{r}.h5")
+        os.sync()
+        got = self.h5tile(f"write subfiles {r} ranks", "write", f"subfiles{r}.h5", ranks=r,
+                          env={"BENCH_LAYOUT": "subfiles"})
+        self.files[f"subfiles {r} ranks"] = {"on_disk": len(self.on_disk(self.path(f"subfiles{r}.h5"))),
+                                             "expected": got["expected_files"], "groups": got["groups"]}
+        self.h5tile(f"read subfiles {r} ranks", "read", f"subfiles{r}.h5", ranks=r)
+        self.remove(f"subfiles{r}.h5")
+
+    def nosync_step(self, r):
+        """H5TILE_NO_SYNC in the subfiled layout, and (for context, no target) in the VDS one."""
+        for layout, name in (("subfiles", f"write subfiles NO_SYNC {r} ranks"),
+                             ("vds", f"write VDS NO_SYNC {r} ranks")):
+            self.remove(f"nosync{r}.h5")
+            os.sync()
+            self.h5tile(name, "write", f"nosync{r}.h5", ranks=r, env={"BENCH_LAYOUT": layout, "BENCH_NO_SYNC": "1"})
+            self.remove(f"nosync{r}.h5")
+
+    def round(self, index):
         mib16 = 16 * MIB
         # Each write starts with no dirty pages pending, so none pays for another's writeback.
         os.sync()
@@ -96,13 +204,18 @@ class Bench:
         self.timed("read POSIX", ["dd", f"if={self.path('posix.bin')}", "of=/dev/null", f"bs={mib16}", "status=none"])
         self.remove("h5py.h5")
         os.sync()
-        self.python("write h5py", H5PY_WRITE, "h5py.h5")
+        self.python("write h5py", H5PY_WRITE, "h5py.h5", "1")
         self.python("read h5py", H5PY_READ, "h5py.h5")
+        self.remove("h5py-nosync.h5")
+        os.sync()
+        self.python("write h5py without fsync", H5PY_WRITE, "h5py-nosync.h5", "0")
+        self.remove("h5py-nosync.h5")
         for r in self.ranks:
-            self.remove(f"tiled{r}.h5")
-            os.sync()
-            self.h5tile(f"write h5tile {r} ranks", "write", f"tiled{r}.h5", ranks=r)
-            self.h5tile(f"read h5tile {r} ranks", "read", f"tiled{r}.h5", ranks=r)
+            steps = [self.vds_step, self.subfiles_step, self.nosync_step] if self.has_subfiles else [self.vds_step]
+            # The layouts compared take turns going first, round by round: on this machine the
+            # disk's pace drifts, and a fixed order would hand the drift to one of them.
+            for step in steps[index % len(steps):] + steps[:index % len(steps)]:
+                step(r)
         self.overlap()
         self.h5tile("read whole (1 process)", "read_whole", f"tiled{self.ranks[0]}.h5")
         self.h5tile(f"batched {self.chunk}x{self.chunk}", "batched", f"tiled{self.ranks[0]}.h5", [self.chunk])
@@ -114,6 +227,7 @@ class Bench:
         write started with h5tile_write_async while the computation runs. The computation is
         sized, once, to take about as long as the write (where overlap hides the most)."""
         r = self.ranks[0]
+        os.sync()  # the NO_SYNC writes' data, off the disk before the computation is timed
         if not self.sweeps:
             self.h5tile("compute (calibration)", "compute", "unused", [20], ranks=r)
             per_sweep = self.median("compute (calibration)") / 20
@@ -125,6 +239,7 @@ class Bench:
             self.h5tile(name, mode, "overlap.h5", [self.sweeps], ranks=r)
 
     def tile_count(self):
+        os.sync()
         self.remove("contiguous.h5")
         self.h5tile("write contiguous", "write_single", "contiguous.h5")
         for n in self.tiles:
@@ -133,11 +248,78 @@ class Bench:
         # Reads are quick and this is where the machine's noise matters most: an unmeasured
         # warm-up read of each file, then at least 5 rounds.
         files = [("contiguous", "contiguous.h5")] + [(f"{n} tiles", f"grid{n}.h5") for n in self.tiles]
+        if self.has_subfiles:
+            # One process cannot make groups of ranks: BENCH_SUBFILE_RANKS ranks each write their
+            # share of the grid (h5tile_write_tiles), one subfile each.
+            n, k = self.subfile_tiles, self.subfile_ranks
+            label = self.subfile_label()
+            self.remove("subgrid.h5")
+            got = self.h5tile(f"write {label}", "write_grid", "subgrid.h5", [n], ranks=k,
+                              env={"BENCH_LAYOUT": "subfiles", "H5TILE_RANKS_PER_FILE": "1"})
+            self.files[label] = {"on_disk": len(self.on_disk(self.path("subgrid.h5"))),
+                                 "expected": got["expected_files"], "groups": got["groups"]}
+            files.append((label, "subgrid.h5"))
         for label, file in files:
             self.h5tile(f"warm-up {label}", "read_whole", file)
         for _ in range(max(self.rounds, 5)):
             for label, file in files:
                 self.h5tile(f"open+read {label}", "read_whole", file)
+
+    def subfile_label(self):
+        return f"{self.subfile_tiles} tiles in {self.subfile_ranks} subfiles"
+
+    def scale(self):
+        """Many ranks, small tiles, every layout: files, creations, fsyncs, renames (the fault
+        shim's log), the write's time, and one process's open and whole read. One round."""
+        cols = 1024
+        tile_rows = max(1, self.scale_tile_kib * 1024 // 8 // cols)
+        for n in self.scale_ranks:
+            specs = ["vds", "single"]
+            if self.has_subfiles:
+                specs += ["subfiles", "subfiles-k8"] + (["subfiles-k8-nosync"] if n == self.scale_ranks[0] else [])
+            d = self.path(f"scale-np{n}")
+            log = d + ".log"
+            shutil.rmtree(d, ignore_errors=True)
+            os.makedirs(d)
+            if os.path.exists(log):
+                os.remove(log)
+            rows = n * tile_rows
+            print(f"  scale: {n} ranks, {', '.join(specs)}", file=sys.stderr, flush=True)
+            t0 = time.perf_counter()
+            env = {"LD_PRELOAD": self.shim, "H5TILE_SHIM_UNDER": d, "H5TILE_SHIM_LOG": log}
+            results = {r["layout"]: r for r in self.launch("scale", d, rows, cols, specs, ranks=n, env=env)}
+            launch_s = time.perf_counter() - t0
+            seen = {spec: {"create": 0, "write": 0, "fsync": 0, "rename": 0, "fsync_tiles": 0} for spec in specs}
+            if not os.path.exists(log):
+                sys.exit(f"bench: the write on {n} ranks left no log in {log}: is {self.shim} preloaded?")
+            with open(log) as f:
+                for line in f:
+                    parts = line.split()
+                    kind, path = parts[1], parts[2]
+                    spec = os.path.relpath(path, d).split(os.sep)[0]
+                    if spec in seen and kind in seen[spec]:
+                        seen[spec][kind] += 1
+                        if kind == "fsync" and ".tiles" + os.sep in path:
+                            seen[spec]["fsync_tiles"] += 1
+            sums = set()
+            for spec in specs:
+                got = results[spec]
+                file = os.path.join(d, spec, "field.h5")
+                opened = self.launch("open", file, rows, cols)[-1]
+                read = self.launch("read_whole", file, rows, cols)[-1]
+                sums.add(read["sum"])
+                row = {"ranks": n, "layout": spec, "tile_bytes": got["tile_bytes"], "bytes": got["bytes"],
+                       "write_s": got["seconds"], "open_s": opened["seconds"], "read_s": read["seconds"],
+                       "files_on_disk": len(self.on_disk(file)), "expected_files": got["expected_files"],
+                       "groups": got["groups"], "peak_rss_bytes": got["peak_rss_bytes"], **seen[spec]}
+                self.scale_rows.append(row)
+                print(f"    {spec:20} write {row['write_s']:7.3f} s, open {row['open_s'] * 1e3:7.2f} ms, "
+                      f"read {row['read_s']:6.3f} s, {row['files_on_disk']} files, {row['fsync']} fsyncs",
+                      file=sys.stderr, flush=True)
+            assert len(sums) == 1, f"the layouts on {n} ranks read back different data: {sums}"
+            print(f"    ({launch_s:.0f} s for the launch)", file=sys.stderr, flush=True)
+            shutil.rmtree(d, ignore_errors=True)
+            os.remove(log)
 
     def median(self, name, key="seconds"):
         return statistics.median(r[key] for r in self.runs[name])
@@ -161,6 +343,8 @@ class Bench:
             base = (f"{kind} h5py", f"{kind} POSIX")
             line(f"{kind} POSIX (dd)", f"{kind} POSIX")
             line(f"{kind} h5py, 1 process", f"{kind} h5py")
+            if kind == "write":
+                line("write h5py without fsync", "write h5py without fsync")
             for r in self.ranks:
                 ratios = line(f"{kind} h5tile, {r} rank{'s' if r > 1 else ''}", f"{kind} h5tile {r} ranks", base)
                 checks.append((f"{kind} h5tile {r} ranks >= 1.0x h5py", ratios[base[0]] >= 1.0, ratios[base[0]]))
@@ -170,6 +354,43 @@ class Bench:
             p = next((f"{v:9.2f}" for k, v in ratios.items() if "POSIX" in k), "")
             target = ">= 1.0 / >= 0.8" if ratios else ""
             print(f"{label:34}{rate:8.2f}{h:>9}{p:>9}   {target}")
+
+        subfiles = {}
+        if self.has_subfiles:
+            print(f"\n{'subfiled layout (one subfile a node)':34}{'GiB/s':>8}{'x VDS':>9}{'x h5py':>9}"
+                  f"{'x h5py':>9}   target")
+            print(f"{'':34}{'':>8}{'(ranks)':>9}{'':>9}{'no fsync':>9}")
+            for r in self.ranks:
+                rr = f"{r} rank{'s' if r > 1 else ''}"
+                for label, name, vds, target in (
+                        (f"write subfiles, {rr}", f"write subfiles {r} ranks", f"write h5tile {r} ranks", "vds"),
+                        (f"write subfiles NO_SYNC, {rr}", f"write subfiles NO_SYNC {r} ranks",
+                         f"write h5tile {r} ranks", "nosync"),
+                        (f"read subfiles, {rr}", f"read subfiles {r} ranks", f"read h5tile {r} ranks", "vds"),
+                        (f"(write VDS NO_SYNC, {rr})", f"write VDS NO_SYNC {r} ranks", f"write h5tile {r} ranks",
+                         None)):
+                    rate = self.rate(name)
+                    x_vds = rate / self.rate(vds)
+                    h5 = "read h5py" if name.startswith("read") else "write h5py"
+                    x_h5py = rate / self.rate(h5)
+                    x_nosync = rate / self.rate("write h5py without fsync") if name.startswith("write") else None
+                    rows.append((label, rate, {}))
+                    subfiles[name] = {"GiB_s": rate, "x_vds": x_vds, "x_h5py": x_h5py, "x_h5py_no_fsync": x_nosync}
+                    if target == "vds":
+                        checks.append((f"{name} >= 0.95x VDS (per-rank files) ({x_vds:.2f}x)", x_vds >= 0.95, x_vds))
+                        goal = ">= 0.95 x VDS"
+                    elif target is None:
+                        goal = "(context: x VDS is against VDS with fsync)"
+                    else:
+                        checks.append((f"{name} >= 0.9x h5py without fsync ({x_nosync:.2f}x)", x_nosync >= 0.9,
+                                       x_nosync))
+                        goal = ">= 0.9 x h5py no fsync"
+                    nosync_col = f"{x_nosync:9.2f}" if x_nosync is not None else ""
+                    print(f"{label:34}{rate:8.2f}{x_vds:9.2f}{x_h5py:9.2f}{nosync_col:>9}   {goal}")
+            for what, f in self.files.items():
+                if what.endswith("ranks"):
+                    checks.append((f"{what}: files per dataset {f['on_disk']} == groups + 1 "
+                                   f"({f['groups']} + 1)", f["on_disk"] == f["groups"] + 1, f["on_disk"]))
 
         whole = self.median("read whole (1 process)", "seconds_with_sum")
         print(f"\nwhole read + sum: {self.bytes / whole / GIB:.2f} GiB/s")
@@ -184,8 +405,9 @@ class Bench:
 
         print(f"\n{'peak resident memory per rank':34}{'tile MiB':>10}{'peak MiB':>10}{'peak-tile':>11}   target <= 64 MiB over the tile")
         memory = {}
+        sub = [f"{k} subfiles {r} ranks" for k in ("write", "read") for r in self.ranks] if self.has_subfiles else []
         for name in [f"write h5tile {r} ranks" for r in self.ranks] + [f"read h5tile {r} ranks" for r in self.ranks] + \
-                [f"batched {self.chunk}x{self.chunk}", f"batched view {self.chunk}x{self.chunk}"]:
+                sub + [f"batched {self.chunk}x{self.chunk}", f"batched view {self.chunk}x{self.chunk}"]:
             tile = max(r["tile_bytes"] for r in self.runs[name]) / MIB
             peak = max(r["peak_rss_bytes"] for r in self.runs[name]) / MIB
             extra = peak - tile
@@ -206,6 +428,19 @@ class Bench:
             scaling[str(n)] = {"write_s": self.median(f"write {n} tiles"), "read_s": t, "ratio": t / base}
             checks.append((f"{n} tiles: open+read within 2x one contiguous file ({t / base:.2f}x)", t / base <= 2.0, t / base))
             print(f"{n:8d}{scaling[str(n)]['write_s']:10.2f}{t:13.3f}{t / base:14.2f}")
+        if self.has_subfiles:
+            label = self.subfile_label()
+            t = self.median(f"open+read {label}")
+            f = self.files[label]
+            scaling[label] = {"write_s": self.median(f"write {label}"), "read_s": t, "ratio": t / base,
+                              "ranks": self.subfile_ranks, "files_on_disk": f["on_disk"], "groups": f["groups"]}
+            checks.append((f"{label}: open+read <= 1.0x one contiguous file ({t / base:.2f}x)", t / base <= 1.0,
+                           t / base))
+            checks.append((f"{label}: files per dataset {f['on_disk']} == groups + 1 ({f['groups']} + 1)",
+                           f["on_disk"] == f["groups"] + 1, f["on_disk"]))
+            print(f"{self.subfile_tiles:8d}{scaling[label]['write_s']:10.2f}{t:13.3f}{t / base:14.2f}   "
+                  f"in {f['on_disk'] - 1} subfiles + master, written by {self.subfile_ranks} ranks "
+                  f"(H5TILE_RANKS_PER_FILE=1); target <= 1.0")
 
         r = self.ranks[0]
         write, work = self.median(f"write h5tile {r} ranks"), self.median("compute alone")
@@ -217,6 +452,9 @@ class Bench:
               f"({work:.2f} s alone) took {serial:.2f} s one after the other and {overlapped:.2f} s overlapped: "
               f"{serial / overlapped:.2f}x faster (at best {best:.2f}x)")
 
+        if self.scale_rows:
+            self.report_scale(checks)
+
         print("\ntargets:")
         for what, ok, _ in checks:
             print(f"  {'met   ' if ok else 'MISSED'}  {what}")
@@ -224,6 +462,9 @@ class Bench:
             "bytes": self.bytes, "rounds": self.rounds, "ranks": self.ranks, "tiles": self.tiles,
             "chunk": self.chunk, "throughput_GiB_s": {label: rate for label, rate, _ in rows},
             "batched_over_whole": ratios, "memory": memory, "tile_count": scaling, "overlap": overlap,
+            "subfiles": subfiles, "subfiles_files": self.files,
+            "scale": {"tile_KiB": self.scale_tile_kib, "rounds": 1, "cores": os.cpu_count(),
+                      "rows": self.scale_rows},
             "targets": [{"what": w, "met": ok, "value": v} for w, ok, v in checks],
             "runs": self.runs,
         }
@@ -232,17 +473,60 @@ class Bench:
         self.plot(scaling)
         print(f"\nsaved {os.path.join(self.out, 'suite.json')} and {os.path.join(self.out, 'suite.png')}")
 
+    def report_scale(self, checks):
+        names = {"vds": "vds (per-rank files)", "single": "single (one file)", "subfiles": "subfiles (per node)",
+                 "subfiles-k8": "subfiles, 8 a file", "subfiles-k8-nosync": "subfiles, 8, NO_SYNC"}
+        tile = self.scale_rows[0]["tile_bytes"] / 1024
+        print(f"\nscale: {', '.join(map(str, self.scale_ranks))} ranks on this machine's {os.cpu_count()} cores "
+              f"(oversubscribed: ranks take turns on the cores, so times grow with the ranks however a layout "
+              f"scales), a {tile:.0f} KiB tile a rank, ONE round (no medians). Counts are of the write's calls "
+              f"under the dataset's folder, logged by c-tests/fault_shim.c preloaded into every rank (and the "
+              f"write timed with it there). The default grouping puts all ranks of one machine in one "
+              f"subfile; 'subfiles, 8 a file' sets ranks_per_file = 8 (as H5TILE_RANKS_PER_FILE=8 would), "
+              f"standing in for 8-core nodes. Open (h5tile_inspect) and read whole: one process.")
+        print(f"{'ranks':>6} {'layout':22}{'files':>7}{'groups':>7}{'creates':>8}{'fsyncs':>7}{'(tiles)':>8}"
+              f"{'renames':>8}{'writes':>8}{'write s':>9}{'open ms':>9}{'read s':>8}")
+        for row in self.scale_rows:
+            name = names.get(row["layout"], row["layout"])
+            groups = row["groups"] if row["layout"].startswith("subfiles") else ""
+            print(f"{row['ranks']:6d} {name:22}{row['files_on_disk']:7d}{groups:>7}{row['create']:8d}"
+                  f"{row['fsync']:7d}{row['fsync_tiles']:8d}{row['rename']:8d}{row['write']:8d}"
+                  f"{row['write_s']:9.3f}{row['open_s'] * 1e3:9.2f}{row['read_s']:8.3f}")
+            if row["layout"].startswith("subfiles"):
+                checks.append((f"scale {row['ranks']} ranks, {name}: files per dataset {row['files_on_disk']} == "
+                               f"groups + 1 ({row['groups']} + 1)", row["files_on_disk"] == row["groups"] + 1,
+                               row["files_on_disk"]))
+                if row["layout"].endswith("nosync"):
+                    checks.append((f"scale {row['ranks']} ranks, {name}: no fsync at all ({row['fsync']})",
+                                   row["fsync"] == 0, row["fsync"]))
+                else:
+                    checks.append((f"scale {row['ranks']} ranks, {name}: one fsync a subfile "
+                                   f"({row['fsync_tiles']} for {row['groups']})", row["fsync_tiles"] == row["groups"],
+                                   row["fsync_tiles"]))
+        print("(files: on disk after the write, master included; creates: opens with O_CREAT and mkdirs; "
+              "fsyncs: all, (tiles) of them on files in the tile folder)")
+
     def plot(self, scaling):
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
 
-        fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4.2))
+        panels = 3 if self.scale_rows else 2
+        fig, axes = plt.subplots(1, panels, figsize=(5.5 * panels, 4.2))
+        a, b = axes[0], axes[1]
         for kind, color in (("write", "tab:red"), ("read", "tab:blue")):
             a.plot(self.ranks, [self.rate(f"{kind} h5tile {r} ranks") for r in self.ranks], "o-", color=color,
-                   label=f"h5tile {kind}")
+                   label=f"h5tile {kind} (VDS)")
+            if self.has_subfiles:
+                a.plot(self.ranks, [self.rate(f"{kind} subfiles {r} ranks") for r in self.ranks], "s-.",
+                       color=color, label=f"h5tile {kind} (subfiles)")
             a.axhline(self.rate(f"{kind} POSIX"), color=color, ls="--", lw=1, label=f"POSIX {kind} (dd)")
             a.axhline(self.rate(f"{kind} h5py"), color=color, ls=":", lw=1, label=f"h5py {kind}")
+        if self.has_subfiles:
+            a.plot(self.ranks, [self.rate(f"write subfiles NO_SYNC {r} ranks") for r in self.ranks], "^-",
+                   color="tab:orange", label="h5tile write (subfiles, NO_SYNC)")
+            a.axhline(self.rate("write h5py without fsync"), color="tab:orange", ls=":", lw=1,
+                      label="h5py write, no fsync")
         a.set_xlabel("MPI ranks")
         a.set_ylabel("GiB/s")
         a.set_xticks(self.ranks)
@@ -252,11 +536,30 @@ class Bench:
         b.plot(counts, [scaling["contiguous"]["read_s"]] + [scaling[str(n)]["read_s"] for n in self.tiles], "o-",
                label="open + read whole")
         b.axhline(2 * scaling["contiguous"]["read_s"], color="gray", ls="--", lw=1, label="2x one contiguous file")
+        if self.has_subfiles:
+            sub = scaling[self.subfile_label()]
+            b.plot([self.subfile_tiles], [sub["read_s"]], "s", color="tab:green",
+                   label=f"in {sub['files_on_disk'] - 1} subfiles")
         b.set_xscale("log")
         b.set_xlabel("tiles (1 = one contiguous file)")
         b.set_ylabel("seconds")
         b.set_title("Reading the same bytes from N tiles")
         b.legend(fontsize=7)
+        if self.scale_rows:
+            c = axes[2]
+            for i, layout in enumerate(dict.fromkeys(r["layout"] for r in self.scale_rows)):
+                pts = [r for r in self.scale_rows if r["layout"] == layout]
+                color = f"C{i}"
+                c.plot([r["ranks"] for r in pts], [r["files_on_disk"] for r in pts], "o-", color=color,
+                       label=f"{layout}: files")
+                c.plot([r["ranks"] for r in pts], [max(r["fsync"], 0.5) for r in pts], "x:", color=color,
+                       label=f"{layout}: fsyncs")
+            c.set_xscale("log", base=2)
+            c.set_yscale("log")
+            c.set_xlabel("MPI ranks (one machine; subfiles-k8: 8 ranks a file)")
+            c.set_ylabel("count (0 drawn at 0.5)")
+            c.set_title("Files and fsyncs of one dataset")
+            c.legend(fontsize=6)
         fig.tight_layout()
         fig.savefig(os.path.join(self.out, "suite.png"), dpi=110)
 
@@ -264,12 +567,13 @@ class Bench:
 H5PY_WRITE = r"""
 import json, os, resource, sys, time
 import numpy as np, h5py
-path, rows, cols = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+path, rows, cols, sync = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4] == "1"
 data = (np.arange(rows * cols, dtype=np.int64) % 1000 * 0.5).reshape(rows, cols)
 t0 = time.perf_counter()
 with h5py.File(path, "w") as f:
     f.create_dataset("data", data=data)
-fd = os.open(path, os.O_RDONLY); os.fsync(fd); os.close(fd)
+if sync:
+    fd = os.open(path, os.O_RDONLY); os.fsync(fd); os.close(fd)
 t = time.perf_counter() - t0
 print(json.dumps({"seconds": t, "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}))
 """
@@ -290,19 +594,34 @@ print(json.dumps({"seconds": t, "sum": float(data.sum()),
 def main():
     binary, mpirun, out = sys.argv[1:4]
     bench = Bench(binary, mpirun, out)
+    bench.shim = sys.argv[4] if len(sys.argv) > 4 else os.path.join(os.path.dirname(binary), "libfault_shim.so")
+    if bench.do_scale and not os.path.exists(bench.shim):
+        sys.exit(f"bench: no fault shim at {bench.shim} to count the scale section's calls (BENCH_SCALE=0 skips it)")
+    # mpirun keeps a few descriptors open per rank: the soft limit goes up to the hard one.
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     os.makedirs(bench.dir, exist_ok=True)
     os.makedirs(out, exist_ok=True)
+    bench.probe()
     print(f"bench: {bench.bytes / GIB:.2f} GiB ({bench.rows}x{bench.cols} float64) in {bench.dir}, "
           f"{bench.rounds} rounds", file=sys.stderr)
     try:
         for r in range(bench.rounds):
             print(f"round {r + 1}/{bench.rounds}", file=sys.stderr)
-            bench.round()
+            bench.round(r)
         print("tile count", file=sys.stderr)
         bench.tile_count()
-        readers = [n for n in bench.runs if n.startswith(("read h5py", "read h5tile", "read whole", "batched"))]
+        readers = [n for n in bench.runs if n.startswith(("read h5py", "read h5tile", "read subfiles", "read whole",
+                                                          "batched"))]
         sums = {run["sum"] for name in readers for run in bench.runs[name]}
         assert len(sums) == 1, f"the contenders read different data: {sums}"
+        grids = [n for n in bench.runs if n.startswith("open+read") and n.endswith(f"{bench.subfile_tiles} tiles")]
+        grids += [n for n in bench.runs if n == f"open+read {bench.subfile_label()}"]
+        sums = {run["sum"] for name in grids for run in bench.runs[name]}
+        assert len(sums) <= 1, f"the grids of {bench.subfile_tiles} tiles read back different data: {sums}"
+        if bench.do_scale:
+            print(f"scale ({', '.join(map(str, bench.scale_ranks))} ranks, one round)", file=sys.stderr)
+            bench.scale()
         bench.report()
     finally:
         shutil.rmtree(bench.dir, ignore_errors=True)

@@ -1,6 +1,7 @@
 /* Writes every element type as "<dir>/<name>.h5" (dataset /data, 5x7, two tiles of uneven
- * size), the same in the single-file layout as "<dir>/<name>_single.h5", and a dataset in
- * nested groups, for h5py_check_interop.py to check with h5py. */
+ * size), the same in the single-file layout as "<dir>/<name>_single.h5" and in the subfiled
+ * layout as "<dir>/<name>_subfiles.h5" (one process: one subfile holding both tiles), and a
+ * dataset in nested groups, for h5py_check_interop.py to check with h5py. */
 #include "check.h"
 
 int main(int argc, char **argv) {
@@ -27,6 +28,14 @@ int main(int argc, char **argv) {
         PATHF(path, "%s/%s_single.h5", dir, dtype_name(dt));
         EXPECT_OK(h5tile_write_tiles(MPI_COMM_NULL, path, "/data", dt, 2, g, 2, offs, shps, bufs,
                                      &so));
+        /* and as one subfile beside its master */
+        h5tile_write_options sf = h5tile_write_options_default();
+        sf.layout = H5TILE_LAYOUT_SUBFILES;
+        PATHF(path, "%s/%s_subfiles.h5", dir, dtype_name(dt));
+        EXPECT_OK(h5tile_write_tiles(MPI_COMM_NULL, path, "/data", dt, 2, g, 2, offs, shps, bufs,
+                                     &sf));
+        TILE_DIR(tiles, path);
+        CHECK(count_files(tiles) == 1);
         free(b0);
         free(b1);
     }

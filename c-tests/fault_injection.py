@@ -1,10 +1,12 @@
 """Fault injection and durability order of h5tile's writes, with real files and real ranks.
 
 usage: fault_injection.py SHIM FAULT_WRITE LAUNCHER SCRATCH CASE...
-  CASE is LAYOUT-MODE-RANKS[-keep][-root]: LAYOUT vds or single, MODE write, async or fence
-  (how the write completes), RANKS the number of processes (1: no launcher, MPI_COMM_NULL);
-  keep: H5TILE_KEEP_OTHERS beside another dataset; root: the faults hit rank 0 (which writes
-  the master and commits) instead of the last rank. MODE kill: instead of failing calls, the
+  CASE is LAYOUT-MODE-RANKS[-keep][-root][-nosync][-gK]: LAYOUT vds, single or subfiles, MODE
+  write, async or fence (how the write completes), RANKS the number of processes (1: no
+  launcher, MPI_COMM_NULL); keep: H5TILE_KEEP_OTHERS beside another dataset; root: the faults
+  hit rank 0 (which writes the master and commits) instead of the last rank; nosync:
+  H5TILE_NO_SYNC; gK: H5TILE_RANKS_PER_FILE=K for the subfiles' groups (default: all the
+  ranks, one node, one subfile). MODE kill: instead of failing calls, the
   write is killed (SIGKILL, the process alone or, with several ranks, one rank, after which the
   launcher ends the others) at KILLS random moments of its run. MODE full: the case's folder is
   a 1 MiB tmpfs (skipped, and said, where mounting is not permitted) and version 2 is too large
@@ -12,11 +14,14 @@ usage: fault_injection.py SHIM FAULT_WRITE LAUNCHER SCRATCH CASE...
 
 For each case: version 1 of the dataset is written; a clean write of version 2 is recorded by
 the fault_shim preload (every file creation, write, fsync and rename under the case's folder),
-and its order checked: every new file, then the tile folder and the master's folder, synced
-before the rename that commits, and the master's folder synced after it. Then, starting each
-time from version 1, the write of version 2 is repeated with the N-th call of each kind made to
-fail (ENOSPC or EIO, in turn), for every N that write makes (on the last rank, where there are
-several; rank 0 with -root). Each must
+and its order checked: every new file (tile files, subfiles, the new master) synced after its
+last write by any rank, then the tile folder and the master's folder, all before the rename
+that commits, and the master's folder synced after it; with nosync, not one fsync, and still
+the one rename that commits. A clean write of the subfiles layout leaves one subfile per group,
+named after the group's first rank. Then, starting each time from version 1, the write of
+version 2 is repeated with the N-th call of each kind made to fail (ENOSPC or EIO, in turn),
+for every N that write makes (on the last rank, where there are several; rank 0 with -root).
+Each must
   - report the same status on every rank: H5TILE_OK only if the failed call did not matter
     (never, so far), otherwise H5TILE_ERR_IO whose message starts with the OS reason;
   - leave version 1 whole and readable (version 2, when the message says the new dataset is
@@ -48,6 +53,12 @@ class Case:
         self.layout, self.mode, self.ranks = parts[0], parts[1], int(parts[2])
         self.keep = "keep" in parts[3:]
         self.target = 0 if "root" in parts[3:] else self.ranks - 1
+        self.nosync = "nosync" in parts[3:]
+        # What every run of the program gets in its environment (the launcher passes it on).
+        self.env = {"FAULT_WRITE_NO_SYNC": "1"} if self.nosync else {}
+        for p in parts[3:]:
+            if re.fullmatch(r"g\d+", p):
+                self.env["H5TILE_RANKS_PER_FILE"] = p[1:]
         self.name = spec
         self.shim, self.program, self.launcher = shim, program, launcher
         self.dir = os.path.join(scratch, spec)
@@ -60,6 +71,7 @@ class Case:
         if ranks > 1:
             cmd = [self.launcher, "-n", str(ranks)] + cmd
         full = dict(os.environ)
+        full.update(self.env)
         full.update(env or {})
         out = subprocess.run(cmd, env=full, capture_output=True, text=True, timeout=120)
         return out.stdout.splitlines(), out.stderr
@@ -134,6 +146,7 @@ class Case:
         self.check_order(record)
         self.write_ok(3, "clean write")
         clean = self.listing()
+        self.check_clean(clean)
 
         counts = {}
         for rec in record:
@@ -157,6 +170,7 @@ class Case:
         span = self.timed_write(ready)
         self.write_ok(3, "clean write")
         clean = self.listing()
+        self.check_clean(clean)
         rng = random.Random(12)
         seen = {1: 0, 2: 0}
         for k in range(KILLS if self.ranks == 1 else KILLS // 2):
@@ -181,6 +195,21 @@ class Case:
         shutil.rmtree(snap, ignore_errors=True)
         print(f"{self.name}: {seen[1] + seen[2]} writes killed at random moments (a write takes "
               f"{span * 1000:.0f} ms): {seen[1]} left version 1, {seen[2]} version 2, all whole")
+
+    def check_clean(self, clean):
+        """What a clean write of the subfiles layout leaves: the master, and in its tile folder
+        one subfile per group of ranks (H5TILE_RANKS_PER_FILE, else all of them), named
+        <dataset>.<generation>.s<the group's first rank>.h5, for /data; kept beside it, /other,
+        whose only tile is rank 0's: one subfile, s0 (a group without tiles has none)."""
+        if self.layout != "subfiles":
+            return
+        k = int(self.env.get("H5TILE_RANKS_PER_FILE", self.ranks))
+        want = ["out/field.h5", "out/field.h5.tiles/"]
+        want += [f"out/field.h5.tiles/data.G.s{r}.h5" for r in range(0, self.ranks, k)]
+        if self.keep:
+            want.append("out/field.h5.tiles/other.G.s0.h5")
+        if clean != sorted(want):
+            self.problems.append(f"a clean write left {clean}, expected {sorted(want)}")
 
     def next_write_cleans(self, what, clean):
         """After `what`, a successful write of version 3 leaves exactly `clean`."""
@@ -227,7 +256,7 @@ class Case:
         cmd = [self.program, "write", self.path, self.layout, str(int(self.keep)), "2"]
         if self.ranks > 1:
             cmd = [self.launcher, "-n", str(self.ranks)] + cmd
-        env = dict(os.environ, FAULT_WRITE_READY_DIR=ready)
+        env = dict(os.environ, FAULT_WRITE_READY_DIR=ready, **self.env)
         return subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL)
 
@@ -327,23 +356,38 @@ class Case:
         commit = renames[0]
         tmp = record[commit][2]
         syncs = [(i, r[2]) for i, r in enumerate(record) if r[1] == "fsync"]
+        if self.nosync:
+            if syncs:
+                self.problems.append(f"order: H5TILE_NO_SYNC, yet {len(syncs)} fsync: "
+                                     f"{[p for _, p in syncs]}")
+            else:
+                print(f"{self.name}: no fsync among {len(record)} calls, one rename commits")
+            return
 
         def synced(path, lo, hi):
             return [i for i, p in syncs if p == path and lo <= i < hi]
+
+        def last_write(path, since):
+            """The last write to `path` by any rank (a subfile is written by all of its group's
+            ranks, and synced by the first), or `since` if none came after it."""
+            return max([i for i, r in enumerate(record[:commit]) if r[1] == "write" and
+                        r[2] == path and i > since], default=since)
 
         # Files created (folders are made, or found, on the way: create_dir_all).
         created = [(i, r[2]) for i, r in enumerate(record) if r[1] == "create"]
         new_files = [(i, p) for i, p in created if not os.path.isdir(p) and p != tmp]
         last_file_sync = -1
         for i, p in new_files:
-            done = synced(p, i, commit)
+            done = synced(p, last_write(p, i), commit)
             if not done:
-                self.problems.append(f"order: new file {p} not synced before the commit")
+                self.problems.append(f"order: new file {p} not synced after its last write and "
+                                     "before the commit")
             else:
                 last_file_sync = max(last_file_sync, done[-1])
-        if not synced(tmp, 0, commit):
-            self.problems.append("order: the new master not synced before the commit")
-        if self.layout == "vds":
+        if not synced(tmp, last_write(tmp, 0), commit):
+            self.problems.append("order: the new master not synced after its last write and "
+                                 "before the commit")
+        if self.layout in ("vds", "subfiles"):
             folder = synced(tiles, last_file_sync, commit)
             if not folder:
                 self.problems.append("order: the tile folder not synced after its files and "

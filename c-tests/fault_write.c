@@ -1,11 +1,13 @@
 /* The program the fault-injection and durability tests (fault_injection.py) run, under the
  * fault_shim preload: one write, or one check of what is on disk, printing one line per rank.
- *   fault_write write|async|fence PATH vds|single KEEP VERSION
- *       writes version VERSION of /data (8 x 6 float64, two tiles per rank, in rows); KEEP=1
- *       adds H5TILE_KEEP_OTHERS (and, for VERSION 1, first writes /other beside it). `async`
- *       completes the write with h5tile_wait, `fence` with h5tile_fence. Prints, per rank,
+ *   fault_write write|async|fence PATH vds|single|subfiles KEEP VERSION
+ *       writes version VERSION of /data (8 x 6 float64, two tiles per rank, in rows) in that
+ *       layout; KEEP=1 adds H5TILE_KEEP_OTHERS (and, for VERSION 1, first writes /other beside
+ *       it); FAULT_WRITE_NO_SYNC=1 in the environment adds H5TILE_NO_SYNC (the subfiles' groups
+ *       come from H5TILE_RANKS_PER_FILE, which the library reads). `async` completes the write
+ *       with h5tile_wait, `fence` with h5tile_fence. Prints, per rank,
  *       "rank R: STATUS_NAME: MESSAGE".
- *   fault_write check PATH vds|single KEEP 0
+ *   fault_write check PATH vds|single|subfiles KEEP 0
  *       reads /data whole and prints "version V" when it is all of version V (else what is
  *       wrong), and with KEEP=1 "other intact" or what is wrong with /other.
  * Under an MPI launcher it runs over MPI_COMM_WORLD (MPI_THREAD_MULTIPLE, so that background
@@ -58,7 +60,18 @@ static h5tile_status write_other(MPI_Comm comm, int rank, const char *path,
 
 int main(int argc, char **argv) {
     if (argc != 6) {
-        fprintf(stderr, "usage: %s write|async|fence|check PATH vds|single KEEP VERSION\n", argv[0]);
+        fprintf(stderr, "usage: %s write|async|fence|check PATH vds|single|subfiles KEEP VERSION\n",
+                argv[0]);
+        return 2;
+    }
+    const char *layouts[3] = {"vds", "single", "subfiles"};
+    const h5tile_layout layout_codes[3] = {H5TILE_LAYOUT_VDS, H5TILE_LAYOUT_SINGLE,
+                                           H5TILE_LAYOUT_SUBFILES};
+    int layout = -1;
+    for (int l = 0; l < 3; l++)
+        if (strcmp(argv[3], layouts[l]) == 0) layout = l;
+    if (layout < 0) {
+        fprintf(stderr, "%s: unknown layout '%s' (vds, single or subfiles)\n", argv[0], argv[3]);
         return 2;
     }
     const char *mode = argv[1], *path = argv[2];
@@ -73,8 +86,10 @@ int main(int argc, char **argv) {
         MPI_Comm_size(comm, &size);
     }
     h5tile_write_options opts = h5tile_write_options_default();
-    opts.layout = strcmp(argv[3], "single") == 0 ? H5TILE_LAYOUT_SINGLE : H5TILE_LAYOUT_VDS;
+    opts.layout = layout_codes[layout];
     opts.flags = keep ? H5TILE_KEEP_OTHERS : 0;
+    const char *no_sync = getenv("FAULT_WRITE_NO_SYNC");
+    if (no_sync && strcmp(no_sync, "1") == 0) opts.flags |= H5TILE_NO_SYNC;
 
     if (strcmp(mode, "check") == 0) {
         if (rank == 0) {

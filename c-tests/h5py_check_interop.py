@@ -3,13 +3,18 @@
 float16, complex64, complex128), shape (5, 7) and exactly the values of dtype_formulas.py; it is
 a virtual dataset whose sources are relative paths to files in <name>.h5.tiles/ holding
 /tile; it reads the same from another working directory. <name>_single.h5 (the single-file
-layout) holds the same as a contiguous dataset. Also nested.h5:/a/b/c (3-D float64).
+layout) holds the same as a contiguous dataset; <name>_subfiles.h5 (the subfiled layout,
+written by one process) the same as a virtual dataset whose two sources are the datasets
+/tile.r0.t0 and /tile.r0.t1 of one file <name>_subfiles.h5.tiles/data.<generation>.s0.h5,
+named by a relative path, each holding its tile contiguously. Also nested.h5:/a/b/c (3-D
+float64).
 Exits non-zero on any mismatch, listing them all.
 
 usage: h5py_check_interop.py DIR
 """
 
 import os
+import re
 import sys
 
 import h5py
@@ -88,11 +93,44 @@ def check_single_file(d, name):
     expect(not os.path.exists(path + ".tiles"), f"{name}_single: a tile folder exists")
 
 
+def check_subfiles_file(d, name):
+    path = os.path.join(d, name + "_subfiles.h5")
+    want = F.array(name, (5, 7))
+    tiles = name + "_subfiles.h5.tiles"
+    subfiles = sorted(os.listdir(os.path.join(d, tiles)))
+    if not expect(len(subfiles) == 1 and re.fullmatch(r"data\.[0-9a-f]{16}\.s0\.h5", subfiles[0]),
+                  f"{name}_subfiles: {tiles}/ holds {subfiles}, expected data.<generation>.s0.h5"):
+        return
+    with h5py.File(path, "r") as f:
+        ds = f["data"]
+        expect(ds.dtype == np.dtype(F.NUMPY[name]),
+               f"{name}_subfiles: h5py sees dtype {ds.dtype}, expected {np.dtype(F.NUMPY[name])}")
+        check_values(name + "_subfiles", ds[...], want)
+        check_values(name + "_subfiles [1:4, 2:6]", ds[1:4, 2:6], want[1:4, 2:6])
+        if not expect(ds.is_virtual, f"{name}_subfiles: /data is not a virtual dataset"):
+            return
+        sources = sorted(ds.virtual_sources(), key=lambda s: s.dset_name)
+        expect([s.dset_name.lstrip("/") for s in sources] == ["tile.r0.t0", "tile.r0.t1"],
+               f"{name}_subfiles: VDS sources {[s.dset_name for s in sources]}")
+        expect(all(s.file_name == f"{tiles}/{subfiles[0]}" for s in sources),
+               f"{name}_subfiles: VDS source files {[s.file_name for s in sources]}")
+    # the subfile itself: one contiguous dataset per tile, rows 0-1 and rows 2-4
+    with h5py.File(os.path.join(d, tiles, subfiles[0]), "r") as t:
+        expect(sorted(t.keys()) == ["tile.r0.t0", "tile.r0.t1"],
+               f"{name}_subfiles: the subfile holds {sorted(t.keys())}")
+        for key, rows in (("tile.r0.t0", slice(0, 2)), ("tile.r0.t1", slice(2, 5))):
+            if key in t:
+                expect(t[key].chunks is None and not t[key].is_virtual,
+                       f"{name}_subfiles: {key} is not contiguous")
+                check_values(f"{name}_subfiles {key}", t[key][...], want[rows])
+
+
 def main():
     d = os.path.abspath(sys.argv[1])
     for name in F.NAMES:
         check_dtype_file(d, name)
         check_single_file(d, name)
+        check_subfiles_file(d, name)
     with h5py.File(os.path.join(d, "nested.h5"), "r") as f:
         expect(isinstance(f.get("a/b"), h5py.Group), "nested.h5: /a/b is not a group")
         want = np.arange(24, dtype=np.float64).reshape(2, 3, 4) * 1.5 - 20.25
@@ -101,6 +139,8 @@ def main():
     os.chdir("/")
     with h5py.File(os.path.join(d, "int32.h5"), "r") as f:
         check_values("int32 read from /", f["data"][...], F.array("int32", (5, 7)))
+    with h5py.File(os.path.join(d, "int32_subfiles.h5"), "r") as f:
+        check_values("int32_subfiles read from /", f["data"][...], F.array("int32", (5, 7)))
     if errors:
         print("h5py_check_interop: FAILED", file=sys.stderr)
         for e in errors:

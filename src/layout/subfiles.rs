@@ -174,7 +174,7 @@ pub fn check_stamp(file: &std::fs::File, name: &str) -> std::result::Result<(), 
 }
 
 /// Whether `file_name` has the form `subfile_name` gives (`<key>.<generation>.s<rank>.h5`).
-fn is_subfile_name(file_name: &str) -> bool {
+pub fn is_subfile_name(file_name: &str) -> bool {
     let stem = file_name.strip_suffix(".h5").unwrap_or(file_name);
     stem.rsplit('.').next().is_some_and(|last| {
         last.strip_prefix('s')

@@ -880,6 +880,7 @@ pub(crate) mod tests {
         let e = read_all(&path).unwrap_err();
         assert_eq!(e.status, H5TILE_ERR_MISSING_TILE, "{}", e.message);
         assert!(e.message.contains("another write"), "{}", e.message);
+        assert!(e.message.starts_with("subfile '"), "{}", e.message);
         let name = current.file_name().unwrap().to_string_lossy().to_string();
         assert!(e.message.contains(&name), "{}", e.message);
         // Through HDF5 too (a read converting the type).

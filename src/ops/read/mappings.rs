@@ -98,10 +98,16 @@ pub(super) fn missing_tile(
     master: &Path,
     why: &str,
 ) -> Error {
+    // A subfile holds the tiles of several ranks; `region` is the one the read needed first.
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    let kind = match crate::layout::subfiles::is_subfile_name(&name) {
+        true => "subfile",
+        false => "tile file",
+    };
     Error::new(
         H5TILE_ERR_MISSING_TILE,
         format!(
-            "tile file '{}' holding elements {region} of '{dataset}' in '{}' {why}",
+            "{kind} '{}' holding elements {region} of '{dataset}' in '{}' {why}",
             path.display(),
             master.display()
         ),
