@@ -359,6 +359,23 @@ static void case_dir(char *path, size_t n, const char *scratch, const char *name
 }
 
 /* Number of groups of k (0: the node) over MPI_COMM_WORLD. */
+/* One hash of the names and contents of the files of `dir` whose names start with `prefix`. */
+static uint64_t hash_files(const char *dir, const char *prefix) {
+    int n;
+    char **names = list_dir(dir, &n);
+    uint64_t all = 0;
+    for (int i = 0; i < n; i++)
+        if (strncmp(names[i], prefix, strlen(prefix)) == 0) {
+            char p[4096];
+            PATHF(p, "%s/%s", dir, names[i]);
+            all = fnv_bytes(all, names[i], strlen(names[i]));
+            uint64_t h = hash_file(p);
+            all = fnv_bytes(all, &h, sizeof h);
+        }
+    free_names(names, n);
+    return all;
+}
+
 static int group_count(int k) {
     int *l = leaders(k), n = 0;
     for (int r = 0; r < size; r++) n += l[r] == r;
@@ -428,40 +445,16 @@ int main(int argc, char **argv) {
         char dir[4096];
         TILE_DIR(dir, one);
         /* the hash of /fields/other's subfiles, to see them untouched by /data's rewrite */
-        if (rank == 0) {
-            int n;
-            char **names = list_dir(dir, &n);
-            for (int i = 0; i < n; i++)
-                if (strncmp(names[i], "fields+other.", 13) == 0) {
-                    char p[4096];
-                    PATHF(p, "%s/%s", dir, names[i]);
-                    other_hash = fnv_bytes(other_hash, names[i], strlen(names[i]));
-                    uint64_t h = hash_file(p);
-                    other_hash = fnv_bytes(other_hash, &h, sizeof h);
-                }
-            free_names(names, n);
-        }
+        if (rank == 0) other_hash = hash_files(dir, "fields+other.");
         CHECK_CONTEXT("/data of %s rewritten beside /fields/other", one);
         write_version(one, "/data", 4, 1, &keep);
         check_folder(one, want, 2);
         CHECK_MSG(strcmp(want[0].gen, gen) != 0, "/data's rewrite kept generation %s", gen);
         CHECK_MSG(strcmp(want[1].gen, other_gen) == 0, "/fields/other's subfiles were replaced");
         memcpy(gen, want[0].gen, 17);
-        if (rank == 0) {
-            int n;
-            char **names = list_dir(dir, &n);
-            uint64_t h2 = 0;
-            for (int i = 0; i < n; i++)
-                if (strncmp(names[i], "fields+other.", 13) == 0) {
-                    char p[4096];
-                    PATHF(p, "%s/%s", dir, names[i]);
-                    h2 = fnv_bytes(h2, names[i], strlen(names[i]));
-                    uint64_t h = hash_file(p);
-                    h2 = fnv_bytes(h2, &h, sizeof h);
-                }
-            free_names(names, n);
-            CHECK_MSG(h2 == other_hash, "/fields/other's subfiles changed");
-        }
+        if (rank == 0)
+            CHECK_MSG(hash_files(dir, "fields+other.") == other_hash,
+                      "/fields/other's subfiles changed");
         check_my_datasets(one, "data", gen, env_k, 4, 1);
         read_all_ways(one, "/data", 4);
         read_slabs(one, "/fields/other", 3);
