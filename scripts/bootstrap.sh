@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs everything h5tile needs on a fresh Debian 12 machine, once:
-#   - Debian packages: Open MPI and MPICH (make ... MPI=mpich), libclang (rsmpi's bindgen), zlib, pkg-config, gfortran;
+#   - Debian packages: Open MPI and MPICH (make ... MPI=mpich), libclang (rsmpi's bindgen), zlib, pkg-config, gfortran,
+#     valgrind, and HDF5 1.10's tools (hdf5-tools: h5dump and h5ls, to check that older HDF5 reads
+#     h5tile's files; h5tile itself never links that HDF5);
 #   - a project-local Python venv (.deps/venv) with CMake >= 3.26, h5py, numpy and matplotlib
 #     (for make bench's plot) from PyPI;
 #   - HDF5 as a shared library with deflate, built from the source the published crate
@@ -12,7 +14,7 @@ deps="$root/.deps"
 mkdir -p "$deps"
 
 pkgs=(libopenmpi-dev openmpi-bin libmpich-dev mpich libclang-dev clang zlib1g-dev pkg-config gfortran valgrind
-      python3-venv)
+      python3-venv hdf5-tools)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
