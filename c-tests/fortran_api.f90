@@ -1,6 +1,7 @@
 ! Every function of the Fortran module h5tile, on real ranks and real files, with shapes and
 ! offsets in Fortran order: version and status names; option defaults and their effect
 ! (H5TILE_NO_OVERWRITE, H5TILE_KEEP_OTHERS, H5TILE_ALLOW_PARTIAL, H5TILE_LAYOUT_SINGLE,
+! H5TILE_LAYOUT_SUBFILES with ranks_per_file and H5TILE_NO_SYNC,
 ! H5TILE_READ_FILL_MISSING, the dtype batches deliver); h5tile_partition's tiles covering the
 ! shape exactly once; h5tile_write / h5tile_write_tiles and their async forms read back value
 ! by value; batches delivering every chunk once with its offset, shape and data; and bad calls
@@ -49,6 +50,7 @@ program fortran_api
   call test_write_and_read()
   call test_write_options()
   call test_single_layout()
+  call test_subfiles_layout()
   call test_allow_partial()
   call test_write_tiles()
   call test_write_async()
@@ -174,6 +176,20 @@ contains
       gshape, my_offset, my_shape, c_loc(mine), wo), H5TILE_OK, "write SINGLE")
     call check(.not. exists(at("single.h5.tiles")), "SINGLE makes no tile folder")
     call read_whole("single.h5", "/field", 1.0d0, "read SINGLE")
+  end subroutine
+
+  ! H5TILE_LAYOUT_SUBFILES with ranks_per_file = 1 and H5TILE_NO_SYNC: one subfile a rank in
+  ! the tile folder, the same values.
+  subroutine test_subfiles_layout()
+    wo = h5tile_write_options_default()
+    call check(wo%ranks_per_file == 0, "ranks_per_file defaults to 0")
+    wo%layout = H5TILE_LAYOUT_SUBFILES
+    wo%flags = H5TILE_NO_SYNC
+    wo%ranks_per_file = 1
+    call expect(h5tile_write(MPI_COMM_WORLD, at("subfiles.h5"), "/field", H5TILE_FLOAT64, &
+      gshape, my_offset, my_shape, c_loc(mine), wo), H5TILE_OK, "write SUBFILES")
+    call check(exists(at("subfiles.h5.tiles")), "SUBFILES keeps its subfiles in the tile folder")
+    call read_whole("subfiles.h5", "/field", 1.0d0, "read SUBFILES")
   end subroutine
 
   ! Tiles of the shape less its last x plane: a gap, refused unless H5TILE_ALLOW_PARTIAL, which
