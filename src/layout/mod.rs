@@ -84,16 +84,31 @@ pub fn subfile_name(dataset: &str, generation: u64, first: usize) -> String {
 /// The generation of a file named by `tile_file_name` or `subfile_name`, or None for any other
 /// file.
 pub fn generation_of(file_name: &str) -> Option<u64> {
+    parse_name(file_name).map(|(generation, _)| generation)
+}
+
+/// The generation of a file named by `subfile_name`, or None for any other file.
+pub fn subfile_generation(file_name: &str) -> Option<u64> {
+    parse_name(file_name)
+        .filter(|&(_, subfile)| subfile)
+        .map(|(generation, _)| generation)
+}
+
+/// Whether `s` is `prefix` followed by decimal digits.
+pub(crate) fn is_numbered(s: &str, prefix: &str) -> bool {
+    s.strip_prefix(prefix)
+        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// (generation, whether a subfile) of a name `tile_file_name` or `subfile_name` makes.
+fn parse_name(file_name: &str) -> Option<(u64, bool)> {
     let stem = file_name.strip_suffix(".h5")?;
-    let is_num = |s: &str, p: char| {
-        s.strip_prefix(p)
-            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
-    };
     let mut parts = stem.rsplit('.');
     let last = parts.next()?;
-    let g = match is_num(last, 's') {
+    let subfile = is_numbered(last, "s");
+    let g = match subfile {
         true => parts.next()?,
-        false if is_num(last, 't') && parts.next().is_some_and(|r| is_num(r, 'r')) => {
+        false if is_numbered(last, "t") && parts.next().is_some_and(|r| is_numbered(r, "r")) => {
             parts.next()?
         }
         false => return None,
@@ -103,7 +118,7 @@ pub fn generation_of(file_name: &str) -> Option<u64> {
     if key.is_empty() || parts.next().is_some() || g.len() != 16 {
         return None;
     }
-    u64::from_str_radix(g, 16).ok()
+    u64::from_str_radix(g, 16).ok().map(|g| (g, subfile))
 }
 
 /// Where the new master is written before it is renamed over `master`: a hidden file in the

@@ -12,6 +12,7 @@
 //! read per subfile.
 
 use super::vds::{write_u64_attribute, TileBytes};
+use super::{is_numbered, subfile_generation};
 use crate::dtype::Dtype;
 use crate::geometry::tile::Tile;
 use crate::platform::device::{Buffer, DeviceFile, Route};
@@ -29,9 +30,8 @@ pub fn is_tile_dataset(name: &str) -> bool {
     let Some(rest) = name.strip_prefix("/tile.r") else {
         return false;
     };
-    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
-    rest.split_once(".t")
-        .is_some_and(|(r, k)| digits(r) && digits(k))
+    rest.split_once('.')
+        .is_some_and(|(r, k)| is_numbered(r, "") && is_numbered(k, "t"))
 }
 
 /// Every tile's bytes start at a multiple of this, counted from the start of the file, so no
@@ -153,7 +153,7 @@ fn write_host(
 /// (files of other names pass: tile files, files h5tile did not write). Returns why not.
 pub fn check_stamp(file: &std::fs::File, name: &str) -> std::result::Result<(), String> {
     let base = name.rsplit('/').next().unwrap_or(name);
-    let Some(named) = super::generation_of(base).filter(|_| is_subfile_name(base)) else {
+    let Some(named) = subfile_generation(base) else {
         return Ok(());
     };
     let mut head = [0u8; 24];
@@ -171,15 +171,6 @@ pub fn check_stamp(file: &std::fs::File, name: &str) -> std::result::Result<(), 
              generation {named:016x})"
         )),
     }
-}
-
-/// Whether `file_name` has the form `subfile_name` gives (`<key>.<generation>.s<rank>.h5`).
-pub fn is_subfile_name(file_name: &str) -> bool {
-    let stem = file_name.strip_suffix(".h5").unwrap_or(file_name);
-    stem.rsplit('.').next().is_some_and(|last| {
-        last.strip_prefix('s')
-            .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
-    })
 }
 
 #[cfg(test)]

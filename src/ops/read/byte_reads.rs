@@ -72,7 +72,7 @@ impl ByteReads {
     }
 
     /// The number and size of the file at `path`, if the plan has it already.
-    pub fn file_at(&self, path: &PathBuf) -> Option<(usize, u64)> {
+    pub fn file_at(&self, path: &std::path::Path) -> Option<(usize, u64)> {
         self.numbers.get(path).copied()
     }
 

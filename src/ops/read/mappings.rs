@@ -100,7 +100,7 @@ pub(super) fn missing_tile(
 ) -> Error {
     // A subfile holds the tiles of several ranks; `region` is the one the read needed first.
     let name = path.file_name().unwrap_or_default().to_string_lossy();
-    let kind = match crate::layout::subfiles::is_subfile_name(&name) {
+    let kind = match crate::layout::subfile_generation(&name).is_some() {
         true => "subfile",
         false => "tile file",
     };
