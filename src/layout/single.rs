@@ -55,14 +55,15 @@ pub fn write_tile(
     buf: Buffer,
     sync: bool,
 ) -> Result<()> {
-    let sync = |path: &Path| match sync {
+    let synced = sync;
+    let sync = |path: &Path| match synced {
         true => sync_path(path),
         false => Ok(()),
     };
     let bytes = match buf {
         Buffer::Host(bytes) => bytes,
         Buffer::Device(ptr, _) => {
-            let mut io = DeviceFile::open(path, true, &buf.route())?;
+            let mut io = DeviceFile::open_to_write(path, &buf.route(), synced)?;
             for (at, start, len) in tile_runs(global, tile, elem) {
                 io.write(data_offset + at, ptr.offset(start as usize), len)?;
             }

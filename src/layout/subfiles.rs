@@ -122,7 +122,7 @@ pub fn write_tile(
             write_host(path, data_offset, bytes, &route, sync)
         }
         Buffer::Device(ptr, _) => {
-            DeviceFile::open(path, true, &route)?.write(data_offset, ptr, len)
+            DeviceFile::open_to_write(path, &route, sync)?.write(data_offset, ptr, len)
         }
     }
 }
@@ -141,11 +141,7 @@ fn write_host(
     };
     let mut file =
         h5tile_gds::PosixFile::open(&name, mode).map_err(|e| Error::io("cannot open", path, &e))?;
-    let config = h5tile_gds::Config {
-        writeback: sync,
-        ..route.driver_config()
-    };
-    file.write_raw(data_offset, bytes, &config)
+    file.write_raw(data_offset, bytes, &route.write_config(sync))
         .map_err(|e| Error::io("cannot write tile data to", path, &e))
 }
 

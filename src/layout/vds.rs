@@ -5,7 +5,7 @@
 use super::sync_path;
 use crate::dtype::Dtype;
 use crate::geometry::tile::Tile;
-use crate::platform::device::{Buffer, Config};
+use crate::platform::device::Buffer;
 use crate::platform::hdf5::{self, Dataset, File, Plist, Space};
 use crate::status::{Error, Result};
 use std::path::Path;
@@ -35,10 +35,7 @@ pub fn write_tile(
 ) -> Result<TileBytes> {
     let data_offset = (|| {
         let _l = hdf5::lock();
-        let config = Config {
-            writeback: sync,
-            ..buf.route().driver_config()
-        };
+        let config = buf.route().write_config(sync);
         let file = File::create_with(path, &hdf5::gds::tile_access(config)?)?;
         let t = dtype.hdf5_type()?;
         let space = Space::simple(&tile.shape)?;

@@ -37,6 +37,28 @@ impl Route {
             ..Config::default()
         }
     }
+
+    /// The configuration for writing a tile's bytes, synced afterwards or not (`sync`). Without
+    /// a sync to prepare for, no writeback is started, and host bytes are copied into the page
+    /// cache by one thread: local file systems (ext4, xfs) copy into one file under its inode
+    /// lock, so a second thread only spins on that lock. Measured here, 1 GiB into one file
+    /// took 0.19-0.33 s from one thread and 0.20-0.85 s (0.59 typical) from two.
+    pub fn write_config(&self, sync: bool) -> Config {
+        let config = self.driver_config();
+        match (sync, self) {
+            (true, _) => config,
+            (false, Route::Host) => Config {
+                writeback: false,
+                threads: 1,
+                ..config
+            },
+            // Device bytes are staged through pinned buffers: the threads overlap those copies.
+            (false, Route::Device(..)) => Config {
+                writeback: false,
+                ..config
+            },
+        }
+    }
 }
 
 /// Threads a rank uses for one large read or write: `H5TILE_THREADS` when set, else the CPUs this
@@ -164,7 +186,17 @@ pub struct DeviceFile {
 }
 
 impl DeviceFile {
-    pub fn open(path: &std::path::Path, write: bool, route: &Route) -> Result<DeviceFile> {
+    /// Opens `path` to read into device memory.
+    pub fn open(path: &std::path::Path, route: &Route) -> Result<DeviceFile> {
+        DeviceFile::open_with(path, false, route.driver_config())
+    }
+
+    /// Opens `path` to write device memory into, to be synced afterwards or not (`sync`).
+    pub fn open_to_write(path: &std::path::Path, route: &Route, sync: bool) -> Result<DeviceFile> {
+        DeviceFile::open_with(path, true, route.write_config(sync))
+    }
+
+    fn open_with(path: &std::path::Path, write: bool, config: Config) -> Result<DeviceFile> {
         let name = path.to_string_lossy().into_owned();
         let mode = h5tile_gds::OpenMode {
             write,
@@ -172,7 +204,6 @@ impl DeviceFile {
         };
         let file = h5tile_gds::PosixFile::open(&name, mode)
             .map_err(|e| Error::io("cannot open", path, &e))?;
-        let config = route.driver_config();
         let io = h5tile_gds::DeviceIo::new(&name, write);
         Ok(DeviceFile {
             file,
@@ -268,6 +299,11 @@ mod tests {
         let d = fake_device();
         assert_eq!(Route::Device(d, Gds::On).driver_config().gds, Gds::On);
         assert_eq!(Route::Device(d, Gds::Off).driver_config().gds, Gds::Off);
+        assert_eq!(Route::Host.write_config(true), host);
+        let unsynced = Route::Host.write_config(false);
+        assert_eq!((unsynced.writeback, unsynced.threads), (false, 1));
+        let device = Route::Device(d, Gds::On).write_config(false);
+        assert_eq!((device.writeback, device.threads), (false, io_threads()));
     }
 
     #[test]

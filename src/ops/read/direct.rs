@@ -466,7 +466,7 @@ impl DirectReader {
         for (i, common, path) in plan {
             let m = &self.mappings[i];
             let (src, at) = m.placement(&common, want);
-            let mut file = DeviceFile::open(&path, false, route)?;
+            let mut file = DeviceFile::open(&path, route)?;
             for (s, d, len) in crate::layout::runs::box_runs(
                 &m.region.shape,
                 &src,

@@ -88,7 +88,7 @@ impl Source {
                     return Ok(false);
                 };
                 let dims = open.dataset.space()?.dims()?;
-                let mut file = DeviceFile::open(path, false, route)?;
+                let mut file = DeviceFile::open(path, route)?;
                 for (s, d, len) in tile_runs(&dims, tile, dtype.size()) {
                     file.read(offset + s, dst.offset(d as usize), len)?;
                 }
