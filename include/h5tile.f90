@@ -23,7 +23,7 @@ module h5tile
     H5TILE_ERR_IS_DIRECTORY = 2, H5TILE_ERR_NOT_FOUND = 3, H5TILE_ERR_NOT_A_DATASET = 4, &
     H5TILE_ERR_DTYPE = 5, H5TILE_ERR_SHAPE = 6, H5TILE_ERR_EXISTS = 7, H5TILE_ERR_IO = 8, &
     H5TILE_ERR_HDF5 = 9, H5TILE_ERR_MPI = 10, H5TILE_ERR_CUDA = 11, &
-    H5TILE_ERR_MISSING_TILE = 12, H5TILE_ERR_PANIC = 99
+    H5TILE_ERR_MISSING_TILE = 12, H5TILE_ERR_CORRUPT = 13, H5TILE_ERR_PANIC = 99
   ! END status codes
   ! Element types (the `dtype` arguments).
   integer(c_int), parameter, public :: H5TILE_BOOL = 0, H5TILE_INT8 = 1, H5TILE_INT16 = 2, &
@@ -40,6 +40,7 @@ module h5tile
     H5TILE_KEEP_OTHERS = 4, H5TILE_NO_SYNC = 8
   ! Read flags (h5tile_read_options%flags).
   integer(c_int), parameter, public :: H5TILE_READ_FILL_MISSING = 1
+  integer(c_int), parameter, public :: H5TILE_READ_NO_VERIFY = 2
   ! h5tile_read_options%dtype: deliver elements in the dataset's own type.
   integer(c_int), parameter, public :: H5TILE_AS_STORED = -1
   ! How device memory moves (the options' gds field).
@@ -59,7 +60,7 @@ module h5tile
   end type
 
   !> Options of h5tile_read and h5tile_batches_open: h5tile_read_options of h5tile.h. Start
-  !> from h5tile_read_options_default(), then set flags (H5TILE_READ_FILL_MISSING), dtype
+  !> from h5tile_read_options_default(), then set flags (H5TILE_READ_FILL_MISSING, H5TILE_READ_NO_VERIFY), dtype
   !> (the type batches deliver; H5TILE_AS_STORED by default) or gds; never change size.
   type, bind(C), public :: h5tile_read_options
     integer(c_size_t) :: size

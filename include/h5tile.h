@@ -46,6 +46,10 @@
 // the fill value (plain HDF5 behaviour) instead of failing with `H5TILE_ERR_MISSING_TILE`.
 #define H5TILE_READ_FILL_MISSING 1
 
+// Read flag: do not check tile bytes against the checksums recorded when h5tile wrote them
+// (checked by default; a mismatch is `H5TILE_ERR_CORRUPT`).
+#define H5TILE_READ_NO_VERIFY 2
+
 // Options field `gds`: take `H5TILE_GDS` from the environment (else `auto`).
 #define H5TILE_GDS_FROM_ENVIRONMENT 0
 
@@ -88,6 +92,9 @@ typedef enum {
   H5TILE_ERR_CUDA = 11,
   // A tile file of a virtual dataset is missing or unreadable.
   H5TILE_ERR_MISSING_TILE = 12,
+  // Bytes read do not match the checksum recorded when they were written; the message
+  // names the file, the tile and the byte range.
+  H5TILE_ERR_CORRUPT = 13,
   // An internal bug was caught at the C boundary.
   H5TILE_ERR_PANIC = 99,
 } h5tile_status;
@@ -132,7 +139,7 @@ typedef struct {
   // `sizeof(h5tile_read_options)` as the caller compiled it; set by
   // `h5tile_read_options_default()` (do not change it).
   size_t size;
-  // Bitwise OR of `H5TILE_READ_FILL_MISSING` (default 0).
+  // Bitwise OR of `H5TILE_READ_FILL_MISSING` and `H5TILE_READ_NO_VERIFY` (default 0).
   uint32_t flags;
   // Element type `h5tile_batches_next` delivers: `H5TILE_AS_STORED` (the default) for the
   // dataset's own type, or a type HDF5 converts to. `h5tile_read` takes its type as an

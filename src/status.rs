@@ -37,6 +37,9 @@ pub enum h5tile_status {
     H5TILE_ERR_CUDA = 11,
     /// A tile file of a virtual dataset is missing or unreadable.
     H5TILE_ERR_MISSING_TILE = 12,
+    /// Bytes read do not match the checksum recorded when they were written; the message
+    /// names the file, the tile and the byte range.
+    H5TILE_ERR_CORRUPT = 13,
     /// An internal bug was caught at the C boundary.
     H5TILE_ERR_PANIC = 99,
 }
@@ -139,10 +142,10 @@ mod tests {
 
     #[test]
     fn from_code_round_trips_and_rejects_unknown() {
-        for code in (0..=12).chain([99]) {
+        for code in (0..=13).chain([99]) {
             assert_eq!(h5tile_status::from_code(code).unwrap() as u32, code);
         }
-        assert_eq!(h5tile_status::from_code(13), None);
+        assert_eq!(h5tile_status::from_code(14), None);
         assert_eq!(h5tile_status::from_code(98), None);
     }
 

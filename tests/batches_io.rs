@@ -45,7 +45,7 @@ fn write_chunked(path: &Path) {
 
 fn batched_bytes(solo: &Comm, path: &Path, chunk: [u64; 2]) -> u64 {
     let start = bytes_read();
-    let mut it = Batches::open(solo, path, "/z", &chunk, None, false).unwrap();
+    let mut it = Batches::open(solo, path, "/z", &chunk, &ReadOptions::default()).unwrap();
     let mut buf = vec![0u8; it.max_chunk_bytes()];
     while it.next(&mut buf).unwrap().is_some() {}
     drop(it);

@@ -4,11 +4,11 @@
 //! own VDS reading keeps every source file it touched open, ~0.6 MiB each). Its own test
 //! binary, so no other test's allocations share the process.
 
-use h5tile::internals::Batches;
 use h5tile::internals::Comm;
 use h5tile::internals::Dtype;
 use h5tile::internals::Tile;
 use h5tile::internals::{host_bytes, write, LocalTile, WriteArgs, WriteOptions};
+use h5tile::internals::{Batches, ReadOptions};
 
 const MIB: u64 = 1 << 20;
 
@@ -50,7 +50,7 @@ fn streaming_512_mib_in_8_mib_chunks_stays_within_two_chunks_plus_64_mib() {
     buf.fill(1); // touch it, so it is part of the baseline
     std::fs::write("/proc/self/clear_refs", "5").expect("reset the peak-RSS counter");
     let before = status_kib("VmRSS:");
-    let mut it = Batches::open(&solo, &path, "/big", &chunk, None, false).unwrap();
+    let mut it = Batches::open(&solo, &path, "/big", &chunk, &ReadOptions::default()).unwrap();
     let (mut n, mut sum) = (0u64, 0f64);
     let total = it.count() as u64;
     let mut at_quarter = 0;

@@ -60,14 +60,7 @@ pub unsafe extern "C" fn h5tile_batches_open(
             Ok((out, path, dataset, chunk, options))
         })?;
         let (out, path, dataset, chunk, options) = parsed;
-        let it = Batches::open(
-            &comm,
-            path,
-            dataset,
-            chunk,
-            options.dtype,
-            options.fill_missing,
-        )?;
+        let it = Batches::open(&comm, path, dataset, chunk, &options)?;
         *out = Box::into_raw(Box::new(h5tile_batches(it)));
         Ok(())
     })

@@ -50,6 +50,9 @@ pub const H5TILE_NO_SYNC: u32 = 8;
 /// `h5tile_read_options.flags`: read elements whose virtual-dataset source file is missing as
 /// the fill value (plain HDF5 behaviour) instead of failing with `H5TILE_ERR_MISSING_TILE`.
 pub const H5TILE_READ_FILL_MISSING: u32 = 1;
+/// Read flag: do not check tile bytes against the checksums recorded when h5tile wrote them
+/// (checked by default; a mismatch is `H5TILE_ERR_CORRUPT`).
+pub const H5TILE_READ_NO_VERIFY: u32 = 2;
 /// `h5tile_read_options.dtype`: deliver elements in the type the dataset stores.
 pub const H5TILE_AS_STORED: h5tile_dtype = -1;
 
@@ -87,7 +90,7 @@ pub struct h5tile_read_options {
     /// `sizeof(h5tile_read_options)` as the caller compiled it; set by
     /// `h5tile_read_options_default()` (do not change it).
     pub size: usize,
-    /// Bitwise OR of `H5TILE_READ_FILL_MISSING` (default 0).
+    /// Bitwise OR of `H5TILE_READ_FILL_MISSING` and `H5TILE_READ_NO_VERIFY` (default 0).
     pub flags: u32,
     /// Element type `h5tile_batches_next` delivers: `H5TILE_AS_STORED` (the default) for the
     /// dataset's own type, or a type HDF5 converts to. `h5tile_read` takes its type as an
@@ -171,7 +174,7 @@ impl h5tile_read_options {
     pub unsafe fn parse(opts: *const h5tile_read_options) -> Result<ReadOptions> {
         let defaults = h5tile_read_options::defaults();
         let o = read_sized(opts, defaults, "h5tile_read_options", FIRST_READ)?;
-        if o.flags & !H5TILE_READ_FILL_MISSING != 0 {
+        if o.flags & !(H5TILE_READ_FILL_MISSING | H5TILE_READ_NO_VERIFY) != 0 {
             return fail(
                 H5TILE_ERR_INVALID_ARGUMENT,
                 format!("unknown read flags {:#x}", o.flags),
@@ -183,6 +186,7 @@ impl h5tile_read_options {
         };
         Ok(ReadOptions {
             fill_missing: o.flags & H5TILE_READ_FILL_MISSING != 0,
+            no_verify: o.flags & H5TILE_READ_NO_VERIFY != 0,
             dtype,
             gds: mode_from_options(o.gds)?,
         })

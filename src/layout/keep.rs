@@ -5,7 +5,7 @@
 //! their tiles, whose names carry their dataset's key). The copy loses the old version of the
 //! dataset, gets the new one, and replaces the old file by the same atomic rename as any write.
 
-use crate::platform::hdf5::{File, ObjectKind};
+use crate::platform::hdf5::{File, ObjectKind, Plist};
 use crate::status::*;
 use std::path::Path;
 
@@ -20,11 +20,12 @@ pub fn check(path: &Path, dataset: &str) -> Result<()> {
 /// Opens the new master `tmp`: empty, or, with `keep` = (old file, dataset) and the old file
 /// there, a copy of it without `dataset`.
 pub fn new_master(tmp: &Path, keep: Option<(&Path, &str)>) -> Result<File> {
+    let fapl = Plist::file_access_master()?;
     let Some((old, dataset)) = keep.filter(|(old, _)| old.exists()) else {
-        return File::create(tmp);
+        return File::create_with(tmp, &fapl);
     };
     std::fs::copy(old, tmp).map_err(|e| Error::io("cannot copy the file to keep,", old, &e))?;
-    let file = File::open_write(tmp).map_err(|e| kept(old, e))?;
+    let file = File::open_write_with(tmp, &fapl).map_err(|e| kept(old, e))?;
     // Checked again: the file may have changed since the write began.
     if replaceable(&file, old, dataset)? {
         file.unlink(dataset).map_err(|e| {

@@ -12,6 +12,8 @@
 //! readable dataset, old or new. With `keep`, the new master starts as a copy of the old file,
 //! so one file holds several datasets, and only the replaced dataset's old tiles go.
 
+pub mod checksums;
+pub mod extremes;
 pub mod keep;
 pub mod runs;
 pub mod single;

@@ -2,6 +2,7 @@
 //! records them, and the master holding the virtual dataset that maps the tiles. Reading any
 //! virtual dataset back is the read side's (`ops::read::mappings`, `ops::read::direct`).
 
+use super::checksums::Summary;
 use super::sync_path;
 use crate::dtype::Dtype;
 use crate::geometry::tile::Tile;
@@ -83,7 +84,8 @@ pub struct Source {
 }
 
 /// Writes the master file at `path`: `dataset` of `global` shape whose elements come from
-/// `sources`; elements no source covers read as zero. Syncing and renaming are the caller's
+/// `sources` (`summaries[i]` recording what `sources[i]`'s bytes were); elements no source
+/// covers read as zero. Syncing and renaming are the caller's
 /// (see `layout::commit`).
 pub fn write_master(
     path: &Path,
@@ -91,6 +93,7 @@ pub fn write_master(
     dtype: Dtype,
     global: &[u64],
     sources: &[Source],
+    summaries: &[Summary],
     keep_from: Option<&Path>,
 ) -> Result<()> {
     let _l = hdf5::lock();
@@ -120,6 +123,7 @@ pub fn write_master(
             .flat_map(|s| [s.bytes.data_offset, s.bytes.file_size])
             .collect();
         dset.write_u64_attribute(TILE_BYTES_ATTRIBUTE, &[sources.len() as u64, 2], &bytes)?;
+        super::checksums::record(&dset, dtype, summaries)?;
     }
     drop(dset);
     file.close()

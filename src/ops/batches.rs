@@ -9,7 +9,7 @@
 use crate::dtype::Dtype;
 use crate::geometry::tile::Tile;
 use crate::ops::read::source::Source;
-use crate::ops::read::{on_one_version, open_dataset, OpenDataset};
+use crate::ops::read::{on_one_version, open_dataset, OpenDataset, ReadOptions};
 use crate::platform::comm::Comm;
 use crate::platform::hdf5::{self, Dataset, Plist, Storage};
 use crate::status::*;
@@ -158,9 +158,9 @@ impl Batches {
         path: &Path,
         dataset: &str,
         chunk: &[u64],
-        dtype: Option<Dtype>,
-        fill_missing: bool,
+        options: &ReadOptions,
     ) -> Result<Batches> {
+        let (dtype, fill_missing) = (options.dtype, options.fill_missing);
         // Every rank deals from one version of the file, and holds the tile files its chunks
         // need, so later writes replacing the dataset do not disturb the iteration.
         let opened = on_one_version(comm, path, || {
@@ -184,24 +184,18 @@ impl Batches {
             }
             let range = grid.share(comm.rank(), comm.size());
             let region = grid.bounds(&range);
-            let source = match Source::open(
-                path,
-                dataset,
-                open,
-                shape.len(),
-                fill_missing,
-                region.as_ref(),
-            )? {
-                Source::Hdf5(open) => {
-                    Source::Hdf5(with_chunk_cache(open, dataset, chunk, dtype.size())?)
-                }
-                Source::Direct(mut direct) => {
-                    if let Some(region) = &region {
-                        direct.hold(region, dtype)?;
+            let source =
+                match Source::open(path, dataset, open, shape.len(), options, region.as_ref())? {
+                    Source::Hdf5(open) => {
+                        Source::Hdf5(with_chunk_cache(open, dataset, chunk, dtype.size())?)
                     }
-                    Source::Direct(direct)
-                }
-            };
+                    Source::Direct(mut direct) => {
+                        if let Some(region) = &region {
+                            direct.hold(region, dtype)?;
+                        }
+                        Source::Direct(direct)
+                    }
+                };
             Ok((source, grid, dtype, range))
         })?;
         let (source, grid, dtype, range) = opened;
@@ -613,7 +607,8 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let path = d.path().join("cube.h5");
         write_cube(&path, [3, 5, 4]);
-        let mut it = Batches::open(&solo(), &path, "/cube", &[2, 2, 3], None, false).unwrap();
+        let mut it =
+            Batches::open(&solo(), &path, "/cube", &[2, 2, 3], &ReadOptions::default()).unwrap();
         assert_eq!(
             (it.dtype(), it.count(), it.max_chunk_bytes()),
             (Dtype::Int32, 12, 2 * 2 * 3 * 4)
@@ -645,7 +640,8 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let path = d.path().join("cube.h5");
         write_cube(&path, [3, 5, 4]);
-        let open = || Batches::open(&solo(), &path, "/cube", &[2, 2, 3], None, false).unwrap();
+        let open =
+            || Batches::open(&solo(), &path, "/cube", &[2, 2, 3], &ReadOptions::default()).unwrap();
         let mut copies = open();
         let mut buf = vec![0u8; copies.max_chunk_bytes()];
         let mut expected = Vec::new();
@@ -678,7 +674,8 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let path = d.path().join("cube.h5");
         write_cube(&path, [2, 2, 2]);
-        let mut it = Batches::open(&solo(), &path, "/cube", &[1, 2, 2], None, false).unwrap();
+        let mut it =
+            Batches::open(&solo(), &path, "/cube", &[1, 2, 2], &ReadOptions::default()).unwrap();
         let mut small = vec![0u8; 15];
         let e = it.next(&mut small).unwrap_err();
         assert_eq!(e.status, H5TILE_ERR_INVALID_ARGUMENT);
@@ -698,8 +695,10 @@ mod tests {
             &path,
             "/cube",
             &[1, 2, 3],
-            Some(Dtype::Float64),
-            false,
+            &ReadOptions {
+                dtype: Some(Dtype::Float64),
+                ..Default::default()
+            },
         )
         .unwrap();
         let mut buf = vec![0u8; 48];
@@ -714,8 +713,10 @@ mod tests {
             &path,
             "/cube",
             &[1, 1, 1],
-            Some(Dtype::Complex64),
-            false,
+            &ReadOptions {
+                dtype: Some(Dtype::Complex64),
+                ..Default::default()
+            },
         )
         .err()
         .unwrap();
@@ -727,7 +728,8 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let path = d.path().join("cube.h5");
         write_cube(&path, [4, 2, 2]);
-        let mut it = Batches::open(&solo(), &path, "/cube", &[1, 2, 2], None, false).unwrap();
+        let mut it =
+            Batches::open(&solo(), &path, "/cube", &[1, 2, 2], &ReadOptions::default()).unwrap();
         let mut buf = [0u8; 16];
         assert!(it.next(&mut buf).unwrap().is_some());
         // A newer write replaces the dataset and removes the tile the iterator reads.
@@ -755,7 +757,7 @@ mod tests {
         let path = d.path().join("cube.h5");
         write_cube(&path, [2, 2, 2]);
         let status = |dataset: &str, chunk: &[u64]| {
-            Batches::open(&solo(), &path, dataset, chunk, None, false)
+            Batches::open(&solo(), &path, dataset, chunk, &ReadOptions::default())
                 .err()
                 .map(|e| e.status)
         };
@@ -771,12 +773,23 @@ mod tests {
             std::fs::remove_file(f.path()).unwrap();
         }
         // Sources are opened chunk by chunk: the chunk that needs a lost tile fails, naming it.
-        let mut it = Batches::open(&solo(), &path, "/cube", &[1, 1, 1], None, false).unwrap();
+        let mut it =
+            Batches::open(&solo(), &path, "/cube", &[1, 1, 1], &ReadOptions::default()).unwrap();
         let mut buf = [0u8; 4];
         let e = it.next(&mut buf).unwrap_err();
         assert_eq!(e.status, H5TILE_ERR_MISSING_TILE);
         assert!(e.message.contains(".tiles/cube."), "{}", e.message);
-        let mut it = Batches::open(&solo(), &path, "/cube", &[1, 1, 1], None, true).unwrap();
+        let mut it = Batches::open(
+            &solo(),
+            &path,
+            "/cube",
+            &[1, 1, 1],
+            &ReadOptions {
+                fill_missing: true,
+                ..Default::default()
+            },
+        )
+        .unwrap();
         buf = [7; 4];
         assert!(it.next(&mut buf).unwrap().is_some());
         assert_eq!(
@@ -791,7 +804,9 @@ mod tests {
         let path = d.path().join("cube.h5");
         write_cube(&path, [8, 8, 8]);
         for consumed in 0..3 {
-            let mut it = Batches::open(&solo(), &path, "/cube", &[1, 8, 8], None, false).unwrap();
+            let mut it =
+                Batches::open(&solo(), &path, "/cube", &[1, 8, 8], &ReadOptions::default())
+                    .unwrap();
             let mut buf = vec![0u8; it.max_chunk_bytes()];
             for _ in 0..consumed {
                 it.next(&mut buf).unwrap().unwrap();

@@ -15,6 +15,7 @@
 use crate::dtype::Dtype;
 use crate::geometry::coverage::{self, Coverage};
 use crate::geometry::tile::Tile;
+use crate::layout::checksums::{self, Summary};
 use crate::layout::{self, single, subfiles, vds};
 use crate::ops::fnv::Fnv;
 use crate::platform::comm::Comm;
@@ -159,8 +160,11 @@ fn write_tile_files(
             let name = layout::tile_file_name(args.dataset, generation, comm.rank(), k);
             let path = dir.join(name);
             written.push(path.clone());
-            let b = vds::write_tile(&path, args.dtype, &local.tile, args.global, local.buf, sync)?;
+            let (b, summary) = summarized(args.dtype, local, || {
+                vds::write_tile(&path, args.dtype, &local.tile, args.global, local.buf, sync)
+            })?;
             placed.extend([OWN_FILE, b.data_offset, b.file_size]);
+            summary.to_words(&mut placed);
         }
         Ok(placed)
     })
@@ -218,18 +222,19 @@ fn write_subfiles(
     let mut offsets = created;
     group.broadcast_vec(&mut offsets);
     let me = comm.rank() as u64;
-    let placed: Vec<u64> = offsets
-        .chunks_exact(4)
-        .filter(|c| c[0] == me)
-        .flat_map(|c| [first as u64, c[2], c[3]])
-        .collect();
-    comm.agree_on(|| {
+    let mine: Vec<&[u64]> = offsets.chunks_exact(4).filter(|c| c[0] == me).collect();
+    let placed = comm.agree_on(|| {
         let elem = args.dtype.size();
-        for ((_, local), at) in non_empty(args).zip(placed.chunks_exact(3)) {
+        let mut placed = Vec::new();
+        for ((_, local), at) in non_empty(args).zip(&mine) {
             let len = local.tile.volume() as usize * elem;
-            subfiles::write_tile(&path, at[1], len, local.buf, sync)?;
+            let ((), summary) = summarized(args.dtype, local, || {
+                subfiles::write_tile(&path, at[2], len, local.buf, sync)
+            })?;
+            placed.extend([first as u64, at[2], at[3]]);
+            summary.to_words(&mut placed);
         }
-        Ok(())
+        Ok(placed)
     })?;
     // Every rank of the group has written: one sync covers them all.
     comm.agree_on(|| match group.is_root() && sync && !offsets.is_empty() {
@@ -237,6 +242,33 @@ fn write_subfiles(
         false => Ok(()),
     })?;
     Ok(placed)
+}
+
+/// Runs `write`, which writes `local`'s bytes, and returns with its result the summary the
+/// master records of them (`checksums::Summary`). A large tile in host memory is summed on a
+/// thread of its own meanwhile: the write waits on the disk or copies into the page cache
+/// under the file's lock, the sums use another core. Device memory has no host copy to sum.
+fn summarized<T>(
+    dtype: Dtype,
+    local: &LocalTile,
+    write: impl FnOnce() -> Result<T>,
+) -> Result<(T, Summary)> {
+    let Buffer::Host(bytes) = local.buf else {
+        return Ok((write()?, Summary::default()));
+    };
+    let bytes = &bytes[..local.tile.volume() as usize * dtype.size()];
+    if bytes.len() < 4 * checksums::BLOCK_BYTES as usize {
+        let written = write()?;
+        return Ok((written, Summary::of(dtype, bytes)));
+    }
+    std::thread::scope(|scope| {
+        let summary = scope.spawn(|| Summary::of(dtype, bytes));
+        let written = write();
+        let summary = summary
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        Ok((written?, summary))
+    })
 }
 
 /// This rank's non-empty tiles with their index among all its tiles.
@@ -275,13 +307,16 @@ fn write_in_tile_dir(
         let placed_by_rank = placed_by_rank.unwrap_or_default();
         let mut next = vec![0usize; placed_by_rank.len()];
         let mut sources: Vec<vds::Source> = Vec::new();
+        let mut summaries: Vec<Summary> = Vec::new();
         for (rank, k, tile) in all_tiles
             .into_iter()
             .flatten()
             .filter(|(_, _, t)| !t.is_empty())
         {
-            let p = &placed_by_rank[rank][next[rank]..next[rank] + 3];
-            next[rank] += 3;
+            let p = &placed_by_rank[rank][next[rank]..];
+            let (summary, used) = Summary::from_words(&p[3..], args.dtype.size());
+            next[rank] += 3 + used;
+            summaries.push(summary);
             let (file, dataset) = match p[0] {
                 OWN_FILE => (
                     layout::tile_file_name(args.dataset, generation, rank, k),
@@ -308,6 +343,7 @@ fn write_in_tile_dir(
             args.dtype,
             args.global,
             &sources,
+            &summaries,
             keep_from(args),
         )
     };

@@ -4,6 +4,7 @@
 //! are shared among `io_threads()` workers, so a chunk made of many short rows reads as fast
 //! as one long run.
 
+use crate::layout::checksums::block_sum;
 use crate::platform::device::io_threads;
 use std::fs::File;
 use std::io;
@@ -32,16 +33,48 @@ enum Run {
         row: usize,
         dsts: Vec<usize>,
     },
+    /// One checksummed block, read whole and summed while still in the cache, compared with
+    /// `sum`, and its `parts` delivered: straight into the buffer when one part is the whole
+    /// block, else through scratch. No parts: the block is only checked (HDF5 reads it).
+    Verified {
+        file: usize,
+        at: u64,
+        len: usize,
+        sum: u64,
+        parts: Vec<Part>,
+    },
 }
 
 impl Run {
     fn len(&self) -> usize {
         match self {
-            Run::Place { len, .. } => *len,
+            Run::Place { len, .. } | Run::Verified { len, .. } => *len,
             Run::Scatter { row, dsts, .. } => row * dsts.len(),
         }
     }
 }
+
+/// Part of a checksummed block delivered to the buffer: (offset in the block, buffer byte,
+/// length).
+pub(crate) type Part = (usize, usize, usize);
+
+/// A block whose bytes do not match their checksum: the error a plan's run returns, for its
+/// caller to name the tile (`io::Error::get_ref` downcast).
+#[derive(Debug)]
+pub(crate) struct Mismatch {
+    /// The block's first byte in the file and its length.
+    pub at: u64,
+    pub len: usize,
+}
+
+impl std::fmt::Display for Mismatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        let end = self.at + self.len as u64;
+        write!(f, "bytes {}..{} do not match their checksum", self.at, end)
+    }
+}
+
+impl std::error::Error for Mismatch {}
 
 /// A plan of byte reads into one buffer of `total` bytes.
 pub(crate) struct ByteReads {
@@ -103,6 +136,21 @@ impl ByteReads {
             at,
             row,
             dsts,
+        });
+    }
+
+    /// The block of `len` bytes at `at` of `file`, checked against `sum`, with `parts` of it
+    /// to the buffer.
+    pub fn verified(&mut self, file: usize, at: u64, len: usize, sum: u64, parts: Vec<Part>) {
+        debug_assert!(parts
+            .iter()
+            .all(|&(o, d, n)| o + n <= len && d + n <= self.total));
+        self.runs.push(Run::Verified {
+            file,
+            at,
+            len,
+            sum,
+            parts,
         });
     }
 
@@ -192,6 +240,12 @@ impl ByteReads {
                     let ranges = dsts.iter().map(|&d| (d, *row)).collect();
                     pieces.push((*file, run, *at, ranges));
                 }
+                Run::Verified {
+                    file, at, parts, ..
+                } => {
+                    let ranges = parts.iter().map(|&(_, d, n)| (d, n)).collect();
+                    pieces.push((*file, run, *at, ranges));
+                }
             }
         }
         let mut ranges: Vec<(usize, usize, usize, usize)> = pieces
@@ -229,7 +283,11 @@ impl ByteReads {
                 .into_iter()
                 .map(|d| d.expect("every range cut"))
                 .collect();
-            let n: usize = dsts.iter().map(|d| d.len()).sum();
+            // Bytes read: a checked block is read whole, whatever of it is delivered.
+            let n: usize = match run {
+                Run::Verified { len, .. } => *len,
+                _ => dsts.iter().map(|d| d.len()).sum(),
+            };
             if size > 0 && size + n > JOB_BYTES {
                 jobs.push(Vec::new());
                 size = 0;
@@ -266,6 +324,35 @@ impl ByteReads {
                     out.copy_from_slice(&scratch[j * row..(j + 1) * row]);
                 }
                 Ok(())
+            }
+            Run::Verified {
+                file,
+                len,
+                sum,
+                parts,
+                ..
+            } => {
+                let file = &self.files[*file].0;
+                let mut dsts = dsts;
+                let whole = matches!(parts[..], [(0, _, n)] if n == *len);
+                let got = match whole {
+                    true => {
+                        file.read_exact_at(dsts[0], at)?;
+                        block_sum(dsts[0])
+                    }
+                    false => {
+                        scratch.resize(*len, 0);
+                        file.read_exact_at(scratch, at)?;
+                        for (out, &(from, _, n)) in dsts.iter_mut().zip(parts) {
+                            out.copy_from_slice(&scratch[from..from + n]);
+                        }
+                        block_sum(scratch)
+                    }
+                };
+                match got == *sum {
+                    true => Ok(()),
+                    false => Err(io::Error::other(Mismatch { at, len: *len })),
+                }
             }
         }
     }

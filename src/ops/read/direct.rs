@@ -2,10 +2,13 @@
 //! only the sources a read needs are opened, a missing one is reported by name, and the tiles
 //! h5tile wrote are read from the bytes their master records, without HDF5.
 
-use super::byte_reads::ByteReads;
-use super::mappings::{locate_source, missing_tile, read_tile_bytes, resolve_source, BlockMapping};
+use super::byte_reads::{ByteReads, Mismatch, Part};
+use super::mappings::{
+    corrupt, locate_source, missing_tile, read_tile_bytes, resolve_source, BlockMapping,
+};
 use crate::dtype::Dtype;
 use crate::geometry::tile::Tile;
+use crate::layout::checksums::Recorded;
 use crate::layout::runs::box_rows;
 use crate::layout::subfiles::check_stamp;
 use crate::layout::vds::{TileBytes, NO_OFFSET, TILE_DATASET};
@@ -37,6 +40,8 @@ pub struct DirectReader {
     /// Tile files opened by `hold`, per mapping (tiles of one subfile share one), read from
     /// instead of opening them again.
     held: Vec<Option<(std::sync::Arc<std::fs::File>, PathBuf)>>,
+    /// The block checksums the master records, when reads check them.
+    checksums: Option<Box<Recorded>>,
 }
 
 /// How many tile files one reader may hold open: a quarter of the process's limit on open
@@ -69,12 +74,56 @@ fn gather(plan: &mut ByteReads, f: usize, at: u64, row: usize, dsts: Vec<usize>)
     }
 }
 
+/// Plans reading a checksummed tile's blocks that rows of `row` bytes touch, each row given
+/// as (its byte in the tile, its byte in the buffer), the tile's `tile_len` bytes starting at
+/// `data_offset` of file `f`, in blocks of `block` bytes whose checksums are `sums`. Every
+/// touched block is read whole and checked; with `to_buffer` the rows' bytes in it go to
+/// their places (parts continuing each other joined, so a block wholly wanted in order is read
+/// straight into place).
+#[allow(clippy::too_many_arguments)]
+fn plan_blocks(
+    plan: &mut ByteReads,
+    f: usize,
+    data_offset: u64,
+    tile_len: u64,
+    block: u64,
+    sums: &[u64],
+    row: usize,
+    rows: impl Iterator<Item = (u64, usize)>,
+    to_buffer: bool,
+) {
+    let mut blocks: std::collections::BTreeMap<u64, Vec<Part>> = Default::default();
+    for (s, d) in rows {
+        let (mut at, end, mut dst) = (s, s + row as u64, d);
+        while at < end {
+            let k = at / block;
+            let stop = end.min((k + 1) * block);
+            let n = (stop - at) as usize;
+            let parts = blocks.entry(k).or_default();
+            let from = (at - k * block) as usize;
+            match parts.last_mut() {
+                Some(p) if p.0 + p.2 == from && p.1 + p.2 == dst => p.2 += n,
+                _ if !to_buffer => {}
+                _ => parts.push((from, dst, n)),
+            }
+            at = stop;
+            dst += n;
+        }
+    }
+    for (k, parts) in blocks {
+        let len = block.min(tile_len - k * block) as usize;
+        let parts = if to_buffer { parts } else { Vec::new() };
+        plan.verified(f, data_offset + k * block, len, sums[k as usize], parts);
+    }
+}
+
 impl DirectReader {
     pub fn new(
         master: &Path,
         dataset: &str,
         dset: &Dataset,
         mappings: Vec<BlockMapping>,
+        verify: bool,
     ) -> Result<DirectReader> {
         let file_type = dset.dtype()?;
         let stored = Dtype::of_hdf5(&file_type).ok().map(|d| (d, file_type));
@@ -97,7 +146,12 @@ impl DirectReader {
                 records
             });
         let held = (0..mappings.len()).map(|_| None).collect();
+        let checksums = match (verify, &tile_bytes) {
+            (true, Some(_)) => Recorded::read(dset, mappings.len()).map(Box::new),
+            _ => None,
+        };
         Ok(DirectReader {
+            checksums,
             held,
             master: master.to_path_buf(),
             dataset: dataset.to_string(),
@@ -164,13 +218,16 @@ impl DirectReader {
         let plan = self.plan(want, dtype, buf, fill_missing)?;
         let (master, dataset) = (&self.master, &self.dataset);
         plan.execute(buf, |path, region, e| {
-            missing_tile(
-                path,
-                &region,
-                dataset,
-                master,
-                &format!("cannot be read ({e})"),
-            )
+            match e.get_ref().and_then(|e| e.downcast_ref::<Mismatch>()) {
+                Some(m) => corrupt(path, &region, dataset, master, &m.to_string()),
+                None => missing_tile(
+                    path,
+                    &region,
+                    dataset,
+                    master,
+                    &format!("cannot be read ({e})"),
+                ),
+            }
         })
     }
 
@@ -200,10 +257,13 @@ impl DirectReader {
         };
         let mut plan = ByteReads::new(want.volume() as usize * dtype.size());
         for (i, common) in parts {
-            if raw {
-                match self.plan_tile_bytes(i, &common, want, dtype.size(), &mut plan) {
-                    Ok(true) => continue,
-                    Ok(false) => {}
+            // Tile bytes go straight to the buffer when nothing needs converting; else HDF5
+            // converts them, and any checksummed blocks it reads are checked beside.
+            let deliver = raw.then(|| dtype.size());
+            if raw || self.checks(i) {
+                match self.plan_tile_bytes(i, &common, want, deliver, &mut plan) {
+                    Ok(true) if raw => continue,
+                    Ok(_) => {}
                     Err(_) if fill_missing => continue,
                     Err(e) => return Err(e),
                 }
@@ -228,12 +288,17 @@ impl DirectReader {
     /// them, which spares HDF5 opening one file per tile (each open costs HDF5 half a megabyte
     /// of cache set-up). Returns false, having planned nothing, when there is no record or the
     /// file is no longer the one recorded (its size changed): HDF5 then reads it.
+    ///
+    /// A tile with recorded checksums is planned block by block, each block checked
+    /// (`plan_blocks`); with `deliver` None its blocks are only checked, HDF5 reading the
+    /// elements, and a file of another size than recorded is an error, not left to HDF5.
+    /// `deliver` is the element size when the bytes go to the buffer.
     fn plan_tile_bytes(
         &mut self,
         i: usize,
         common: &Tile,
         want: &Tile,
-        elem: usize,
+        deliver: Option<usize>,
         plan: &mut ByteReads,
     ) -> Result<bool> {
         let Some(bytes) = self.tile_bytes.as_ref().map(|b| b[i]) else {
@@ -267,10 +332,45 @@ impl DirectReader {
                 )
             }
         };
+        // A file of another size than written is left to HDF5, which checks what it holds.
         if len != bytes.file_size {
             return Ok(false);
         }
+        let elem = match (deliver, &self.stored) {
+            (Some(elem), _) => elem,
+            (None, Some((stored, _))) => stored.size(),
+            (None, None) => return Ok(false),
+        };
         let (src, dst) = m.placement(common, want);
+        if let Some(sums) = self.checksums.as_ref().and_then(|c| c.tile(i)) {
+            let tile_len = m.region.volume() as u64 * elem as u64;
+            let block = self.checksums.as_ref().expect("checked").block;
+            if sums.len() as u64 != tile_len.div_ceil(block) {
+                let why = format!(
+                    "the master records {} checksums for the tile's {tile_len} bytes",
+                    sums.len()
+                );
+                return Err(corrupt(&path, &m.region, &self.dataset, &self.master, &why));
+            }
+            let (row, rows) = box_rows(&m.region.shape, &src, &want.shape, &dst, &common.shape);
+            let rows = rows.map(|(s, d)| (s * elem as u64, d as usize * elem));
+            let to_buffer = deliver.is_some();
+            plan_blocks(
+                plan,
+                f,
+                bytes.data_offset,
+                tile_len,
+                block,
+                sums,
+                row as usize * elem,
+                rows,
+                to_buffer,
+            );
+            return Ok(to_buffer);
+        }
+        if deliver.is_none() {
+            return Ok(false);
+        }
         // Rows of the common box, consecutive ones in the file read together.
         let (row, rows) = box_rows(&m.region.shape, &src, &want.shape, &dst, &common.shape);
         let row_bytes = row as usize * elem;
@@ -300,6 +400,11 @@ impl DirectReader {
         }
         gather(plan, f, at(gathered_from), row_bytes, gathered);
         Ok(true)
+    }
+
+    /// Whether reads check mapping `i`'s bytes against recorded checksums.
+    fn checks(&self, i: usize) -> bool {
+        self.checksums.as_ref().is_some_and(|c| c.tile(i).is_some())
     }
 
     /// Index in `open` of mapping `i`'s source, opening it (and closing the least recently
@@ -384,7 +489,8 @@ impl DirectReader {
     /// Reads `want` (stored as `dtype`) into device memory `dst` straight from the tile files'
     /// recorded bytes, through the h5tile_gds device paths. Returns false, having read nothing,
     /// where it cannot: the master records no tile bytes, a tile file has changed, or elements
-    /// to fill would need a fill value other than zero. Then the caller stages.
+    /// to fill would need a fill value other than zero, or the tiles' checksums are to be
+    /// checked. Then the caller stages.
     pub fn read_device(
         &mut self,
         want: &Tile,
@@ -397,6 +503,12 @@ impl DirectReader {
         let Some(tile_bytes) = self.tile_bytes.clone() else {
             return Ok(false);
         };
+        // Checksummed bytes are checked in host memory: the caller stages them there.
+        let checked =
+            |i: usize| self.checks(i) && want.intersection(&self.mappings[i].region).is_some();
+        if (0..self.mappings.len()).any(checked) {
+            return Ok(false);
+        }
         if !matches!(&self.stored, Some((d, _)) if *d == dtype) {
             return Ok(false);
         }
@@ -537,7 +649,7 @@ mod tests {
         let mappings = block_mappings(&open.dataset, 2)
             .unwrap()
             .expect("plain boxes");
-        DirectReader::new(path, "/g", &open.dataset, mappings).unwrap()
+        DirectReader::new(path, "/g", &open.dataset, mappings, true).unwrap()
     }
 
     fn read_f64(r: &mut DirectReader, want: &Tile) -> Vec<f64> {
@@ -612,10 +724,11 @@ mod tests {
             .open(&first)
             .unwrap();
         std::io::Write::write_all(&mut f, &[0u8; 100]).unwrap();
-        let mut r = reader(&path);
         let all = Tile::new(vec![0, 0], vec![6, 5]);
+        let mut r = reader(&path);
         assert_eq!(read_f64(&mut r, &all), expected(&all));
         assert_eq!(r.open.len(), 1, "only the changed tile went through HDF5");
+
         std::fs::remove_file(&first).unwrap();
         let mut out = vec![0f64; 30];
         let e = reader(&path)

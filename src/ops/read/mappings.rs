@@ -5,7 +5,7 @@
 use crate::geometry::tile::Tile;
 use crate::layout::vds::{TileBytes, TILE_BYTES_ATTRIBUTE};
 use crate::platform::hdf5::{self, Dataset, File};
-use crate::status::{Error, Result, H5TILE_ERR_MISSING_TILE};
+use crate::status::{h5tile_status, Error, Result, H5TILE_ERR_CORRUPT, H5TILE_ERR_MISSING_TILE};
 use std::path::{Path, PathBuf};
 
 /// The literal name behind a source name as HDF5 parses it ("%%" is one '%'), or None for a
@@ -98,6 +98,29 @@ pub(super) fn missing_tile(
     master: &Path,
     why: &str,
 ) -> Error {
+    source_error(H5TILE_ERR_MISSING_TILE, path, region, dataset, master, why)
+}
+
+/// `H5TILE_ERR_CORRUPT`: bytes of the tile file or subfile at `path`, holding `region` of
+/// `dataset` in `master`, are not those written (`why` says which).
+pub(super) fn corrupt(
+    path: &Path,
+    region: &dyn std::fmt::Display,
+    dataset: &str,
+    master: &Path,
+    why: &str,
+) -> Error {
+    source_error(H5TILE_ERR_CORRUPT, path, region, dataset, master, why)
+}
+
+fn source_error(
+    status: h5tile_status,
+    path: &Path,
+    region: &dyn std::fmt::Display,
+    dataset: &str,
+    master: &Path,
+    why: &str,
+) -> Error {
     // A subfile holds the tiles of several ranks; `region` is the one the read needed first.
     let name = path.file_name().unwrap_or_default().to_string_lossy();
     let kind = match crate::layout::subfile_generation(&name).is_some() {
@@ -105,7 +128,7 @@ pub(super) fn missing_tile(
         false => "tile file",
     };
     Error::new(
-        H5TILE_ERR_MISSING_TILE,
+        status,
         format!(
             "{kind} '{}' holding elements {region} of '{dataset}' in '{}' {why}",
             path.display(),

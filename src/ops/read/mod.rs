@@ -25,6 +25,8 @@ pub struct ReadOptions {
     /// Read elements of missing virtual-dataset sources as the fill value, as HDF5 does,
     /// instead of failing with `H5TILE_ERR_MISSING_TILE`.
     pub fill_missing: bool,
+    /// Skip checking the bytes of tiles h5tile checksummed (`H5TILE_READ_NO_VERIFY`).
+    pub no_verify: bool,
     /// Element type to deliver when the call takes none (batches); None: as stored.
     pub dtype: Option<Dtype>,
     /// How reads into device memory move.
@@ -310,7 +312,7 @@ fn read_host(
     options: ReadOptions,
 ) -> Result<()> {
     let fill = options.fill_missing;
-    let mut source = Source::open(path, dataset, open, tile.ndim(), fill, Some(tile))?;
+    let mut source = Source::open(path, dataset, open, tile.ndim(), &options, Some(tile))?;
     source.read(tile, dtype, buf, fill)
 }
 
@@ -333,7 +335,7 @@ fn read_into_device(
     options: ReadOptions,
 ) -> Result<()> {
     let fill = options.fill_missing;
-    let mut source = Source::open(path, dataset, open, tile.ndim(), fill, Some(tile))?;
+    let mut source = Source::open(path, dataset, open, tile.ndim(), &options, Some(tile))?;
     if source.read_device(path, tile, dtype, dst, route, fill)? {
         return Ok(());
     }

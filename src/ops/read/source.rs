@@ -6,7 +6,7 @@
 
 use super::direct::DirectReader;
 use super::mappings::{block_mappings, check_sources};
-use super::OpenDataset;
+use super::{OpenDataset, ReadOptions};
 use crate::dtype::Dtype;
 use crate::geometry::tile::Tile;
 use crate::layout::runs::tile_runs;
@@ -23,21 +23,23 @@ pub(crate) enum Source {
 }
 
 impl Source {
-    /// The source for reading `dataset` of `path` (opened as `open`, of rank `ndim`). `region`
-    /// is the part the reads will touch, whose virtual sources are checked unless
-    /// `fill_missing` (None: nothing to check).
+    /// The source for reading `dataset` of `path` (opened as `open`, of rank `ndim`) with
+    /// `options`. `region` is the part the reads will touch, whose virtual sources are checked
+    /// unless `options.fill_missing` (None: nothing to check).
     pub fn open(
         path: &Path,
         dataset: &str,
         open: OpenDataset,
         ndim: usize,
-        fill_missing: bool,
+        options: &ReadOptions,
         region: Option<&Tile>,
     ) -> Result<Source> {
+        let fill_missing = options.fill_missing;
         let _l = hdf5::lock();
         if open.dataset.storage()? == Storage::Virtual {
             if let Some(mappings) = block_mappings(&open.dataset, ndim)? {
-                let direct = DirectReader::new(path, dataset, &open.dataset, mappings)?;
+                let verify = !options.no_verify;
+                let direct = DirectReader::new(path, dataset, &open.dataset, mappings, verify)?;
                 return Ok(Source::Direct(direct));
             }
             if let (false, Some(region)) = (fill_missing, region) {

@@ -84,6 +84,7 @@ fn path_str(path: &Path) -> std::ffi::CString {
 
 impl File {
     /// Creates (truncating) the file at `path`.
+    #[cfg(any(test, feature = "internals"))]
     pub fn create(path: &Path) -> Result<File> {
         File::create_raw(path, H5P_DEFAULT, H5P_DEFAULT)
     }
@@ -115,9 +116,17 @@ impl File {
     }
 
     /// Opens `path` for reading and writing.
+    #[cfg(any(test, feature = "internals"))]
     pub fn open_write(path: &Path) -> Result<File> {
         let _l = super::lock();
         let id = unsafe { H5Fopen(path_str(path).as_ptr(), H5F_ACC_RDWR, H5P_DEFAULT) };
+        File::from_id(id, || format!("cannot open HDF5 file '{}'", path.display()))
+    }
+
+    /// Opens `path` for reading and writing with file-access properties `fapl`.
+    pub fn open_write_with(path: &Path, fapl: &Plist) -> Result<File> {
+        let _l = super::lock();
+        let id = unsafe { H5Fopen(path_str(path).as_ptr(), H5F_ACC_RDWR, fapl.id()) };
         File::from_id(id, || format!("cannot open HDF5 file '{}'", path.display()))
     }
 

@@ -6,9 +6,11 @@ use crate::status::Result;
 use hdf5_sys::h5::HADDR_UNDEF;
 use hdf5_sys::h5a::{H5Acreate2, H5Aexists, H5Aget_space, H5Aopen, H5Aread, H5Awrite};
 use hdf5_sys::h5d::{H5D_alloc_time_t, H5D_fill_time_t, H5D_layout_t, H5Dget_offset};
+use hdf5_sys::h5f::H5F_libver_t;
+use hdf5_sys::h5i::hid_t;
 use hdf5_sys::h5p::*;
 use hdf5_sys::h5s::{H5S_sel_type, H5Sget_select_type};
-use hdf5_sys::h5t::H5T_NATIVE_UINT64;
+use hdf5_sys::h5t::{H5Tget_size, H5T_NATIVE_UINT64};
 use std::ffi::c_char;
 
 /// One mapping of a virtual dataset as stored: the selection of the virtual dataset it fills,
@@ -47,6 +49,20 @@ impl Plist {
         check(unsafe { H5Pset_alignment(fapl.id(), 1, alignment) }, || {
             format!("cannot align allocations to {alignment} bytes")
         })?;
+        Ok(fapl)
+    }
+
+    /// File-access properties for a master: objects in the HDF5 1.8 to 1.10 formats, so an
+    /// attribute too large for an object header (a record per tile, thousands of tiles) goes
+    /// to dense storage instead of failing, and HDF5 1.10's tools still read the file.
+    pub fn file_access_master() -> Result<Plist> {
+        let _l = super::lock();
+        let fapl = Plist::create(*H5P_CLS_FILE_ACCESS)?;
+        let (low, high) = (H5F_libver_t::H5F_LIBVER_V18, H5F_libver_t::H5F_LIBVER_V110);
+        check(
+            unsafe { H5Pset_libver_bounds(fapl.id(), low, high) },
+            || "cannot set the file format versions of a master".into(),
+        )?;
         Ok(fapl)
     }
 
@@ -171,7 +187,39 @@ impl Dataset {
 
     /// Writes attribute `name`: `values` as an array of `dims` of `uint64`.
     pub fn write_u64_attribute(&self, name: &str, dims: &[u64], values: &[u64]) -> Result<()> {
+        // SAFETY: `values` is `8 * len` readable bytes.
+        let bytes = unsafe {
+            std::slice::from_raw_parts(values.as_ptr().cast::<u8>(), std::mem::size_of_val(values))
+        };
+        self.write_attribute_raw(name, dims, *H5T_NATIVE_UINT64, bytes)
+    }
+
+    /// Writes attribute `name`: `bytes`, elements of `dtype` in native order, as an array of
+    /// `dims`.
+    pub fn write_attribute(
+        &self,
+        name: &str,
+        dims: &[u64],
+        dtype: &Type,
+        bytes: &[u8],
+    ) -> Result<()> {
+        self.write_attribute_raw(name, dims, dtype.id(), bytes)
+    }
+
+    fn write_attribute_raw(
+        &self,
+        name: &str,
+        dims: &[u64],
+        dtype: hid_t,
+        bytes: &[u8],
+    ) -> Result<()> {
         let _l = super::lock();
+        let size = unsafe { H5Tget_size(dtype) };
+        assert_eq!(
+            bytes.len() as u64,
+            dims.iter().product::<u64>() * size as u64,
+            "attribute '{name}': bytes for its shape"
+        );
         let space = Space::simple(dims)?;
         let what = || format!("cannot write attribute '{name}'");
         let c = cstr(name);
@@ -179,7 +227,7 @@ impl Dataset {
             H5Acreate2(
                 self.id(),
                 c.as_ptr(),
-                *H5T_NATIVE_UINT64,
+                dtype,
                 space.id(),
                 H5P_DEFAULT,
                 H5P_DEFAULT,
@@ -187,7 +235,7 @@ impl Dataset {
         };
         let attr = super::Attribute::from_id(id, what)?;
         check(
-            unsafe { H5Awrite(attr.id(), *H5T_NATIVE_UINT64, values.as_ptr().cast()) },
+            unsafe { H5Awrite(attr.id(), dtype, bytes.as_ptr().cast()) },
             what,
         )
         .map(|_| ())

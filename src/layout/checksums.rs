@@ -1,0 +1,234 @@
+//! Checksums of every tile's bytes, per block, recorded in the master when the tile is
+//! written and checked when it is read: a flipped bit, a truncated or swapped tile file is an
+//! error naming the file, the tile and the byte range, not garbage returned as data.
+//!
+//! A tile's bytes (its contiguous dataset's storage, the tile's elements in row-major order)
+//! are cut into blocks of `BLOCK_BYTES` from the first; each block's checksum is XXH3-64 with
+//! seed 0 (`xxhash.xxh3_64_intdigest` in Python). A read checks only the blocks it touches.
+//!
+//! What the master's virtual dataset carries, as attributes (README, "Checksums"):
+//! - `h5tile_checksum_block_bytes` (uint64, 1): the block size;
+//! - `h5tile_checksum_first` (uint64, tiles + 1): tile i's checksums are
+//!   `h5tile_checksums[first[i]:first[i+1]]`, in the order of the virtual mappings; none for
+//!   a tile written from device memory straight to the file (no host copy to sum);
+//! - `h5tile_checksums` (uint64): every tile's block checksums, one after the other;
+//! - `h5tile_tile_min`, `h5tile_tile_max` (the dataset's type, tiles) and `h5tile_tile_nan`
+//!   (uint64, tiles; `NONE` where nothing was recorded): see `extremes`.
+
+use super::extremes::{Accumulator, Extremes};
+use crate::dtype::Dtype;
+use crate::platform::hdf5::Dataset;
+use crate::status::Result;
+
+/// Bytes per checksummed block.
+pub(crate) const BLOCK_BYTES: u64 = 1 << 20;
+
+pub const BLOCK_BYTES_ATTRIBUTE: &str = "h5tile_checksum_block_bytes";
+pub const FIRST_ATTRIBUTE: &str = "h5tile_checksum_first";
+pub const CHECKSUMS_ATTRIBUTE: &str = "h5tile_checksums";
+pub const MIN_ATTRIBUTE: &str = "h5tile_tile_min";
+pub const MAX_ATTRIBUTE: &str = "h5tile_tile_max";
+pub const NAN_ATTRIBUTE: &str = "h5tile_tile_nan";
+
+/// In `h5tile_tile_nan`, and in a rank's report, marks what was not recorded.
+pub(crate) const NONE: u64 = u64::MAX;
+
+/// The checksum of one block.
+pub fn block_sum(bytes: &[u8]) -> u64 {
+    twox_hash::XxHash3_64::oneshot(bytes)
+}
+
+/// What the master records of one tile: its block checksums (None: not checksummed) and its
+/// extremes (None: complex, or not recorded).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Summary {
+    pub sums: Option<Vec<u64>>,
+    pub extremes: Option<Extremes>,
+}
+
+impl Summary {
+    /// The summary of a tile's `bytes`, elements of `dtype`: one pass, block by block, each
+    /// block's extremes taken while it is still in the cache from being summed.
+    pub fn of(dtype: Dtype, bytes: &[u8]) -> Summary {
+        let mut extremes = Accumulator::new(dtype);
+        let sums = bytes
+            .chunks(BLOCK_BYTES as usize)
+            .map(|block| {
+                if let Some(acc) = extremes.as_mut() {
+                    acc.add(block);
+                }
+                block_sum(block)
+            })
+            .collect();
+        Summary {
+            sums: Some(sums),
+            extremes: extremes.and_then(Accumulator::finish),
+        }
+    }
+
+    /// Appends the summary to a rank's report to rank 0: the count of checksums (`NONE`:
+    /// none) and the checksums, then `NONE` or the NaN count, min and max (an element of at
+    /// most 8 bytes, zero-padded).
+    pub fn to_words(&self, out: &mut Vec<u64>) {
+        match &self.sums {
+            Some(sums) => {
+                out.push(sums.len() as u64);
+                out.extend(sums);
+            }
+            None => out.push(NONE),
+        }
+        let word = |b: &[u8]| {
+            let mut w = [0u8; 8];
+            w[..b.len()].copy_from_slice(b);
+            u64::from_ne_bytes(w)
+        };
+        match &self.extremes {
+            Some(e) => out.extend([e.nan, word(&e.min), word(&e.max)]),
+            None => out.push(NONE),
+        }
+    }
+
+    /// Reads a summary `to_words` wrote for elements of `elem` bytes from the front of
+    /// `words`, returning it and how many words it took.
+    pub fn from_words(words: &[u64], elem: usize) -> (Summary, usize) {
+        let mut at = 0;
+        let sums = match words[at] {
+            NONE => None,
+            n => Some(words[at + 1..at + 1 + n as usize].to_vec()),
+        };
+        at += 1 + sums.as_ref().map_or(0, Vec::len);
+        let bytes = |w: u64| w.to_ne_bytes()[..elem].to_vec();
+        let extremes = match words[at] {
+            NONE => None,
+            nan => Some(Extremes {
+                nan,
+                min: bytes(words[at + 1]),
+                max: bytes(words[at + 2]),
+            }),
+        };
+        at += 1 + extremes.as_ref().map_or(0, |_| 2);
+        (Summary { sums, extremes }, at)
+    }
+}
+
+/// Writes the summaries of a master's tiles (`summaries[i]` for mapping i) as attributes of
+/// its virtual dataset `dset` of element type `dtype`; nothing for what no tile has.
+pub fn record(dset: &Dataset, dtype: Dtype, summaries: &[Summary]) -> Result<()> {
+    let n = summaries.len() as u64;
+    if summaries.iter().any(|s| s.sums.is_some()) {
+        let mut first = vec![0u64];
+        let mut sums = Vec::new();
+        for s in summaries {
+            sums.extend(s.sums.iter().flatten());
+            first.push(sums.len() as u64);
+        }
+        dset.write_u64_attribute(BLOCK_BYTES_ATTRIBUTE, &[1], &[BLOCK_BYTES])?;
+        dset.write_u64_attribute(FIRST_ATTRIBUTE, &[n + 1], &first)?;
+        if !sums.is_empty() {
+            dset.write_u64_attribute(CHECKSUMS_ATTRIBUTE, &[sums.len() as u64], &sums)?;
+        }
+    }
+    if summaries.iter().any(|s| s.extremes.is_some()) {
+        let elem = dtype.size();
+        let (mut min, mut max, mut nan) = (Vec::new(), Vec::new(), Vec::new());
+        for s in summaries {
+            match &s.extremes {
+                Some(e) => {
+                    min.extend(&e.min);
+                    max.extend(&e.max);
+                    nan.push(e.nan);
+                }
+                None => {
+                    min.extend(vec![0u8; elem]);
+                    max.extend(vec![0u8; elem]);
+                    nan.push(NONE);
+                }
+            }
+        }
+        let t = dtype.hdf5_type()?;
+        dset.write_attribute(MIN_ATTRIBUTE, &[n], &t, &min)?;
+        dset.write_attribute(MAX_ATTRIBUTE, &[n], &t, &max)?;
+        dset.write_u64_attribute(NAN_ATTRIBUTE, &[n], &nan)?;
+    }
+    Ok(())
+}
+
+/// The block checksums a master records for its tiles.
+#[derive(Clone, Debug)]
+pub struct Recorded {
+    pub block: u64,
+    first: Vec<u64>,
+    sums: Vec<u64>,
+}
+
+impl Recorded {
+    /// What `dset` (with `count` mappings) records; None when it records nothing or a record
+    /// that does not hang together (then nothing is checked, as for a dataset without).
+    pub fn read(dset: &Dataset, count: usize) -> Option<Recorded> {
+        let (_, block) = dset.u64_attribute(BLOCK_BYTES_ATTRIBUTE)?;
+        let (_, first) = dset.u64_attribute(FIRST_ATTRIBUTE)?;
+        let sums = dset
+            .u64_attribute(CHECKSUMS_ATTRIBUTE)
+            .map_or(Vec::new(), |(_, v)| v);
+        let block = *block.first()?;
+        let consistent = block > 0
+            && first.len() == count + 1
+            && first[0] == 0
+            && first.windows(2).all(|w| w[0] <= w[1])
+            && first[count] == sums.len() as u64;
+        consistent.then_some(Recorded { block, first, sums })
+    }
+
+    /// Tile `i`'s checksums, None when it was not checksummed.
+    pub fn tile(&self, i: usize) -> Option<&[u64]> {
+        let (a, b) = (self.first[i] as usize, self.first[i + 1] as usize);
+        (a < b).then(|| &self.sums[a..b])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blocks_are_summed_from_the_first_byte() {
+        let bytes: Vec<u8> = (0..(2 * BLOCK_BYTES + 5))
+            .map(|i| (i * 31 % 251) as u8)
+            .collect();
+        let s = Summary::of(Dtype::UInt8, &bytes);
+        let sums = s.sums.unwrap();
+        assert_eq!(sums.len(), 3);
+        assert_eq!(sums[2], block_sum(&bytes[2 * BLOCK_BYTES as usize..]));
+        assert_ne!(sums[0], sums[1]);
+        let e = s.extremes.unwrap();
+        assert_eq!((e.min, e.max), (vec![0], vec![250]));
+    }
+
+    #[test]
+    fn the_checksum_is_xxh3_64_with_seed_0() {
+        // Reference values of XXH3-64 (the Python package xxhash gives the same).
+        assert_eq!(block_sum(b""), 0x2d06800538d394c2);
+        assert_eq!(block_sum(b"a"), 0xe6c632b61e964e1f);
+    }
+
+    #[test]
+    fn summaries_travel_as_words() {
+        let cases = [
+            Summary::of(Dtype::Int16, &[1, 0, 255, 255, 7, 0]),
+            Summary::of(Dtype::Complex64, &[0u8; 24]),
+            Summary::default(),
+        ];
+        let mut words = Vec::new();
+        for s in &cases {
+            s.to_words(&mut words);
+        }
+        let elems = [2, 8, 8];
+        let mut at = 0;
+        for (s, elem) in cases.iter().zip(elems) {
+            let (got, used) = Summary::from_words(&words[at..], elem);
+            assert_eq!(&got, s);
+            at += used;
+        }
+        assert_eq!(at, words.len());
+    }
+}
