@@ -355,7 +355,7 @@ static void read_cases(const char *scratch) {
     h5tile_read_options bad = ro;
     bad.flags = 1u << 5;
     READ_CASE(H5TILE_ERR_INVALID_ARGUMENT, good, "/data", H5TILE_FLOAT64, 2, zero, G, buf, &bad);
-    bad.flags = rank == 1 ? (H5TILE_READ_FILL_MISSING | 2u) : 0;
+    bad.flags = rank == 1 ? (H5TILE_READ_FILL_MISSING | 4u) : 0;
     READ_CASE(H5TILE_ERR_INVALID_ARGUMENT, good, "/data", H5TILE_FLOAT64, 2, zero, G, buf, &bad);
 
     /* h5tile_inspect (not collective) */
