@@ -33,6 +33,8 @@
  *   BENCH_NO_SYNC=1                    H5TILE_NO_SYNC in h5tile_write_options.flags
  *   BENCH_RANKS_PER_FILE=K             h5tile_write_options.ranks_per_file = K (subfiles);
  *                                      H5TILE_RANKS_PER_FILE, the library's own, works too
+ * "read" with BENCH_NO_VERIFY=1: H5TILE_READ_NO_VERIFY (tile bytes not checked against their
+ * checksums), to measure what checking costs.
  * Writes print "expected_files": the files a dataset should have on disk as the layout is
  * specified, counted here from MPI alone: vds, one a non-empty tile + the master; single, 1;
  * subfiles, one a group + the master, a group being K consecutive ranks of a node (the node's
@@ -276,7 +278,10 @@ int main(int argc, char **argv) {
         }
     } else if (strcmp(mode, "read") == 0) {
         buf = big_alloc(tile_bytes);
-        check(h5tile_read(MPI_COMM_WORLD, path, "/data", H5TILE_FLOAT64, 2, off, shp, buf, NULL),
+        h5tile_read_options ro = h5tile_read_options_default();
+        const char *nv = getenv("BENCH_NO_VERIFY");
+        if (nv && atoi(nv) != 0) ro.flags |= H5TILE_READ_NO_VERIFY;
+        check(h5tile_read(MPI_COMM_WORLD, path, "/data", H5TILE_FLOAT64, 2, off, shp, buf, &ro),
               "read");
         MPI_Barrier(MPI_COMM_WORLD);
         read_seconds = MPI_Wtime() - t0;

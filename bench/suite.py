@@ -80,6 +80,7 @@ class Bench:
         self.sweeps = None  # the computation of the overlap measurement, sized in round one
         self.shim = None  # the fault shim (libfault_shim.so), for the scale section's counts
         self.has_subfiles = False  # set by probe()
+        self.round_index = 0  # the round being measured
         self.files = {}  # name -> what a write left on disk and what the shim saw
         self.scale_rows = []  # one dict per (ranks, layout) of the scale section
         version = subprocess.run([mpirun, "--version"], capture_output=True, text=True).stdout
@@ -173,7 +174,12 @@ class Bench:
         self.remove(f"tiled{r}.h5")
         os.sync()
         self.h5tile(f"write h5tile {r} ranks", "write", f"tiled{r}.h5", ranks=r)
-        self.h5tile(f"read h5tile {r} ranks", "read", f"tiled{r}.h5", ranks=r)
+        # Checked reads (the default) and unchecked ones take turns going first, round by round.
+        reads = [(f"read h5tile {r} ranks", {}), (f"read h5tile NO_VERIFY {r} ranks", {"BENCH_NO_VERIFY": "1"})]
+        if self.round_index % 2:
+            reads.reverse()
+        for name, env in reads:
+            self.h5tile(name, "read", f"tiled{r}.h5", ranks=r, env=env)
 
     def subfiles_step(self, r):
         self.remove(f"subfiles{r}.h5")
@@ -195,6 +201,7 @@ class Bench:
             self.remove(f"nosync{r}.h5")
 
     def round(self, index):
+        self.round_index = index
         mib16 = 16 * MIB
         # Each write starts with no dirty pages pending, so none pays for another's writeback.
         os.sync()
@@ -355,6 +362,17 @@ class Bench:
             target = ">= 1.0 / >= 0.8" if ratios else ""
             print(f"{label:34}{rate:8.2f}{h:>9}{p:>9}   {target}")
 
+        print(f"\n{'checking checksums on read':34}{'GiB/s':>8}{'x no check':>12}   target")
+        verify = {}
+        for r in self.ranks:
+            checked = self.rate(f"read h5tile {r} ranks")
+            unchecked = self.rate(f"read h5tile NO_VERIFY {r} ranks")
+            ratio = checked / unchecked
+            verify[f"{r} ranks"] = {"GiB_s": checked, "GiB_s_no_verify": unchecked, "ratio": ratio}
+            checks.append((f"checked read, {r} ranks, >= 0.9x H5TILE_READ_NO_VERIFY ({ratio:.2f}x)",
+                           ratio >= 0.9, ratio))
+            print(f"{f'read, {r} rank' + ('s' if r > 1 else ''):34}{checked:8.2f}{ratio:12.2f}   >= 0.90")
+
         subfiles = {}
         if self.has_subfiles:
             print(f"\n{'subfiled layout (one subfile a node)':34}{'GiB/s':>8}{'x VDS':>9}{'x h5py':>9}"
@@ -462,7 +480,7 @@ class Bench:
             "bytes": self.bytes, "rounds": self.rounds, "ranks": self.ranks, "tiles": self.tiles,
             "chunk": self.chunk, "throughput_GiB_s": {label: rate for label, rate, _ in rows},
             "batched_over_whole": ratios, "memory": memory, "tile_count": scaling, "overlap": overlap,
-            "subfiles": subfiles, "subfiles_files": self.files,
+            "subfiles": subfiles, "subfiles_files": self.files, "verify": verify,
             "scale": {"tile_KiB": self.scale_tile_kib, "rounds": 1, "cores": os.cpu_count(),
                       "rows": self.scale_rows},
             "targets": [{"what": w, "met": ok, "value": v} for w, ok, v in checks],

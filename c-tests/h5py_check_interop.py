@@ -8,6 +8,9 @@ written by one process) the same as a virtual dataset whose two sources are the 
 /tile.r0.t0 and /tile.r0.t1 of one file <name>_subfiles.h5.tiles/data.<generation>.s0.h5,
 named by a relative path, each holding its tile contiguously. Also nested.h5:/a/b/c (3-D
 float64).
+In both tiled layouts the master's checksums are checked as the README says a user would
+(xxhash.xxh3_64_intdigest of each 1 MiB block of each tile's bytes, where h5tile_tile_bytes
+places them), and its h5tile_tile_min/max/nan against numpy on each tile (none for complex).
 Exits non-zero on any mismatch, listing them all.
 
 usage: h5py_check_interop.py DIR
@@ -19,6 +22,7 @@ import sys
 
 import h5py
 import numpy as np
+import xxhash
 
 sys.dont_write_bytecode = True  # keep the source folder clean
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -125,8 +129,47 @@ def check_subfiles_file(d, name):
                 check_values(f"{name}_subfiles {key}", t[key][...], want[rows])
 
 
+def check_checksums(path, label, name):
+    """The master's checksum and extremes attributes, checked with xxhash and numpy."""
+    with h5py.File(path, "r") as f:
+        ds = f["data"]
+        attrs = ds.attrs
+        for a in ("h5tile_checksum_block_bytes", "h5tile_checksum_first", "h5tile_checksums",
+                  "h5tile_tile_bytes"):
+            if not expect(a in attrs, f"{label}: the master has no attribute {a}"):
+                return
+        block = int(attrs["h5tile_checksum_block_bytes"][0])
+        first, sums = attrs["h5tile_checksum_first"], attrs["h5tile_checksums"]
+        places = attrs["h5tile_tile_bytes"]
+        sources = ds.virtual_sources()
+        expect(len(first) == len(sources) + 1, f"{label}: {len(first)} checksum starts")
+        itemsize = np.dtype(F.NUMPY[name]).itemsize
+        for i, s in enumerate(sources):
+            (r0, c0), (r1, c1) = s.vspace.get_select_bounds()
+            n = (r1 - r0 + 1) * (c1 - c0 + 1) * itemsize
+            offset = int(places[i][0])
+            with open(os.path.join(os.path.dirname(path), s.file_name), "rb") as t:
+                t.seek(offset)
+                data = t.read(n)
+            got = [xxhash.xxh3_64_intdigest(data[k:k + block]) for k in range(0, n, block)]
+            expect(got == [int(x) for x in sums[first[i]:first[i + 1]]],
+                   f"{label}: tile {i}'s checksums {got} differ from the master's")
+            if name.startswith("complex"):
+                expect("h5tile_tile_min" not in attrs, f"{label}: min/max recorded for complex")
+                continue
+            tile = ds[r0:r1 + 1, c0:c1 + 1]
+            values = tile.astype(np.float64) if name == "bool" else tile
+            for a, want in (("h5tile_tile_min", np.nanmin(values)), ("h5tile_tile_max", np.nanmax(values)),
+                            ("h5tile_tile_nan", int(np.isnan(values).sum()) if values.dtype.kind == "f" else 0)):
+                got = attrs[a][i]
+                expect(got == want, f"{label}: tile {i}'s {a} is {got}, numpy says {want}")
+
+
 def main():
     d = os.path.abspath(sys.argv[1])
+    for name in F.NAMES:
+        check_checksums(os.path.join(d, name + ".h5"), name, name)
+        check_checksums(os.path.join(d, name + "_subfiles.h5"), name + "_subfiles", name)
     for name in F.NAMES:
         check_dtype_file(d, name)
         check_single_file(d, name)

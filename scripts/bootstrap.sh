@@ -30,10 +30,10 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 venv="$deps/venv"
-if ! "$venv/bin/python" -c 'import h5py, numpy, cmake, matplotlib' 2>/dev/null; then
-  echo "bootstrap: creating $venv (cmake, h5py, numpy, matplotlib from PyPI)"
+if ! "$venv/bin/python" -c 'import h5py, numpy, cmake, matplotlib, xxhash' 2>/dev/null; then
+  echo "bootstrap: creating $venv (cmake, h5py, numpy, matplotlib, xxhash from PyPI)"
   python3 -m venv "$venv"
-  "$venv/bin/pip" install -q --disable-pip-version-check 'cmake>=3.26' h5py numpy matplotlib
+  "$venv/bin/pip" install -q --disable-pip-version-check 'cmake>=3.26' h5py numpy matplotlib xxhash
 fi
 
 "$root/scripts/build-hdf5.sh"
