@@ -65,6 +65,7 @@ PREFIX    ?= /usr/local
 export CARGO_TARGET_DIR := $(CURDIR)/target/hdf5-$(HDF5_TAG)$(MPI_SUFFIX)
 LIB       := $(CARGO_TARGET_DIR)/release/libh5tile.so
 PLUGIN    := $(CARGO_TARGET_DIR)/release/libh5tile_gds.so
+CLI       := $(CARGO_TARGET_DIR)/release/h5tile
 # Open MPI refuses root and more ranks than cores unless told; harmless elsewhere.
 export OMPI_ALLOW_RUN_AS_ROOT := 1
 export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
@@ -89,7 +90,7 @@ stage: build
 
 install: $(if $(SKIP_BUILD),,build)
 	$(CMAKE) -S cmake -B $(BUILD)/install-$(notdir $(PREFIX)) -DCMAKE_INSTALL_PREFIX=$(PREFIX) \
-	  -DH5TILE_LIBRARY=$(LIB) -DH5TILE_PLUGIN=$(PLUGIN) \
+	  -DH5TILE_LIBRARY=$(LIB) -DH5TILE_PLUGIN=$(PLUGIN) -DH5TILE_CLI=$(CLI) \
 	  -DHDF5_DIR=$(HDF5_DIR) -DH5TILE_MPI="$(MPI_NAME)" \
 	  -DH5TILE_MPI_COMPILERS="$(MPICC);$(MPICXX);$(MPIFC)" \
 	  -DH5TILE_VERSION=$$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1) >/dev/null
@@ -101,7 +102,7 @@ test-rust: setup
 	cargo fmt --all -- --check
 	cargo clippy --release --workspace --all-targets -- -D warnings
 	@# The library alone, without the tests' `internals` feature: code nothing uses is an error.
-	cargo clippy --release --workspace -- -D warnings
+	cargo clippy --release -p h5tile -- -D warnings
 	cargo test --release --workspace
 
 test-c: stage
@@ -120,7 +121,8 @@ test-c: stage
 # The C, C++ and Fortran tests with AddressSanitizer + UBSan (docs/sanitizers.md): the test
 # programs are instrumented, libh5tile (Rust), MPI and HDF5 are not, though LeakSanitizer sees
 # every allocation. Left out, as nothing instrumented runs in them:
-#   h5py_check_interop*, plugin_h5py   Python and h5py only (h5py_make_files still runs: a fixture)
+#   h5py_check_interop*, plugin_h5py,  Python and h5py only (h5py_make_files still runs: a fixture);
+#   cli_installed                      the tool, uninstrumented, is Rust
 #   pkgconfig_build, mpi_mismatch      shell scripts building a fresh, uninstrumented program
 #   cxx_consumer_*                     a separate CMake project built by ctest --build-and-test
 #   fault_*                            Python preloading fault_shim (LD_PRELOAD) into the
@@ -129,7 +131,7 @@ test-c: stage
 #   mpi_scale_np64, mpi_subfiles_np64  64 instrumented ranks on a small machine; their code paths
 #                                      run instrumented in mpi_roundtrip, mpi_batches, mpi_errors
 #                                      and mpi_subfiles_np3
-ASAN_EXCLUDE := ^(h5py_check_interop.*|plugin_h5py|pkgconfig_build|mpi_mismatch|cxx_consumer_.*|fault_.*|mpi_scale_np64|mpi_subfiles_np64)$$
+ASAN_EXCLUDE := ^(h5py_check_interop.*|cli_installed|plugin_h5py|pkgconfig_build|mpi_mismatch|cxx_consumer_.*|fault_.*|mpi_scale_np64|mpi_subfiles_np64)$$
 # A leak fails the test (Open MPI's own, kept until exit, are suppressed in lsan.supp); the slow
 # unwinder follows MPI, HDF5 and Rust frames built without frame pointers, so a report names
 # the real allocation site and suppressions match whole stacks; a report ends the process with

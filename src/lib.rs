@@ -23,9 +23,10 @@ pub(crate) mod ops;
 pub(crate) mod platform;
 pub mod status;
 
-/// What the integration tests in `tests/` drive directly (with the feature `internals`, which
-/// they turn on). Not an API: C programs use `h5tile.h`. Without the feature nothing inside
-/// the crate is public but the C ABI, so the compiler reports code nothing uses.
+/// What the integration tests in `tests/` and the command-line tool (`cli/`) drive directly
+/// (with the feature `internals`, which they turn on). Not an API: C programs use `h5tile.h`.
+/// Without the feature nothing inside the crate is public but the C ABI, so the compiler
+/// reports code nothing uses.
 #[cfg(feature = "internals")]
 #[doc(hidden)]
 pub mod internals {
@@ -33,10 +34,22 @@ pub mod internals {
     pub use crate::geometry::tile::Tile;
     pub use crate::ops::batches::Batches;
     pub use crate::ops::read::{read, ReadOptions};
-    pub use crate::ops::write::{write, LocalTile, WriteArgs, WriteOptions};
+    pub use crate::ops::write::{write, Layout, LocalTile, WriteArgs, WriteOptions};
     pub use crate::platform::comm::Comm;
     pub use crate::platform::device::{host_bytes, host_bytes_mut};
     pub use crate::status;
+
+    /// What the command-line tool (`cli/`) stands on: describing a file, checking a virtual
+    /// dataset's sources, and the files a master refers to.
+    pub mod tool {
+        pub use crate::layout::{new_generation, temporary_master, tile_dir};
+        pub use crate::ops::inspect::{
+            describe, DatasetInfo, Scalar, StorageKind, TileExtremes, TileInfo, VirtualInfo,
+            VirtualLayout,
+        };
+        pub use crate::ops::relocate::{point_at_tile_folder, source_files, Place, SourceFile};
+        pub use crate::ops::verify::{check_sources, checksummed_bytes, verify_checksums, Problem};
+    }
 
     /// The HDF5 handles and the driver registered in-process.
     pub mod hdf5 {

@@ -1,9 +1,19 @@
 //! The operations of the C API, in plain Rust: `write` (collective write, validation, and
 //! agreeing on errors), `read` (collective read of any tile), `batches` (a dataset chunk by
-//! chunk), `pending` (writes completing in the background).
+//! chunk), `pending` (writes completing in the background). And what the command-line tool
+//! (`cli/`) does beside them: `inspect` (what a file holds, without reading its data),
+//! `verify` (whether a virtual dataset's sources are there as recorded), `relocate` (the
+//! files a master refers to, and pointing a copy at its own tile folder); these are built
+//! with the feature `internals` only, which the tool turns on.
 
 pub(crate) mod batches;
 pub(crate) mod fnv;
+#[cfg(any(test, feature = "internals"))]
+pub(crate) mod inspect;
 pub(crate) mod pending;
 pub(crate) mod read;
+#[cfg(any(test, feature = "internals"))]
+pub(crate) mod relocate;
+#[cfg(any(test, feature = "internals"))]
+pub(crate) mod verify;
 pub(crate) mod write;

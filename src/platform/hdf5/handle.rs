@@ -204,6 +204,46 @@ impl File {
     }
 }
 
+#[cfg(any(test, feature = "internals"))]
+impl File {
+    /// The path of every dataset in the file, each object once (by the first of its names in
+    /// name order); external links are not followed.
+    pub fn dataset_paths(&self) -> Result<Vec<String>> {
+        use hdf5_sys::h5::{H5_index_t, H5_iter_order_t};
+        use hdf5_sys::h5o::{H5O_info2_t, H5O_type_t, H5Ovisit3, H5O_INFO_BASIC};
+        extern "C" fn collect(
+            _obj: hid_t,
+            name: *const std::ffi::c_char,
+            info: *const H5O_info2_t,
+            data: *mut c_void,
+        ) -> hdf5_sys::h5::herr_t {
+            // SAFETY: HDF5 passes the info and name of the object visited, and our `data`.
+            let (info, names) = unsafe { (&*info, &mut *(data as *mut Vec<String>)) };
+            if info.type_ == H5O_type_t::H5O_TYPE_DATASET && !name.is_null() {
+                let name = unsafe { std::ffi::CStr::from_ptr(name) }.to_string_lossy();
+                names.push(format!("/{name}"));
+            }
+            0
+        }
+        let _l = super::lock();
+        let mut names: Vec<String> = Vec::new();
+        let visited = unsafe {
+            H5Ovisit3(
+                self.0,
+                H5_index_t::H5_INDEX_NAME,
+                H5_iter_order_t::H5_ITER_INC,
+                Some(collect),
+                &mut names as *mut Vec<String> as *mut c_void,
+                H5O_INFO_BASIC,
+            )
+        };
+        check(visited, || {
+            format!("cannot list the objects of '{}'", self.name())
+        })?;
+        Ok(names)
+    }
+}
+
 /// Whether the file at `path` is an HDF5 file (it must exist and be readable).
 pub fn is_hdf5(path: &Path) -> Result<bool> {
     let _l = super::lock();
@@ -387,7 +427,9 @@ pub enum Storage {
     Chunked(Vec<u64>),
     /// A virtual dataset: mappings to other datasets.
     Virtual,
-    /// Compact (inside the object header), or a layout this version does not know.
+    /// Compact: the elements inside the dataset's object header.
+    Compact,
+    /// A layout this version does not know.
     Other,
 }
 
@@ -411,6 +453,7 @@ impl Dataset {
                 Storage::Chunked(chunk)
             }
             H5D_layout_t::H5D_VIRTUAL => Storage::Virtual,
+            H5D_layout_t::H5D_COMPACT => Storage::Compact,
             _ => Storage::Other,
         })
     }

@@ -5,6 +5,8 @@
 pub mod gds;
 mod handle;
 mod properties;
+#[cfg(any(test, feature = "internals"))]
+mod relocate;
 mod types;
 
 pub use handle::{is_hdf5, Attribute, Dataset, File, ObjectKind, Plist, Space, Storage, Type};

@@ -241,6 +241,32 @@ impl Dataset {
         .map(|_| ())
     }
 
+    /// Attribute `name` as elements of `mem_type` (HDF5 converting them) with its extents, None
+    /// when there is none or it cannot be read as such.
+    #[cfg(any(test, feature = "internals"))]
+    pub fn attribute_as(&self, name: &str, mem_type: &Type) -> Option<(Vec<u64>, Vec<u8>)> {
+        let _l = super::lock();
+        let c = cstr(name);
+        if unsafe { H5Aexists(self.id(), c.as_ptr()) } <= 0 {
+            super::take_error_stack();
+            return None;
+        }
+        let attr = super::Attribute::from_id(
+            unsafe { H5Aopen(self.id(), c.as_ptr(), H5P_DEFAULT) },
+            String::new,
+        )
+        .ok()?;
+        let space = Space::from_id(unsafe { H5Aget_space(attr.id()) }, String::new).ok()?;
+        let dims = space.dims().ok()?;
+        let count = dims.iter().product::<u64>() as usize;
+        let mut bytes = vec![0u8; count * mem_type.size()];
+        if unsafe { H5Aread(attr.id(), mem_type.id(), bytes.as_mut_ptr().cast()) } < 0 {
+            super::take_error_stack();
+            return None;
+        }
+        Some((dims, bytes))
+    }
+
     /// Attribute `name` as `uint64` values with its extents, None when there is none or it
     /// cannot be read as such.
     pub fn u64_attribute(&self, name: &str) -> Option<(Vec<u64>, Vec<u64>)> {

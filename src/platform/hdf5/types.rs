@@ -90,6 +90,37 @@ impl Dtype {
     }
 }
 
+#[cfg(any(test, feature = "internals"))]
+impl Type {
+    /// A short name for the type: h5tile's name for one of its element types ("float64"),
+    /// else HDF5's class and size ("string (12 B)", "variable-length string",
+    /// "compound (24 B)").
+    pub fn describe(&self) -> String {
+        let _l = lock();
+        if let Ok(d) = Dtype::of_hdf5(self) {
+            return d.name().to_string();
+        }
+        if unsafe { H5Tis_variable_str(self.id()) } > 0 {
+            return "variable-length string".into();
+        }
+        let class = match self.class() {
+            H5T_class_t::H5T_INTEGER => "integer",
+            H5T_class_t::H5T_FLOAT => "float",
+            H5T_class_t::H5T_TIME => "time",
+            H5T_class_t::H5T_STRING => "string",
+            H5T_class_t::H5T_BITFIELD => "bitfield",
+            H5T_class_t::H5T_OPAQUE => "opaque",
+            H5T_class_t::H5T_COMPOUND => "compound",
+            H5T_class_t::H5T_REFERENCE => "reference",
+            H5T_class_t::H5T_ENUM => "enum",
+            H5T_class_t::H5T_VLEN => "variable-length sequence",
+            H5T_class_t::H5T_ARRAY => "array",
+            _ => "type",
+        };
+        format!("{class} ({} B)", self.size())
+    }
+}
+
 /// IEEE half precision, built the way h5py builds it (readable by HDF5 versions without a
 /// predefined float16).
 fn half() -> Result<Type> {
@@ -183,6 +214,14 @@ mod tests {
         assert_eq!(Dtype::of_hdf5(&s).unwrap_err().status, H5TILE_ERR_DTYPE);
         let e = Type::from_id(unsafe { H5Tenum_create(*H5T_NATIVE_INT8) }, String::new).unwrap();
         assert_eq!(Dtype::of_hdf5(&e).unwrap_err().status, H5TILE_ERR_DTYPE);
+    }
+
+    #[test]
+    fn types_describe_themselves() {
+        assert_eq!(Float16.hdf5_type().unwrap().describe(), "float16");
+        let _l = lock();
+        let s = Type::copy(*H5T_C_S1).unwrap();
+        assert_eq!(s.describe(), "string (1 B)");
     }
 
     #[test]

@@ -1,0 +1,276 @@
+//! `h5tile ls FILE [DATASET]`: every dataset of a file (or the one named) with its element
+//! type, shape and storage; for a virtual one, whose layout it is, the write that made it, its
+//! tiles and files, and whether it is checksummed. `-l` and `-D` add a line per tile.
+
+use crate::failure::Failure;
+use crate::show;
+use h5tile::internals::tool::{describe, DatasetInfo, StorageKind, TileInfo, VirtualInfo};
+use serde::Serialize;
+use std::path::PathBuf;
+
+pub const LONG_ABOUT: &str = "\
+List every dataset of FILE, or only DATASET: its path, element type, shape, storage
+(contiguous, chunked, compact or virtual) and size in bytes. For a virtual dataset also: its
+layout (h5tile VDS, h5tile subfiles, or other virtual, such as h5py's and Legate's), the
+write that made it (its generation, from h5tile's tile names), its number of tiles (mappings)
+and of distinct source files, and whether its tiles are checksummed (else how many are not).
+
+Nothing is read but the file's metadata: the tiles' smallest and largest values and NaN counts
+shown by -l are those h5tile recorded in the master when it wrote them (\"-\" where nothing
+was recorded).
+
+Output: one line per dataset; with -l or -D one more line per tile, indented. With --json, one
+document {\"file\", \"datasets\": [{\"name\", \"dtype\", \"shape\", \"storage\", \"chunks\",
+\"bytes\", \"virtual\": {\"layout\", \"generation\", \"tiles\", \"files\", \"checksummed\",
+\"not_checksummed\", \"tile_list\"}}]}; \"tile_list\", present with -l or -D, holds per tile
+{\"offset\", \"shape\", \"file\", \"dataset\", \"source_offset\", \"found\", \"path\",
+\"data_offset\", \"file_size\", \"checksummed\", \"min\", \"max\", \"nan\"}.
+
+Exit status: 0 on success, 2 when FILE or DATASET cannot be opened.";
+
+pub const EXAMPLES: &str = "\
+Examples:
+  h5tile ls ckpt/step100.h5
+  h5tile ls -l ckpt/step100.h5 /temperature      # min, max and NaNs of every tile
+  h5tile ls -D ckpt/step100.h5                   # which tile file holds which box
+  h5tile ls --json ckpt/step100.h5 | jq '.datasets[].shape'";
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// The HDF5 file
+    file: PathBuf,
+    /// Only this dataset (its path in the file, e.g. /temperature)
+    dataset: Option<String>,
+    /// One more line per tile: its box, smallest and largest value, and NaN count
+    #[arg(short = 'l', long = "long")]
+    long: bool,
+    /// One more line per tile: the box it covers and the file and dataset holding it
+    #[arg(short = 'D', long = "decomposition")]
+    decomposition: bool,
+}
+
+pub fn run(args: &Args, json: bool) -> Result<(), Failure> {
+    let datasets = describe(&args.file, args.dataset.as_deref())?;
+    let per_tile = args.long || args.decomposition;
+    if json {
+        let listing = Listing {
+            file: show::path(&args.file),
+            datasets: datasets
+                .iter()
+                .map(|d| DatasetJson::of(d, per_tile))
+                .collect(),
+        };
+        return show::json(&listing);
+    }
+    if datasets.is_empty() {
+        println!("{}: no datasets", args.file.display());
+    }
+    let rows: Vec<Vec<String>> = datasets.iter().map(summary_row).collect();
+    for (line, info) in show::columns(&rows).into_iter().zip(&datasets) {
+        println!("{line}");
+        let Some(vds) = info.virtual_info.as_ref().filter(|_| per_tile) else {
+            continue;
+        };
+        let tiles: Vec<Vec<String>> = vds
+            .tiles
+            .iter()
+            .enumerate()
+            .map(|(i, t)| tile_row(i, t, args))
+            .collect();
+        for line in show::columns(&tiles) {
+            println!("    {line}");
+        }
+    }
+    Ok(())
+}
+
+/// The cells of a dataset's line.
+fn summary_row(info: &DatasetInfo) -> Vec<String> {
+    let storage = match &info.storage {
+        StorageKind::Chunked(chunk) => format!("chunked {}", show::shape(chunk)),
+        other => other.name().to_string(),
+    };
+    let mut row = vec![
+        info.name.clone(),
+        info.dtype.clone(),
+        show::shape(&info.shape),
+        storage,
+        show::bytes(info.bytes()),
+    ];
+    if let Some(vds) = &info.virtual_info {
+        row.push(virtual_summary(vds));
+    }
+    row
+}
+
+/// "h5tile VDS, generation 0123456789abcdef, 4 tiles in 4 files, checksummed".
+fn virtual_summary(vds: &VirtualInfo) -> String {
+    let mut parts = vec![vds.layout.name().to_string()];
+    if let Some(g) = vds.generation {
+        parts.push(format!("generation {g:016x}"));
+    }
+    let (tiles, files) = (vds.tiles.len(), vds.files().len());
+    parts.push(format!(
+        "{tiles} tile{} in {files} file{}",
+        plural(tiles),
+        plural(files)
+    ));
+    let with_data = vds.tiles.iter().filter(|t| t.region.is_some()).count();
+    parts.push(match vds.not_checksummed() {
+        0 if with_data > 0 => "checksummed".to_string(),
+        n if n == with_data => "not checksummed".to_string(),
+        n => format!("{n} of {with_data} tiles not checksummed"),
+    });
+    parts.join(", ")
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
+}
+
+/// The cells of a tile's line: its box; with -l its extremes; with -D where it comes from.
+fn tile_row(i: usize, tile: &TileInfo, args: &Args) -> Vec<String> {
+    let region = tile
+        .region
+        .as_ref()
+        .map_or("(nothing)".to_string(), ToString::to_string);
+    let mut row = vec![format!("tile {i}"), region];
+    if args.long {
+        let e = tile.extremes;
+        row.push(format!(
+            "min {}",
+            e.map_or("-".into(), |e| e.min.to_string())
+        ));
+        row.push(format!(
+            "max {}",
+            e.map_or("-".into(), |e| e.max.to_string())
+        ));
+        row.push(format!(
+            "nan {}",
+            e.map_or("-".into(), |e| e.nan.to_string())
+        ));
+    }
+    if args.decomposition {
+        let mut from = format!("<- {} {}", tile.file, tile.dataset);
+        if let (Some(offset), Some(region)) = (&tile.source_offset, &tile.region) {
+            let source = h5tile::internals::Tile::new(offset.clone(), region.shape.clone());
+            from.push_str(&source.to_string());
+        }
+        if !tile.found && !tile.pattern {
+            from.push_str(" (missing)");
+        }
+        row.push(from);
+    }
+    row
+}
+
+#[derive(Serialize)]
+struct Listing {
+    file: String,
+    datasets: Vec<DatasetJson>,
+}
+
+#[derive(Serialize)]
+struct DatasetJson {
+    name: String,
+    dtype: String,
+    shape: Vec<u64>,
+    storage: &'static str,
+    /// The chunk shape of chunked storage, else null.
+    chunks: Option<Vec<u64>>,
+    bytes: u64,
+    #[serde(rename = "virtual", skip_serializing_if = "Option::is_none")]
+    virtual_info: Option<VirtualJson>,
+}
+
+#[derive(Serialize)]
+struct VirtualJson {
+    layout: &'static str,
+    /// 16 hex digits, or null.
+    generation: Option<String>,
+    tiles: usize,
+    files: usize,
+    /// Every tile holding elements carries checksums.
+    checksummed: bool,
+    not_checksummed: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tile_list: Option<Vec<TileJson>>,
+}
+
+#[derive(Serialize)]
+struct TileJson {
+    /// The box it fills: null when it selects nothing.
+    offset: Option<Vec<u64>>,
+    shape: Option<Vec<u64>>,
+    file: String,
+    dataset: String,
+    /// Where the box starts in the source dataset, when the source selection is one box.
+    source_offset: Option<Vec<u64>>,
+    /// The source file is where HDF5 looks for it.
+    found: bool,
+    path: String,
+    /// Where an h5tile master records the tile's bytes start in its file, and that file's
+    /// size; null where nothing is recorded.
+    data_offset: Option<u64>,
+    file_size: Option<u64>,
+    checksummed: bool,
+    min: serde_json::Value,
+    max: serde_json::Value,
+    nan: Option<u64>,
+}
+
+impl DatasetJson {
+    fn of(info: &DatasetInfo, per_tile: bool) -> DatasetJson {
+        DatasetJson {
+            name: info.name.clone(),
+            dtype: info.dtype.clone(),
+            shape: info.shape.clone(),
+            storage: info.storage.name(),
+            chunks: match &info.storage {
+                StorageKind::Chunked(chunk) => Some(chunk.clone()),
+                _ => None,
+            },
+            bytes: info.bytes(),
+            virtual_info: info.virtual_info.as_ref().map(|vds| {
+                let with_data = vds.tiles.iter().filter(|t| t.region.is_some()).count();
+                let not_checksummed = vds.not_checksummed();
+                VirtualJson {
+                    layout: vds.layout.key(),
+                    generation: vds.generation.map(|g| format!("{g:016x}")),
+                    tiles: vds.tiles.len(),
+                    files: vds.files().len(),
+                    checksummed: with_data > 0 && not_checksummed == 0,
+                    not_checksummed,
+                    tile_list: per_tile.then(|| vds.tiles.iter().map(TileJson::of).collect()),
+                }
+            }),
+        }
+    }
+}
+
+impl TileJson {
+    fn of(t: &TileInfo) -> TileJson {
+        let extreme = |pick: fn(&h5tile::internals::tool::TileExtremes) -> serde_json::Value| {
+            t.extremes.as_ref().map_or(serde_json::Value::Null, pick)
+        };
+        TileJson {
+            offset: t.region.as_ref().map(|r| r.offset.clone()),
+            shape: t.region.as_ref().map(|r| r.shape.clone()),
+            file: t.file.clone(),
+            dataset: t.dataset.clone(),
+            source_offset: t.source_offset.clone(),
+            found: t.found,
+            path: show::path(&t.path),
+            data_offset: t.data_offset,
+            file_size: t.file_size,
+            checksummed: t.sums.is_some(),
+            min: extreme(|e| show::scalar_json(e.min)),
+            max: extreme(|e| show::scalar_json(e.max)),
+            nan: t.extremes.map(|e| e.nan),
+        }
+    }
+}

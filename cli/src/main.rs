@@ -1,0 +1,96 @@
+//! `h5tile`, the command-line tool: list (`ls`), check (`check`), copy (`cp`) and remove
+//! (`rm`) h5tile's files (a master with its tile files or subfiles) and any other HDF5 file,
+//! as far as it allows. One module per command; each turns its arguments into output on
+//! stdout (text, or one JSON document with `--json`) or a `Failure`.
+
+mod check;
+mod cp;
+mod failure;
+mod ls;
+mod progress;
+mod rm;
+mod show;
+
+use clap::{CommandFactory, Parser, Subcommand};
+use failure::Failure;
+use std::process::ExitCode;
+
+const ABOUT: &str = "List, check, copy and remove h5tile's datasets and their tile files";
+
+const LONG_ABOUT: &str = "\
+List, check, copy and remove h5tile's datasets: a master file holding virtual datasets and the
+tile files or subfiles in its tile folder (<master>.tiles/). Works on any HDF5 file as far as
+it allows: contiguous, chunked and compact datasets, and the virtual datasets h5py and Legate
+write.
+
+Every command takes --json (one JSON document on stdout instead of text). Exit status: 0 on
+success; 1 when `check` found problems or a command could not finish its work; 2 for a bad
+command line, an input that cannot be opened, or a refusal an option would lift. On failure
+one line on stderr says what failed and why: `h5tile: <what failed>: <why>`.";
+
+#[derive(Parser)]
+#[command(name = "h5tile", version, about = ABOUT, long_about = LONG_ABOUT)]
+struct Cli {
+    /// Write one JSON document on stdout instead of text
+    #[arg(long, global = true)]
+    json: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// List datasets: type, shape, storage, and the tiles of virtual ones
+    #[command(long_about = ls::LONG_ABOUT, after_long_help = ls::EXAMPLES)]
+    Ls(ls::Args),
+    /// Check that virtual datasets' sources are there and their checksums match
+    #[command(long_about = check::LONG_ABOUT, after_long_help = check::EXAMPLES)]
+    Check(check::Args),
+    /// Copy a master with the tile files it refers to, verified
+    #[command(long_about = cp::LONG_ABOUT, after_long_help = cp::EXAMPLES)]
+    Cp(cp::Args),
+    /// Remove a master and the tile files it refers to
+    #[command(long_about = rm::LONG_ABOUT, after_long_help = rm::EXAMPLES)]
+    Rm(rm::Args),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell)
+    #[command(after_long_help = COMPLETIONS_EXAMPLES)]
+    Completions {
+        /// The shell to complete for
+        shell: clap_complete::Shell,
+    },
+}
+
+const COMPLETIONS_EXAMPLES: &str = "\
+Example:
+  h5tile completions bash > ~/.local/share/bash-completion/completions/h5tile";
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let json = cli.json;
+    let done = match &cli.command {
+        Command::Ls(args) => ls::run(args, json),
+        Command::Check(args) => check::run(args, json),
+        Command::Cp(args) => cp::run(args, json),
+        Command::Rm(args) => rm::run(args, json),
+        Command::Completions { shell } => {
+            let mut command = Cli::command();
+            clap_complete::generate(*shell, &mut command, "h5tile", &mut std::io::stdout());
+            Ok(())
+        }
+    };
+    match done {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Failure { code, message }) => {
+            eprintln!("h5tile: {message}");
+            ExitCode::from(code)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_command_line_is_well_formed() {
+        <super::Cli as clap::CommandFactory>::command().debug_assert();
+    }
+}

@@ -1,0 +1,730 @@
+//! The `h5tile` tool run as users run it, on files h5tile wrote (VDS and subfiled layouts), on
+//! a plain HDF5 file, and on virtual datasets h5tile did not write (relative and absolute
+//! sources): what each command prints (text and JSON), its exit status, and what it does to
+//! the files.
+
+use h5tile::internals::hdf5::{self, Dataset, File, Plist, Space};
+use h5tile::internals::{
+    host_bytes, host_bytes_mut, read, write, Comm, Dtype, Layout, LocalTile, ReadOptions, Tile,
+    WriteArgs, WriteOptions,
+};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// (row, column, height, width) of the grid's tiles, in the order they are written.
+const BLOCKS: [(u64, u64, u64, u64); 4] = [(0, 0, 3, 2), (0, 2, 3, 3), (3, 0, 3, 2), (3, 2, 3, 3)];
+
+fn value(i: u64, j: u64) -> f64 {
+    (10 * i + j) as f64
+}
+
+fn solo() -> Comm {
+    unsafe { Comm::from_raw(mpi::ffi::RSMPI_COMM_NULL) }.unwrap()
+}
+
+/// The 6x5 float64 grid (element (i, j) = 10 i + j) as `dataset` of `path`, in four tiles.
+fn write_grid(path: &Path, dataset: &str, layout: Layout, keep_others: bool) {
+    let data: Vec<Vec<f64>> = BLOCKS
+        .iter()
+        .map(|&(r, c, h, w)| (0..h * w).map(|k| value(r + k / w, c + k % w)).collect())
+        .collect();
+    let tiles = BLOCKS
+        .iter()
+        .zip(&data)
+        .map(|(&(r, c, h, w), d)| LocalTile {
+            tile: Tile::new(vec![r, c], vec![h, w]),
+            buf: host_bytes(d),
+        })
+        .collect();
+    let args = WriteArgs {
+        path,
+        dataset,
+        dtype: Dtype::Float64,
+        global: &[6, 5],
+        tiles,
+        options: WriteOptions {
+            layout,
+            keep_others,
+            ..WriteOptions::default()
+        },
+    };
+    write(&solo(), &args).unwrap();
+}
+
+fn read_grid(path: &Path, dataset: &str) -> Vec<f64> {
+    let mut out = vec![0f64; 30];
+    let all = Tile::new(vec![0, 0], vec![6, 5]);
+    let buf = host_bytes_mut(&mut out);
+    read(
+        &solo(),
+        path,
+        dataset,
+        Dtype::Float64,
+        &all,
+        buf,
+        ReadOptions::default(),
+    )
+    .unwrap();
+    out
+}
+
+fn expected_grid() -> Vec<f64> {
+    (0..30).map(|k| value(k / 5, k % 5)).collect()
+}
+
+/// Runs the tool. HDF5 opens files without O_CLOEXEC: the child closes every inherited
+/// descriptor when it execs, and starts under the HDF5 lock, so it never holds (and keeps
+/// locked) a file another test has open.
+fn h5tile(args: &[&str]) -> Output {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_h5tile"));
+    command.args(args);
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut command, || {
+            const CLOSE_RANGE_CLOEXEC: libc::c_uint = 1 << 2;
+            if libc::syscall(
+                libc::SYS_close_range,
+                3,
+                libc::c_uint::MAX,
+                CLOSE_RANGE_CLOEXEC,
+            ) != 0
+            {
+                for fd in 3..65536 {
+                    libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
+                }
+            }
+            Ok(())
+        });
+    }
+    let child = {
+        let _l = hdf5::lock();
+        command
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
+    child.wait_with_output().unwrap()
+}
+
+fn text(o: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+/// Runs the tool and expects exit status `code`; returns (stdout, stderr).
+fn run(args: &[&str], code: i32) -> (String, String) {
+    let o = h5tile(args);
+    let (out, err) = text(&o);
+    assert_eq!(
+        o.status.code(),
+        Some(code),
+        "h5tile {args:?}\nstdout:\n{out}\nstderr:\n{err}"
+    );
+    (out, err)
+}
+
+/// Runs the tool with `--json` and expects exit status `code`; returns the document.
+fn run_json(args: &[&str], code: i32) -> Value {
+    let mut all = args.to_vec();
+    all.push("--json");
+    let (out, _) = run(&all, code);
+    serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: not JSON:\n{out}"))
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// Every file under `dir` with its bytes.
+fn snapshot(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else {
+                out.push((p.clone(), std::fs::read(&p).unwrap()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+fn tile_files(master: &Path) -> Vec<PathBuf> {
+    let dir = h5tile::internals::tool::tile_dir(master);
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .collect();
+    files.sort();
+    files
+}
+
+#[test]
+fn ls_describes_an_h5tile_vds_exactly() {
+    let d = tempfile::tempdir().unwrap();
+    let m = d.path().join("grid.h5");
+    write_grid(&m, "/g", Layout::Vds, false);
+
+    let doc = run_json(&["ls", s(&m)], 0);
+    assert_eq!(doc["file"], s(&m));
+    let g = &doc["datasets"][0];
+    assert_eq!(doc["datasets"].as_array().unwrap().len(), 1);
+    assert_eq!(g["name"], "/g");
+    assert_eq!(g["dtype"], "float64");
+    assert_eq!(g["shape"], serde_json::json!([6, 5]));
+    assert_eq!(g["storage"], "virtual");
+    assert_eq!(g["bytes"], 240);
+    let v = &g["virtual"];
+    assert_eq!(v["layout"], "h5tile-vds");
+    assert_eq!(v["tiles"], 4);
+    assert_eq!(v["files"], 4);
+    assert_eq!(v["checksummed"], true);
+    assert_eq!(v["not_checksummed"], 0);
+    assert!(
+        v.get("tile_list").is_none(),
+        "tiles listed with -l or -D only"
+    );
+    let generation = v["generation"].as_str().unwrap();
+    assert_eq!(generation.len(), 16);
+    let name = tile_files(&m)[0]
+        .file_name()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+    assert!(name.contains(generation), "{name} is of write {generation}");
+
+    let (out, _) = run(&["ls", s(&m)], 0);
+    for part in [
+        "/g",
+        "float64",
+        "(6, 5)",
+        "virtual",
+        "240 B",
+        "h5tile VDS",
+        "4 tiles in 4 files",
+    ] {
+        assert!(out.contains(part), "{part} in {out}");
+    }
+    assert!(out.contains(&format!("generation {generation}")), "{out}");
+    assert!(out.contains(", checksummed"), "{out}");
+}
+
+#[test]
+fn ls_long_and_decomposition_show_each_tile() {
+    let d = tempfile::tempdir().unwrap();
+    let m = d.path().join("grid.h5");
+    write_grid(&m, "/g", Layout::Vds, false);
+
+    let doc = run_json(&["ls", "-l", "-D", s(&m), "/g"], 0);
+    let tiles = doc["datasets"][0]["virtual"]["tile_list"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert_eq!(tiles.len(), 4);
+    for (t, &(r, c, h, w)) in tiles.iter().zip(&BLOCKS) {
+        assert_eq!(t["offset"], serde_json::json!([r, c]));
+        assert_eq!(t["shape"], serde_json::json!([h, w]));
+        assert_eq!(t["min"], value(r, c));
+        assert_eq!(t["max"], value(r + h - 1, c + w - 1));
+        assert_eq!(t["nan"], 0);
+        assert_eq!(t["dataset"], "/tile");
+        assert_eq!(t["found"], true);
+        assert_eq!(t["checksummed"], true);
+        assert!(t["file"].as_str().unwrap().starts_with("grid.h5.tiles/g."));
+    }
+
+    let (out, _) = run(&["ls", "-l", s(&m)], 0);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 5, "{out}");
+    assert!(
+        lines[1].contains("tile 0") && lines[1].contains("[0:3, 0:2]"),
+        "{out}"
+    );
+    assert!(
+        lines[1].contains("min 0") && lines[1].contains("max 21"),
+        "{out}"
+    );
+    assert!(
+        lines[4].contains("min 32") && lines[4].contains("max 54"),
+        "{out}"
+    );
+    assert!(lines[4].contains("nan 0"), "{out}");
+
+    let (out, _) = run(&["ls", "-D", s(&m)], 0);
+    let files = tile_files(&m);
+    for (k, f) in files.iter().enumerate() {
+        let name = f.file_name().unwrap().to_string_lossy().into_owned();
+        let line = out
+            .lines()
+            .find(|l| l.contains(&name))
+            .unwrap_or_else(|| panic!("{name} in {out}"));
+        assert!(line.contains("/tile"), "{line}");
+        assert!(line.contains(&format!("r0.t{k}.h5")), "{line}");
+    }
+    assert!(out.contains("[3:6, 2:5]  <- grid.h5.tiles/"), "{out}");
+}
+
+#[test]
+fn ls_describes_subfiles_and_plain_files() {
+    let d = tempfile::tempdir().unwrap();
+    let m = d.path().join("sub.h5");
+    write_grid(&m, "/g", Layout::Subfiles, false);
+    let v = &run_json(&["ls", s(&m)], 0)["datasets"][0]["virtual"];
+    assert_eq!(v["layout"], "h5tile-subfiles");
+    assert_eq!(
+        (v["tiles"].as_u64(), v["files"].as_u64()),
+        (Some(4), Some(1))
+    );
+    assert_eq!(v["checksummed"], true);
+    let (out, _) = run(&["ls", "-D", s(&m)], 0);
+    assert!(
+        out.contains("h5tile subfiles") && out.contains("4 tiles in 1 file,"),
+        "{out}"
+    );
+    assert!(out.contains(".s0.h5 /tile.r0.t3"), "{out}");
+
+    let plain = d.path().join("single.h5");
+    write_grid(&plain, "/x/y", Layout::Single, false);
+    let g = &run_json(&["ls", s(&plain)], 0)["datasets"][0];
+    assert_eq!(g["name"], "/x/y");
+    assert_eq!(g["storage"], "contiguous");
+    assert_eq!(g["shape"], serde_json::json!([6, 5]));
+    assert!(g.get("virtual").is_none());
+    let (out, _) = run(&["ls", s(&plain)], 0);
+    assert_eq!(out.trim(), "/x/y  float64  (6, 5)  contiguous  240 B");
+    let (out, _) = run(&["check", s(&plain)], 0);
+    assert!(out.contains("ok (no virtual datasets)"), "{out}");
+}
+
+#[test]
+fn check_passes_clean_files_of_both_layouts() {
+    let d = tempfile::tempdir().unwrap();
+    let (a, b) = (d.path().join("a.h5"), d.path().join("b.h5"));
+    write_grid(&a, "/g", Layout::Vds, false);
+    write_grid(&b, "/g", Layout::Subfiles, false);
+    let (out, _) = run(&["check", s(&a), s(&b)], 0);
+    assert!(
+        out.contains("a.h5: ok (1 virtual dataset, 4 tiles, 240 B verified"),
+        "{out}"
+    );
+    assert!(out.contains("b.h5: ok"), "{out}");
+    let doc = run_json(&["check", s(&a), s(&b)], 0);
+    assert_eq!(doc["ok"], true);
+    assert_eq!(doc["files"][0]["datasets"][0]["verified_bytes"], 240);
+    assert_eq!(doc["files"][1]["datasets"][0]["checksummed_tiles"], 4);
+}
+
+/// Flips one bit of tile `k`'s data (its first element's lowest byte, plus `at`) in the file
+/// holding it; returns that file and the tile's byte range there.
+fn flip_bit(master: &Path, k: usize, at: u64) -> (PathBuf, u64, u64) {
+    let doc = run_json(&["ls", "-D", s(master)], 0);
+    let t = &doc["datasets"][0]["virtual"]["tile_list"][k];
+    let path = PathBuf::from(t["path"].as_str().unwrap());
+    let offset = t["data_offset"].as_u64().unwrap();
+    let (h, w) = (BLOCKS[k].2, BLOCKS[k].3);
+    let mut bytes = std::fs::read(&path).unwrap();
+    bytes[(offset + at) as usize] ^= 0x10;
+    std::fs::write(&path, bytes).unwrap();
+    (path, offset, offset + h * w * 8)
+}
+
+#[test]
+fn check_names_a_flipped_bit_and_its_byte_range_and_fast_does_not_read_bytes() {
+    for layout in [Layout::Vds, Layout::Subfiles] {
+        let d = tempfile::tempdir().unwrap();
+        let m = d.path().join("grid.h5");
+        write_grid(&m, "/g", layout, false);
+        let (file, start, end) = flip_bit(&m, 1, 3);
+        let (out, err) = run(&["check", s(&m)], 1);
+        let line = out
+            .lines()
+            .find(|l| l.contains("do not match"))
+            .unwrap_or_else(|| panic!("{layout:?}: {out}"));
+        assert!(line.contains(s(&file)), "{line}");
+        assert!(line.contains("holding [0:3, 2:5]"), "{line}");
+        assert!(line.contains(&format!("bytes {start}..{end} ")), "{line}");
+        assert!(err.starts_with("h5tile: check found 1 problem"), "{err}");
+        let doc = run_json(&["check", s(&m)], 1);
+        assert_eq!(doc["ok"], false);
+        let p = &doc["files"][0]["datasets"][0]["problems"][0];
+        assert_eq!(p["bytes"], serde_json::json!([start, end]));
+        assert_eq!(p["file"], s(&file));
+        assert_eq!(p["offset"], serde_json::json!([0, 2]));
+        // --fast reads no tile bytes: the sizes are right, so all looks well.
+        let (out, _) = run(&["check", "--fast", s(&m)], 0);
+        assert!(out.contains("checksums not read (--fast)"), "{out}");
+    }
+}
+
+#[test]
+fn check_and_fast_check_name_a_deleted_tile_file() {
+    let d = tempfile::tempdir().unwrap();
+    let m = d.path().join("grid.h5");
+    write_grid(&m, "/g", Layout::Vds, false);
+    let gone = tile_files(&m)[2].clone();
+    std::fs::remove_file(&gone).unwrap();
+    for fast in [false, true] {
+        let mut args = vec!["check", s(&m)];
+        if fast {
+            args.push("--fast");
+        }
+        let (out, _) = run(&args, 1);
+        let line = out.lines().next().unwrap();
+        assert!(
+            line.contains(s(&gone)) && line.ends_with("does not exist"),
+            "{line}"
+        );
+        assert!(
+            line.starts_with(&format!("{}: /g: tile file", s(&m))),
+            "{line}"
+        );
+        assert!(line.contains("holding [3:6, 0:2]"), "{line}");
+    }
+}
+
+#[test]
+fn check_names_a_truncated_subfile_by_its_size() {
+    let d = tempfile::tempdir().unwrap();
+    let m = d.path().join("grid.h5");
+    write_grid(&m, "/g", Layout::Subfiles, false);
+    let sub = tile_files(&m)[0].clone();
+    let len = std::fs::metadata(&sub).unwrap().len();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(&sub)
+        .unwrap()
+        .set_len(len - 8)
+        .unwrap();
+    let (out, _) = run(&["check", "--fast", s(&m)], 1);
+    assert!(out.contains(&format!("subfile '{}'", s(&sub))), "{out}");
+    assert!(
+        out.contains(&format!(
+            "is {} bytes long; the master records {len}",
+            len - 8
+        )),
+        "{out}"
+    );
+}
+
+#[test]
+fn cp_copies_a_master_with_its_tiles_and_leaves_the_original_untouched() {
+    for layout in [Layout::Vds, Layout::Subfiles] {
+        let d = tempfile::tempdir().unwrap();
+        let src_dir = d.path().join("run");
+        let m = src_dir.join("grid.h5");
+        write_grid(&m, "/g", layout, false);
+        write_grid(&m, "/h", layout, true);
+        let before = snapshot(&src_dir);
+        let dst = d.path().join("archive/100%~copy.h5");
+        std::fs::create_dir(d.path().join("archive")).unwrap();
+
+        let doc = run_json(&["cp", s(&m), s(&dst)], 0);
+        assert_eq!(doc["master_rewritten"], true);
+        let copied = doc["copied"].as_array().unwrap();
+        assert_eq!(copied.len(), if layout == Layout::Vds { 8 } else { 2 });
+        assert!(copied.iter().all(|c| c["verified"] == "checksums"), "{doc}");
+        assert_eq!(snapshot(&src_dir), before, "the original is untouched");
+
+        // The copy has its own tile folder (a '%' of the name escaped), reads on its own, and
+        // checks clean.
+        let dir = d.path().join("archive/100~25~7Ecopy.h5.tiles");
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), copied.len());
+        let hidden: Vec<_> = snapshot(&d.path().join("archive"))
+            .into_iter()
+            .filter(|(p, _)| p.file_name().unwrap().to_string_lossy().starts_with('.'))
+            .collect();
+        assert!(hidden.is_empty(), "no temporary file left");
+        std::fs::rename(&src_dir, d.path().join("gone")).unwrap();
+        assert_eq!(read_grid(&dst, "/g"), expected_grid());
+        assert_eq!(read_grid(&dst, "/h"), expected_grid());
+        run(&["check", s(&dst)], 0);
+        let v = &run_json(&["ls", s(&dst), "/g"], 0)["datasets"][0]["virtual"];
+        assert!(v["layout"].as_str().unwrap().starts_with("h5tile-"), "{v}");
+    }
+}
+
+#[test]
+fn cp_refuses_to_overwrite_without_force_and_replaces_with_it() {
+    let d = tempfile::tempdir().unwrap();
+    let (a, b) = (d.path().join("a.h5"), d.path().join("b.h5"));
+    write_grid(&a, "/g", Layout::Vds, false);
+    write_grid(&b, "/g", Layout::Vds, false);
+    let old_tiles = tile_files(&b);
+    let before = snapshot(d.path());
+    let (_, err) = run(&["cp", s(&a), s(&b)], 2);
+    assert!(
+        err.starts_with(&format!("h5tile: cannot copy to '{}'", s(&b))),
+        "{err}"
+    );
+    assert!(err.contains("--force"), "{err}");
+    assert_eq!(snapshot(d.path()), before, "nothing changed");
+
+    run(&["cp", "--force", s(&a), s(&b)], 0);
+    assert_eq!(read_grid(&b, "/g"), expected_grid());
+    let new_tiles = tile_files(&b);
+    assert_eq!(new_tiles.len(), 4);
+    assert!(
+        old_tiles.iter().all(|t| !t.exists()),
+        "the replaced copy's tiles are gone"
+    );
+    let (_, err) = run(&["cp", s(&a), s(&a)], 2);
+    assert!(err.contains("same file"), "{err}");
+    // Into a folder: under the same name, no rewriting needed.
+    let sub = d.path().join("sub");
+    std::fs::create_dir(&sub).unwrap();
+    let doc = run_json(&["cp", s(&a), s(&sub)], 0);
+    assert_eq!(doc["master_rewritten"], false);
+    assert_eq!(read_grid(&sub.join("a.h5"), "/g"), expected_grid());
+}
+
+#[test]
+fn cp_of_a_damaged_master_fails_and_leaves_nothing() {
+    let d = tempfile::tempdir().unwrap();
+    let m = d.path().join("grid.h5");
+    write_grid(&m, "/g", Layout::Vds, false);
+    let (file, start, end) = flip_bit(&m, 3, 0);
+    let dst = d.path().join("new/copy.h5");
+    let (_, err) = run(&["cp", s(&m), s(&dst)], 1);
+    assert!(
+        err.starts_with(&format!(
+            "h5tile: cannot copy '{}': the original is damaged: /g: tile file '{}'",
+            s(&m),
+            s(&file)
+        )),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!("bytes {start}..{end} do not match")),
+        "{err}"
+    );
+    assert!(
+        !d.path().join("new").exists(),
+        "no half copy: {:?}",
+        snapshot(d.path())
+            .into_iter()
+            .map(|(p, _)| p)
+            .collect::<Vec<_>>()
+    );
+}
+
+/// A virtual dataset as h5py or Legate writes it: `/data`, the 6x5 grid from two row blocks,
+/// files `names[k]` (relative to `dir`, or absolute) holding dataset `/d`.
+fn write_foreign_vds(master: &Path, dir: &Path, names: [&str; 2]) {
+    let _l = hdf5::lock();
+    let t = Dtype::Float64.hdf5_type().unwrap();
+    let dcpl = Plist::dataset_create().unwrap();
+    for (k, name) in names.iter().enumerate() {
+        let rows = 3 * k as u64;
+        let values: Vec<f64> = (0..15).map(|i| value(rows + i / 5, i % 5)).collect();
+        let path = dir.join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        let f = File::create(&path).unwrap();
+        let space = Space::simple(&[3, 5]).unwrap();
+        let d = Dataset::create(&f, "/d", &t, &space, &Plist::dataset_create().unwrap()).unwrap();
+        d.write_buffer(&t, host_bytes(&values)).unwrap();
+        drop(d);
+        f.close().unwrap();
+        let vspace = Space::simple(&[6, 5]).unwrap();
+        vspace.select_block(&[rows, 0], &[3, 5]).unwrap();
+        dcpl.add_virtual_mapping(&vspace, name, "/d", &space)
+            .unwrap();
+    }
+    let f = File::create(master).unwrap();
+    Dataset::create(&f, "/data", &t, &Space::simple(&[6, 5]).unwrap(), &dcpl).unwrap();
+    f.close().unwrap();
+}
+
+#[test]
+fn virtual_datasets_h5tile_did_not_write_are_listed_checked_and_copied_as_they_allow() {
+    let d = tempfile::tempdir().unwrap();
+    let rel = d.path().join("rel.h5");
+    write_foreign_vds(&rel, d.path(), ["rel_src/p0.h5", "rel_src/p1.h5"]);
+    let v = &run_json(&["ls", s(&rel)], 0)["datasets"][0]["virtual"];
+    assert_eq!(v["layout"], "other");
+    assert_eq!(
+        (v["tiles"].as_u64(), v["files"].as_u64()),
+        (Some(2), Some(2))
+    );
+    assert_eq!(
+        (&v["checksummed"], &v["not_checksummed"]),
+        (&Value::Bool(false), &serde_json::json!(2))
+    );
+    assert!(v["generation"].is_null());
+    let (out, _) = run(&["check", s(&rel)], 0);
+    assert!(out.contains("not checksummed"), "{out}");
+
+    // Relative sources go with the copy, to the same place relative to it.
+    let other = d.path().join("other");
+    std::fs::create_dir(&other).unwrap();
+    let doc = run_json(&["cp", s(&rel), s(&other.join("r.h5"))], 0);
+    assert_eq!(doc["copied"][0]["verified"], "bytes");
+    assert!(other.join("rel_src/p1.h5").is_file());
+    assert_eq!(read_grid(&other.join("r.h5"), "/data"), expected_grid());
+    // Within their folder, the copy shares them.
+    let doc = run_json(&["cp", s(&rel), s(&d.path().join("rel2.h5"))], 0);
+    assert_eq!(doc["shared"].as_array().unwrap().len(), 2);
+
+    // A source that does not fit its mapping is named.
+    let bad = d.path().join("rel_src/p1.h5");
+    std::fs::remove_file(&bad).unwrap();
+    let f = File::create(&bad).unwrap();
+    let t = Dtype::Float64.hdf5_type().unwrap();
+    Dataset::create(
+        &f,
+        "/d",
+        &t,
+        &Space::simple(&[2, 5]).unwrap(),
+        &Plist::dataset_create().unwrap(),
+    )
+    .unwrap();
+    drop(f);
+    let (out, _) = run(&["check", s(&rel)], 1);
+    assert!(out.contains(&format!("source file '{}'", s(&bad))), "{out}");
+    assert!(
+        out.contains("shape [2, 5], which does not hold the mapped box of shape [3, 5]"),
+        "{out}"
+    );
+
+    // Absolute sources (Legate's): cp refuses, or copies the master alone with --shallow.
+    let abs = d.path().join("legate.h5");
+    let src_dir = d.path().join("legate_vds");
+    let names = [src_dir.join("0.h5"), src_dir.join("1.h5")];
+    write_foreign_vds(&abs, d.path(), [s(&names[0]), s(&names[1])]);
+    run(&["check", s(&abs)], 0);
+    let (_, err) = run(&["cp", s(&abs), s(&other.join("l.h5"))], 2);
+    assert!(
+        err.contains("absolute") && err.contains("--shallow"),
+        "{err}"
+    );
+    assert!(!other.join("l.h5").exists());
+    let doc = run_json(&["cp", "--shallow", s(&abs), s(&other.join("l.h5"))], 0);
+    assert_eq!(doc["copied"].as_array().unwrap().len(), 0);
+    assert_eq!(read_grid(&other.join("l.h5"), "/data"), expected_grid());
+    std::fs::remove_file(&names[1]).unwrap();
+    let (out, _) = run(&["check", s(&abs)], 1);
+    assert!(
+        out.contains(&format!(
+            "source file '{}' holding [3:6, 0:5] does not exist",
+            s(&names[1])
+        )),
+        "{out}"
+    );
+}
+
+#[test]
+fn rm_removes_the_master_and_exactly_its_files() {
+    let d = tempfile::tempdir().unwrap();
+    let m = d.path().join("grid.h5");
+    write_grid(&m, "/g", Layout::Vds, false);
+    write_grid(&m, "/h", Layout::Subfiles, true);
+    let neighbour = d.path().join("grid2.h5");
+    write_grid(&neighbour, "/g", Layout::Vds, false);
+    // A file the master does not refer to, in its tile folder: another dataset's tile.
+    let foreign = h5tile::internals::tool::tile_dir(&m).join("k.0000000000000001.r0.t0.h5");
+    std::fs::copy(&tile_files(&m)[0], &foreign).unwrap();
+    let ours: Vec<PathBuf> = tile_files(&m)
+        .into_iter()
+        .filter(|p| *p != foreign)
+        .collect();
+    assert_eq!(ours.len(), 5);
+
+    let doc = run_json(&["rm", "--dry-run", s(&m)], 0);
+    assert_eq!(doc["removed"].as_array().unwrap().len(), 6, "{doc}");
+    assert!(
+        m.exists() && ours.iter().all(|p| p.exists()),
+        "a dry run removes nothing"
+    );
+
+    let (out, _) = run(&["rm", s(&m)], 0);
+    assert!(!m.exists());
+    for p in &ours {
+        assert!(!p.exists(), "{}", p.display());
+        assert!(out.contains(&format!("removed '{}'", s(p))), "{out}");
+    }
+    assert!(
+        foreign.exists(),
+        "a file the master did not name stays, and so its folder"
+    );
+    assert_eq!(read_grid(&neighbour, "/g"), expected_grid());
+    std::fs::remove_file(&foreign).unwrap();
+
+    run(&["rm", s(&neighbour)], 0);
+    assert!(
+        !h5tile::internals::tool::tile_dir(&neighbour).exists(),
+        "an emptied folder goes"
+    );
+    assert_eq!(
+        std::fs::read_dir(d.path()).unwrap().count(),
+        1,
+        "only grid.h5.tiles is left"
+    );
+}
+
+#[test]
+fn bad_inputs_exit_2_naming_the_path() {
+    let d = tempfile::tempdir().unwrap();
+    let missing = d.path().join("missing.h5");
+    let text_file = d.path().join("notes.h5");
+    std::fs::write(&text_file, "not HDF5 at all").unwrap();
+    for command in ["ls", "check", "rm"] {
+        let (_, err) = run(&[command, s(&missing)], 2);
+        assert_eq!(
+            err,
+            format!("h5tile: cannot open '{}': no such file\n", s(&missing)),
+            "{command}"
+        );
+        let (_, err) = run(&[command, s(&text_file)], 2);
+        assert!(
+            err.starts_with(&format!(
+                "h5tile: cannot open '{}': not an HDF5 file",
+                s(&text_file)
+            )),
+            "{command}: {err}"
+        );
+        let (_, err) = run(&[command, s(d.path())], 2);
+        assert!(err.contains("is a directory"), "{command}: {err}");
+    }
+    assert!(text_file.exists(), "rm removes no file that is not HDF5");
+    let (_, err) = run(&["cp", s(&missing), s(&d.path().join("x.h5"))], 2);
+    assert!(err.contains(s(&missing)), "{err}");
+    let m = d.path().join("grid.h5");
+    write_grid(&m, "/g", Layout::Vds, false);
+    let (_, err) = run(&["ls", s(&m), "/nope"], 2);
+    assert_eq!(err, format!("h5tile: no dataset '/nope' in '{}'\n", s(&m)));
+    let doc = run_json(&["check", s(&m), s(&missing)], 2);
+    assert_eq!(doc["ok"], false);
+    assert!(doc["files"][1]["error"]
+        .as_str()
+        .unwrap()
+        .contains("no such file"));
+    assert_eq!(
+        doc["files"][0]["datasets"][0]["problems"],
+        serde_json::json!([])
+    );
+    run(&["frobnicate"], 2);
+    run(&["ls"], 2);
+}
+
+#[test]
+fn help_completions_and_version() {
+    for command in ["ls", "check", "cp", "rm"] {
+        let (out, _) = run(&[command, "--help"], 0);
+        assert!(
+            out.contains("Exit status") && out.contains("Example"),
+            "{command}: {out}"
+        );
+        assert!(out.contains("--json"), "{command}: {out}");
+    }
+    let (out, _) = run(&["completions", "bash"], 0);
+    assert!(out.contains("h5tile") && out.contains("complete"), "{out}");
+    let (out, _) = run(&["--version"], 0);
+    assert!(out.starts_with("h5tile "), "{out}");
+}

@@ -1,0 +1,432 @@
+//! What a file holds, as tools show it, without reading its data: every dataset's element type,
+//! shape and storage and, for a virtual dataset, its tiles (the mappings): which box each
+//! fills, from which file and dataset, where HDF5 finds that file, and what an h5tile master
+//! records of each (where its bytes are, their checksums, the tile's extremes). Works on any
+//! HDF5 file: what h5tile did not record is simply absent.
+
+use crate::dtype::Dtype;
+use crate::geometry::tile::Tile;
+use crate::layout::checksums::{self, Recorded};
+use crate::layout::vds::{NO_OFFSET, TILE_BYTES_ATTRIBUTE, TILE_DATASET};
+use crate::layout::{generation_of, subfile_generation, subfiles::is_tile_dataset};
+use crate::ops::read::mappings::{resolve_source, unescape_source_name};
+use crate::platform::hdf5::{self, Dataset, File, Storage};
+use crate::status::*;
+use std::path::{Path, PathBuf};
+
+/// How a dataset keeps its elements.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StorageKind {
+    Contiguous,
+    /// In chunks of this shape.
+    Chunked(Vec<u64>),
+    /// Inside the dataset's object header.
+    Compact,
+    /// Mapped from other datasets (`VirtualInfo`).
+    Virtual,
+    Other,
+}
+
+impl StorageKind {
+    pub fn name(&self) -> &'static str {
+        match self {
+            StorageKind::Contiguous => "contiguous",
+            StorageKind::Chunked(_) => "chunked",
+            StorageKind::Compact => "compact",
+            StorageKind::Virtual => "virtual",
+            StorageKind::Other => "other",
+        }
+    }
+}
+
+/// Whose layout a virtual dataset has, told from its sources' names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum VirtualLayout {
+    /// h5tile's VDS layout: one tile file per tile in the master's tile folder.
+    Vds,
+    /// h5tile's subfiled layout: subfiles in the master's tile folder, a dataset per tile.
+    Subfiles,
+    /// Any other virtual dataset (h5py's, Legate's, ...).
+    Other,
+}
+
+impl VirtualLayout {
+    /// As `h5tile ls` prints it.
+    pub fn name(self) -> &'static str {
+        match self {
+            VirtualLayout::Vds => "h5tile VDS",
+            VirtualLayout::Subfiles => "h5tile subfiles",
+            VirtualLayout::Other => "other virtual",
+        }
+    }
+
+    /// As `h5tile ls --json` writes it.
+    pub fn key(self) -> &'static str {
+        match self {
+            VirtualLayout::Vds => "h5tile-vds",
+            VirtualLayout::Subfiles => "h5tile-subfiles",
+            VirtualLayout::Other => "other",
+        }
+    }
+}
+
+/// One element value, as recorded for a tile's extremes.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Scalar {
+    Int(i64),
+    UInt(u64),
+    Float(f64),
+}
+
+impl std::fmt::Display for Scalar {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Scalar::Int(v) => write!(f, "{v}"),
+            Scalar::UInt(v) => write!(f, "{v}"),
+            Scalar::Float(v) => write!(f, "{v}"),
+        }
+    }
+}
+
+/// A tile's smallest and largest element (NaNs passed over) and its count of NaNs.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct TileExtremes {
+    pub min: Scalar,
+    pub max: Scalar,
+    pub nan: u64,
+}
+
+/// One mapping of a virtual dataset.
+#[derive(Clone, Debug)]
+pub struct TileInfo {
+    /// The box of the virtual dataset it fills (the bounding box of a selection that is not
+    /// one box); None when it selects nothing.
+    pub region: Option<Tile>,
+    /// The source file and dataset as the master names them ("." is the master itself), with
+    /// HDF5's "%%" read as '%'; the stored names when `pattern`.
+    pub file: String,
+    pub dataset: String,
+    /// The names are printf-style patterns HDF5 expands: the source is not followed.
+    pub pattern: bool,
+    /// Where in the source the box is taken from, when the source selection is one box of
+    /// the region's shape; None when it is the whole source or something else.
+    pub source_offset: Option<Vec<u64>>,
+    /// The whole source is mapped.
+    pub source_whole: bool,
+    /// Where HDF5 finds the source file (where it would look first when it is nowhere), and
+    /// whether it is there.
+    pub path: PathBuf,
+    pub found: bool,
+    /// What an h5tile master records: where the tile's bytes start in its file (None where
+    /// HDF5 placed them nowhere known) and the file's size.
+    pub data_offset: Option<u64>,
+    pub file_size: Option<u64>,
+    /// The tile's block checksums (None: not checksummed).
+    pub sums: Option<Vec<u64>>,
+    pub extremes: Option<TileExtremes>,
+}
+
+impl TileInfo {
+    /// Bytes of the tile's elements of `elem` bytes (0 when it selects nothing).
+    pub fn data_bytes(&self, elem: usize) -> u64 {
+        self.region.as_ref().map_or(0, |r| {
+            (r.volume() * elem as u128).min(u64::MAX as u128) as u64
+        })
+    }
+}
+
+/// What a virtual dataset's mappings say.
+#[derive(Clone, Debug)]
+pub struct VirtualInfo {
+    pub layout: VirtualLayout,
+    /// The write that made the tiles, from their names (h5tile's layouts, one write only).
+    pub generation: Option<u64>,
+    pub tiles: Vec<TileInfo>,
+    /// Block size of the recorded checksums (None: none recorded).
+    pub checksum_block: Option<u64>,
+}
+
+impl VirtualInfo {
+    /// The distinct source files (the master itself not counted).
+    pub fn files(&self) -> Vec<&Path> {
+        let mut seen = std::collections::BTreeSet::new();
+        self.tiles
+            .iter()
+            .filter(|t| t.file != "." && !t.pattern)
+            .map(|t| t.path.as_path())
+            .filter(|p| seen.insert(*p))
+            .collect()
+    }
+
+    /// Tiles that select elements but carry no checksums.
+    pub fn not_checksummed(&self) -> usize {
+        self.tiles
+            .iter()
+            .filter(|t| t.region.is_some() && t.sums.is_none())
+            .count()
+    }
+}
+
+/// One dataset of a file.
+#[derive(Clone, Debug)]
+pub struct DatasetInfo {
+    /// Its path in the file ("/group/x").
+    pub name: String,
+    /// The element type's name: h5tile's ("float64") or HDF5's class and size.
+    pub dtype: String,
+    /// One of h5tile's element types, when it is.
+    pub element: Option<Dtype>,
+    /// Bytes per element.
+    pub element_bytes: usize,
+    pub shape: Vec<u64>,
+    pub storage: StorageKind,
+    /// For a virtual dataset, its mappings.
+    pub virtual_info: Option<VirtualInfo>,
+}
+
+impl DatasetInfo {
+    /// Bytes of all its elements.
+    pub fn bytes(&self) -> u64 {
+        let volume = crate::geometry::tile::volume(&self.shape);
+        (volume * self.element_bytes as u128).min(u64::MAX as u128) as u64
+    }
+}
+
+/// Opens the HDF5 file at `path` read-only, telling apart a missing file, a folder and a file
+/// that is not HDF5 in the message's first words.
+pub fn open_file(path: &Path) -> Result<File> {
+    let shown = path.display();
+    match std::fs::metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return fail(
+                H5TILE_ERR_NOT_FOUND,
+                format!("cannot open '{shown}': no such file"),
+            )
+        }
+        Err(e) => return fail(H5TILE_ERR_IO, format!("cannot open '{shown}': {e}")),
+        Ok(m) if m.is_dir() => {
+            return fail(
+                H5TILE_ERR_IS_DIRECTORY,
+                format!("cannot open '{shown}': it is a directory"),
+            )
+        }
+        Ok(_) => {}
+    }
+    if let Err(e) = std::fs::File::open(path) {
+        return fail(H5TILE_ERR_IO, format!("cannot open '{shown}': {e}"));
+    }
+    let _l = hdf5::lock();
+    if !hdf5::is_hdf5(path)? {
+        return fail(
+            H5TILE_ERR_HDF5,
+            format!("cannot open '{shown}': not an HDF5 file"),
+        );
+    }
+    File::open_read(path)
+}
+
+/// Every dataset of the file at `path` (or only `dataset`, when given), described.
+pub fn describe(path: &Path, dataset: Option<&str>) -> Result<Vec<DatasetInfo>> {
+    let _l = hdf5::lock();
+    let file = open_file(path)?;
+    let names = match dataset {
+        Some(name) => {
+            let name = format!("/{}", name.trim_start_matches('/'));
+            match file.object_kind(&name)? {
+                Some(hdf5::ObjectKind::Dataset) => vec![name],
+                Some(_) => {
+                    return fail(
+                        H5TILE_ERR_NOT_A_DATASET,
+                        format!("'{name}' in '{}' is not a dataset", path.display()),
+                    )
+                }
+                None => {
+                    return fail(
+                        H5TILE_ERR_NOT_FOUND,
+                        format!("no dataset '{name}' in '{}'", path.display()),
+                    )
+                }
+            }
+        }
+        None => file.dataset_paths()?,
+    };
+    names
+        .iter()
+        .map(|name| {
+            let dset = Dataset::open(&file, name)?;
+            describe_dataset(path, name, &dset).map_err(|e| {
+                e.context(&format!("cannot describe '{name}' in '{}'", path.display()))
+            })
+        })
+        .collect()
+}
+
+fn describe_dataset(master: &Path, name: &str, dset: &Dataset) -> Result<DatasetInfo> {
+    let file_type = dset.dtype()?;
+    let element = Dtype::of_hdf5(&file_type).ok();
+    let shape = dset.space()?.dims()?;
+    let storage = match dset.storage()? {
+        Storage::Contiguous(_) => StorageKind::Contiguous,
+        Storage::Chunked(chunk) => StorageKind::Chunked(chunk),
+        Storage::Compact => StorageKind::Compact,
+        Storage::Virtual => StorageKind::Virtual,
+        Storage::Other => StorageKind::Other,
+    };
+    let virtual_info = match storage {
+        StorageKind::Virtual => Some(describe_virtual(master, dset, element, shape.len())?),
+        _ => None,
+    };
+    Ok(DatasetInfo {
+        name: name.to_string(),
+        dtype: file_type.describe(),
+        element,
+        element_bytes: file_type.size(),
+        shape,
+        storage,
+        virtual_info,
+    })
+}
+
+fn describe_virtual(
+    master: &Path,
+    dset: &Dataset,
+    element: Option<Dtype>,
+    ndim: usize,
+) -> Result<VirtualInfo> {
+    let stored = dset.create_plist()?.virtual_mappings()?;
+    let count = stored.len();
+    let bytes = dset
+        .u64_attribute(TILE_BYTES_ATTRIBUTE)
+        .filter(|(dims, _)| dims == &[count as u64, 2])
+        .map(|(_, v)| v);
+    let recorded = Recorded::read(dset, count);
+    let extremes = element.and_then(|d| read_extremes(dset, d, count));
+    let mut tiles = Vec::with_capacity(count);
+    for (i, m) in stored.into_iter().enumerate() {
+        let literal = (
+            unescape_source_name(&m.file),
+            unescape_source_name(&m.dataset),
+        );
+        let pattern = literal.0.is_none() || literal.1.is_none();
+        let (file, dataset) = match literal {
+            (Some(f), Some(d)) => (f, d),
+            _ => (m.file.clone(), m.dataset.clone()),
+        };
+        let region = match m.virtual_space.single_block() {
+            Some((offset, shape)) if offset.len() == ndim => Some(Tile::new(offset, shape)),
+            _ => m.virtual_space.selection_bounds(ndim).map(|(start, end)| {
+                let shape = start.iter().zip(&end).map(|(s, e)| e - s + 1).collect();
+                Tile::new(start, shape)
+            }),
+        };
+        let source_whole = m.source_space.selects_all();
+        let source_offset = match (&region, m.source_space.single_block()) {
+            (Some(r), Some((offset, shape))) if !source_whole && shape == r.shape => Some(offset),
+            _ => None,
+        };
+        let (path, found) = match (file.as_str(), pattern) {
+            (".", _) => (master.to_path_buf(), true),
+            (_, true) => (PathBuf::from(&file), false),
+            _ => resolve_source(master, &file),
+        };
+        let record = bytes.as_ref().map(|b| (b[2 * i], b[2 * i + 1]));
+        tiles.push(TileInfo {
+            region,
+            file,
+            dataset,
+            pattern,
+            source_offset,
+            source_whole,
+            path,
+            found,
+            data_offset: record.map(|r| r.0).filter(|&o| o != NO_OFFSET),
+            file_size: record.map(|r| r.1),
+            sums: recorded
+                .as_ref()
+                .and_then(|r| r.tile(i))
+                .map(<[u64]>::to_vec),
+            extremes: extremes.as_ref().and_then(|e| e[i]),
+        });
+    }
+    let (layout, generation) = h5tile_layout(&tiles);
+    Ok(VirtualInfo {
+        layout,
+        generation,
+        tiles,
+        checksum_block: recorded.map(|r| r.block),
+    })
+}
+
+/// Whether every tile is one of h5tile's (a tile file or a subfile, named for the write that
+/// made it, in a tile folder beside the master), and the write's generation when all are of
+/// one write.
+fn h5tile_layout(tiles: &[TileInfo]) -> (VirtualLayout, Option<u64>) {
+    let mut kinds = std::collections::BTreeSet::new();
+    let mut generations = std::collections::BTreeSet::new();
+    for t in tiles {
+        let Some((folder, base)) = t.file.split_once('/') else {
+            return (VirtualLayout::Other, None);
+        };
+        let subfile = subfile_generation(base).is_some();
+        let named = match subfile {
+            true => is_tile_dataset(&t.dataset),
+            false => t.dataset == TILE_DATASET,
+        };
+        let Some(generation) = generation_of(base).filter(|_| named && !folder.contains('/'))
+        else {
+            return (VirtualLayout::Other, None);
+        };
+        kinds.insert(subfile);
+        generations.insert(generation);
+    }
+    let layout = match kinds.into_iter().collect::<Vec<_>>()[..] {
+        [false] => VirtualLayout::Vds,
+        [true] => VirtualLayout::Subfiles,
+        _ => return (VirtualLayout::Other, None),
+    };
+    let generation = match generations.len() {
+        1 => generations.into_iter().next(),
+        _ => None,
+    };
+    (layout, generation)
+}
+
+/// Each tile's recorded extremes (None where none was recorded), read in a type wide enough
+/// for the dataset's element type `dtype`; None when the master records none.
+fn read_extremes(dset: &Dataset, dtype: Dtype, count: usize) -> Option<Vec<Option<TileExtremes>>> {
+    use Dtype::*;
+    let (_, nan) = dset.u64_attribute(checksums::NAN_ATTRIBUTE)?;
+    let wide = match dtype {
+        Int8 | Int16 | Int32 | Int64 => Int64,
+        UInt8 | UInt16 | UInt32 | UInt64 => UInt64,
+        Float16 | Float32 | Float64 => Float64,
+        // h5py's enum converts to no integer type: its one byte is read as it is.
+        Bool => Bool,
+        Complex64 | Complex128 => return None,
+    };
+    let mem = wide.hdf5_type().ok()?;
+    let (_, min) = dset.attribute_as(checksums::MIN_ATTRIBUTE, &mem)?;
+    let (_, max) = dset.attribute_as(checksums::MAX_ATTRIBUTE, &mem)?;
+    let size = wide.size();
+    if nan.len() != count || min.len() != count * size || max.len() != count * size {
+        return None;
+    }
+    let value = |b: &[u8]| match wide {
+        Int64 => Scalar::Int(i64::from_ne_bytes(b.try_into().expect("8 bytes"))),
+        Float64 => Scalar::Float(f64::from_ne_bytes(b.try_into().expect("8 bytes"))),
+        Bool => Scalar::UInt(b[0] as u64),
+        _ => Scalar::UInt(u64::from_ne_bytes(b.try_into().expect("8 bytes"))),
+    };
+    Some(
+        (0..count)
+            .map(|i| {
+                let at = i * size..(i + 1) * size;
+                (nan[i] != checksums::NONE).then(|| TileExtremes {
+                    min: value(&min[at.clone()]),
+                    max: value(&max[at]),
+                    nan: nan[i],
+                })
+            })
+            .collect(),
+    )
+}

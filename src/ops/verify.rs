@@ -1,0 +1,300 @@
+//! Checking that the sources a virtual dataset maps are there as its master says: each file
+//! present, of the size recorded, holding the mapped dataset with a shape and type that fit;
+//! and, the slow part, each checksummed tile's bytes matching their recorded checksums. A read
+//! would fail on the same problems (or, for sources h5tile did not write, HDF5 would read fill
+//! values in their place).
+
+use super::inspect::{DatasetInfo, TileInfo, VirtualInfo};
+use crate::geometry::tile::Tile;
+use crate::layout::checksums::block_sum;
+use crate::layout::subfile_generation;
+use crate::layout::subfiles::check_stamp;
+use crate::platform::hdf5::{self, Dataset, File};
+use std::collections::HashMap;
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+
+/// Something wrong with one tile's source.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Problem {
+    /// The source file (as HDF5 would find it).
+    pub file: PathBuf,
+    /// The box of the virtual dataset it should fill.
+    pub region: Option<Tile>,
+    /// What is wrong, in words that follow the file's name ("does not exist").
+    pub what: String,
+    /// For bytes that do not match their checksums: their range in the file, [start, end).
+    pub bytes: Option<(u64, u64)>,
+}
+
+impl Problem {
+    fn new(tile: &TileInfo, what: impl Into<String>) -> Problem {
+        Problem {
+            file: tile.path.clone(),
+            region: tile.region.clone(),
+            what: what.into(),
+            bytes: None,
+        }
+    }
+
+    /// "tile file", "subfile" or "source file": what kind of file `file` is.
+    pub fn file_kind(&self) -> &'static str {
+        let name = self.file.file_name().unwrap_or_default().to_string_lossy();
+        match (
+            subfile_generation(&name).is_some(),
+            crate::layout::generation_of(&name),
+        ) {
+            (true, _) => "subfile",
+            (false, Some(_)) => "tile file",
+            _ => "source file",
+        }
+    }
+}
+
+impl std::fmt::Display for Problem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} '{}'", self.file_kind(), self.file.display())?;
+        if let Some(region) = &self.region {
+            write!(f, " holding {region}")?;
+        }
+        write!(f, " {}", self.what)
+    }
+}
+
+/// What was found of one source file, checked once for all the tiles it holds.
+struct SourceFile {
+    /// Its size, or why it cannot be read.
+    size: std::result::Result<u64, String>,
+    /// Why it is not the subfile its name says (None: it is, or is no subfile).
+    stamp: Option<String>,
+    /// The file opened with HDF5, once a tile needed it, or why it cannot be.
+    hdf5: Option<std::result::Result<File, String>>,
+}
+
+/// Checks that every source of virtual dataset `info` is there: present; where
+/// the master records the tile's bytes, of the recorded size (and, for a subfile, stamped by
+/// the write its name says), which is all a read relies on; elsewhere opened with HDF5,
+/// holding the mapped dataset with a shape that holds the mapped box and a type HDF5
+/// converts to the dataset's. Sources named by patterns are left to HDF5.
+pub fn check_sources(info: &DatasetInfo) -> Vec<Problem> {
+    let Some(vds) = &info.virtual_info else {
+        return Vec::new();
+    };
+    let _l = hdf5::lock();
+    let mut files: HashMap<PathBuf, SourceFile> = HashMap::new();
+    let mut problems = Vec::new();
+    for tile in &vds.tiles {
+        let Some(region) = &tile.region else { continue };
+        if tile.pattern {
+            continue;
+        }
+        if !tile.found {
+            problems.push(Problem::new(tile, "does not exist"));
+            continue;
+        }
+        let source = files
+            .entry(tile.path.clone())
+            .or_insert_with(|| look_at(&tile.path, &tile.file));
+        let size = match &source.size {
+            Ok(size) => *size,
+            Err(why) => {
+                problems.push(Problem::new(tile, format!("cannot be read ({why})")));
+                continue;
+            }
+        };
+        if let Some(why) = &source.stamp {
+            problems.push(Problem::new(tile, why.clone()));
+            continue;
+        }
+        if let (Some(_), Some(recorded)) = (tile.data_offset, tile.file_size) {
+            if let Some(why) = recorded_bytes_fit(tile, info.element_bytes, size, recorded) {
+                problems.push(Problem::new(tile, why));
+            }
+            continue;
+        }
+        let file = source.hdf5.get_or_insert_with(|| {
+            File::open_read(&tile.path)
+                .map_err(|e| format!("cannot be opened with HDF5 ({})", e.message))
+        });
+        let file = match file {
+            Ok(file) => file,
+            Err(why) => {
+                problems.push(Problem::new(tile, why.clone()));
+                continue;
+            }
+        };
+        if let Some(why) = source_dataset_fits(file, tile, region, vds, info) {
+            problems.push(Problem::new(tile, why));
+        }
+    }
+    problems
+}
+
+/// The file at `path`, named `name` by the master: its size and stamp.
+fn look_at(path: &Path, name: &str) -> SourceFile {
+    match std::fs::File::open(path) {
+        Ok(file) => SourceFile {
+            size: file.metadata().map(|m| m.len()).map_err(|e| e.to_string()),
+            stamp: check_stamp(&file, name).err(),
+            hdf5: None,
+        },
+        Err(e) => SourceFile {
+            size: Err(e.to_string()),
+            stamp: None,
+            hdf5: None,
+        },
+    }
+}
+
+/// Why the bytes the master records for `tile` (elements of `elem` bytes) are not in its file
+/// of `size` bytes, whose recorded size is `recorded`.
+fn recorded_bytes_fit(tile: &TileInfo, elem: usize, size: u64, recorded: u64) -> Option<String> {
+    if size != recorded {
+        return Some(format!(
+            "is {size} bytes long; the master records {recorded} (changed since it was written)"
+        ));
+    }
+    let offset = tile.data_offset?;
+    let end = offset as u128 + tile.data_bytes(elem) as u128;
+    (end > size as u128).then(|| {
+        format!("is {size} bytes long; the master places the tile's bytes at {offset}..{end}")
+    })
+}
+
+/// Why the dataset `tile` maps in `file` does not fit the mapping, if it does not.
+fn source_dataset_fits(
+    file: &File,
+    tile: &TileInfo,
+    region: &Tile,
+    vds: &VirtualInfo,
+    info: &DatasetInfo,
+) -> Option<String> {
+    let dset = match Dataset::open(file, &tile.dataset) {
+        Ok(dset) => dset,
+        Err(_) => {
+            hdf5::take_error_stack();
+            return Some(format!("holds no dataset '{}'", tile.dataset));
+        }
+    };
+    let dims = match dset.space().and_then(|s| s.dims()) {
+        Ok(dims) => dims,
+        Err(e) => return Some(format!("cannot be read ({})", e.message)),
+    };
+    let whole_tile = vds.layout != super::inspect::VirtualLayout::Other;
+    let fits = if dims.len() != region.ndim() {
+        false
+    } else if tile.source_whole || whole_tile {
+        dims == region.shape
+    } else {
+        let offset = tile.source_offset.clone().unwrap_or(vec![0; dims.len()]);
+        (0..dims.len()).all(|a| offset[a] as u128 + region.shape[a] as u128 <= dims[a] as u128)
+    };
+    if !fits {
+        return Some(format!(
+            "holds '{}' of shape {dims:?}, which does not hold the mapped box of shape {:?}",
+            tile.dataset, region.shape
+        ));
+    }
+    // Only h5tile's element types are compared: other types are HDF5's to convert.
+    let types = dset
+        .dtype()
+        .ok()
+        .zip(info.element.and_then(|d| d.hdf5_type().ok()));
+    match types {
+        Some((source, wanted)) if !source.converts_to(&wanted) => Some(format!(
+            "holds '{}' of type {}, which HDF5 cannot convert to {}",
+            tile.dataset,
+            source.describe(),
+            info.dtype
+        )),
+        _ => None,
+    }
+}
+
+/// The largest checksum block read: far above the 1 MiB h5tile writes.
+const MAX_BLOCK: u64 = 1 << 30;
+
+/// Bytes `tile` holds that its checksums cover (0 when it has none or no recorded place).
+pub fn checksummed_bytes(tile: &TileInfo, elem: usize) -> u64 {
+    match (&tile.sums, tile.data_offset, &tile.region) {
+        (Some(_), Some(_), Some(_)) => tile.data_bytes(elem),
+        _ => 0,
+    }
+}
+
+/// Reads `tile`'s bytes (elements of `elem` bytes) from the file at `path` (its source, or a
+/// copy of it) block by block (`block` bytes, as recorded) and compares each block with its
+/// recorded checksum, giving `progress` each block's length once checked. Returns the
+/// problems: a checksum count that does not fit the tile, a file too short, and each run of
+/// mismatching blocks with its byte range. Takes no lock: tiles can be checked on several
+/// threads at once.
+pub fn verify_checksums(
+    path: &Path,
+    tile: &TileInfo,
+    elem: usize,
+    block: u64,
+    progress: &dyn Fn(u64),
+) -> Vec<Problem> {
+    let (Some(sums), Some(offset)) = (&tile.sums, tile.data_offset) else {
+        return Vec::new();
+    };
+    let problem = |what: String, bytes: Option<(u64, u64)>| Problem {
+        file: path.to_path_buf(),
+        region: tile.region.clone(),
+        what,
+        bytes,
+    };
+    let len = tile.data_bytes(elem);
+    let blocks = len.div_ceil(block.max(1));
+    // h5tile sums 1 MiB blocks: a block far larger is a damaged record, not memory to take.
+    if block == 0 || block > MAX_BLOCK || sums.len() as u64 != blocks {
+        let why = format!(
+            "has {} recorded checksums for a tile of {len} bytes in blocks of {block}",
+            sums.len()
+        );
+        return vec![problem(why, None)];
+    }
+    let file = match std::fs::File::open(path) {
+        Ok(file) => file,
+        Err(e) => return vec![problem(format!("cannot be read ({e})"), None)],
+    };
+    let mut problems = Vec::new();
+    let mut bad: Option<(u64, u64)> = None;
+    let flush = |bad: &mut Option<(u64, u64)>, problems: &mut Vec<Problem>| {
+        if let Some((start, end)) = bad.take() {
+            let what = format!("bytes {start}..{end} do not match their checksum");
+            problems.push(problem(what, Some((start, end))));
+        }
+    };
+    let mut buf = vec![0u8; block.min(len) as usize];
+    for (k, &sum) in sums.iter().enumerate() {
+        let at = offset + k as u64 * block;
+        let n = block.min(len - k as u64 * block) as usize;
+        if let Err(e) = file.read_exact_at(&mut buf[..n], at) {
+            flush(&mut bad, &mut problems);
+            let end = at + n as u64;
+            let what = match e.kind() {
+                std::io::ErrorKind::UnexpectedEof => {
+                    format!("ends before byte {end}, where the tile's block {k} ends")
+                }
+                _ => format!("cannot be read at bytes {at}..{end} ({e})"),
+            };
+            problems.push(problem(what, Some((at, end))));
+            return problems;
+        }
+        if block_sum(&buf[..n]) != sum {
+            // Neighbouring bad blocks make one range.
+            let end = at + n as u64;
+            match &mut bad {
+                Some((_, last)) if *last == at => *last = end,
+                _ => {
+                    flush(&mut bad, &mut problems);
+                    bad = Some((at, end));
+                }
+            }
+        }
+        progress(n as u64);
+    }
+    flush(&mut bad, &mut problems);
+    problems
+}
