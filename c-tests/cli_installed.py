@@ -5,15 +5,20 @@ h5py_make_files.py. Checks `ls --json` (names, types, shapes, storage, tiles, fi
 `ls -l -D --json` (each tile's box and source), `check` (0 on clean files; 1 on the broken
 ones, naming the missing source, in text and JSON), `cp` (a relative VDS copied elsewhere reads
 back equal with h5py; Legate's absolute sources refused, --shallow copies the master alone) and
-`rm` (sources outside the tile folder kept), and that a file that is not HDF5 is exit status 2
-with its path in the message. Exits non-zero on any mismatch, listing them all.
+`rm` (sources outside the tile folder kept), `pack` (every file packed and read back with h5py
+equal to its original, virtual datasets now contiguous and other datasets as they were; groups,
+attributes, soft, hard and external links, a string-typed virtual dataset, and attributes
+holding references left out and reported; a missing source: exit 1, nothing left), and that a
+file that is not HDF5 is exit status 2 with its path in the message. Exits non-zero on any
+mismatch, listing them all.
 
 With H5TILE_FILES_DIR (the files api_write_all_dtypes wrote: every element type in the VDS,
 subfiled and single-file layouts), also checks the tool on h5tile's own files: `ls --json`
 (layout, tiles, files, checksummed) and `ls -l --json` (each tile's min and max equal to
 numpy's on the tile, NaNs passed over), `check` clean (0), and on a copy with one bit flipped
 inside a tile's bytes: `check` 1 naming that tile file and `check --fast` 0 (it reads no tile
-bytes).
+bytes); `pack` of every file (both layouts) reads back with h5py equal and contiguous, and of
+the damaged copy fails (1) naming the tile file, leaving no file behind.
 
 usage: cli_installed.py H5TILE_BINARY SCRATCH_DIR H5PY_MAKE_FILES_SCRIPT [H5TILE_FILES_DIR]
 """
@@ -103,6 +108,143 @@ def h5tile_files(d, scratch, F):
     expect(doc.get("ok") is False and os.path.basename(tile["path"]) in text,
            f"check after a bit flip does not name {tile['path']}: {text}")
     h5tile("check", "--fast", os.path.join(damaged, "float64.h5"))
+    # pack: every element type of both layouts, and the damaged copy refused
+    packed = os.path.join(scratch, "packed_own")
+    os.makedirs(packed)
+    for name in F.NAMES:
+        for suffix in ("", "_subfiles"):
+            src = os.path.join(d, name + suffix + ".h5")
+            dst = os.path.join(packed, name + suffix + ".h5")
+            doc = h5tile_json("pack", "--slab-bytes", "40", src, dst)
+            expect([(p["name"], p["read_by"], p["checksums_verified"]) for p in doc.get("packed", [])]
+                   == [("/data", "h5tile", True)], f"pack {name}{suffix}: {doc}")
+            expect(same_datasets(src, dst), f"pack {name}{suffix}: data differs")
+    dst = os.path.join(damaged, "packed.h5")
+    _, err = h5tile("pack", os.path.join(damaged, "float64.h5"), dst, code=1)
+    expect(os.path.basename(tile["path"]) in err and "do not match" in err,
+           f"pack after a bit flip does not name {tile['path']}: {err}")
+    expect(not os.path.exists(dst) and not [n for n in os.listdir(damaged) if n.startswith(".")],
+           f"pack after a bit flip left files: {os.listdir(damaged)}")
+
+
+def layout(ds):
+    """How a dataset keeps its elements (h5py.h5d.CONTIGUOUS, CHUNKED, COMPACT or VIRTUAL)."""
+    return ds.id.get_create_plist().get_layout()
+
+
+def same_datasets(src, dst, omitted=()):
+    """Whether every dataset of `src` is in `dst` with equal type, shape, values, fill value and
+    attributes (but h5tile's own and the ("/name", attribute) pairs `omitted`), contiguous in `dst` where it is virtual in `src`, with the
+    storage it had otherwise; reports each difference."""
+    ok = True
+    with h5py.File(src, "r") as a, h5py.File(dst, "r") as b:
+        names = []
+        a.visititems(lambda n, o: names.append(n) if isinstance(o, h5py.Dataset) else None)
+        for n in names:
+            x, y = a[n], b.get(n)
+            if not isinstance(y, h5py.Dataset):
+                expect(False, f"{dst}: no dataset {n}")
+                ok = False
+                continue
+            want_layout = (h5py.h5d.CONTIGUOUS, None) if x.is_virtual else (layout(x), x.chunks)
+            got_layout = (layout(y), y.chunks)
+            checks = [
+                (x.dtype == y.dtype, f"dtype {x.dtype} -> {y.dtype}"),
+                (x.shape == y.shape, f"shape {x.shape} -> {y.shape}"),
+                (np.array_equal(x[()], y[()], equal_nan=x.dtype.kind in "fc"), "values"),
+                (got_layout == want_layout, f"layout {want_layout} -> {got_layout}"),
+                (x.compression == y.compression, f"compression {x.compression} -> {y.compression}"),
+                (str(x.fillvalue) == str(y.fillvalue), f"fill value {x.fillvalue} -> {y.fillvalue}"),
+            ]
+            kept = {k for k in x.attrs if not k.startswith("h5tile_") and ("/" + n, k) not in omitted}
+            checks.append((kept == set(y.attrs), f"attributes {sorted(kept)} -> {sorted(y.attrs)}"))
+            for k in kept & set(y.attrs):
+                checks.append((np.array_equal(x.attrs[k], y.attrs[k]), f"attribute {k}"))
+            for good, what in checks:
+                if not good:
+                    expect(False, f"{dst}:{n}: {what}")
+                    ok = False
+    return ok
+
+
+def pack_h5py_files(scratch, fixtures, F):
+    """`pack` on the files h5py wrote, and on one with groups, links, attributes of every kind,
+    a string-typed virtual dataset and references (see the module's documentation)."""
+    out = os.path.join(scratch, "packed")
+    os.makedirs(out)
+    for name in ["contiguous.h5", "chunked.h5", "dtypes.h5", "vds_rel.h5", "legate.h5"]:
+        src, dst = os.path.join(fixtures, name), os.path.join(out, name)
+        doc = h5tile_json("pack", src, out)
+        expect(doc.get("destination") == dst, f"pack {name} into a folder: {doc}")
+        expect(same_datasets(src, dst), f"pack {name}: data differs")
+    with h5py.File(os.path.join(out, "vds_rel.h5"), "r") as h:
+        expect(not h["vds"].is_virtual and h["vds"].id.get_create_plist().get_layout() == h5py.h5d.CONTIGUOUS,
+               "pack vds_rel: /vds is contiguous")
+    # the relative sources gone: the packed file stands alone
+    shutil.move(os.path.join(fixtures, "vds_rel_src"), os.path.join(scratch, "vds_rel_src_moved"))
+    with h5py.File(os.path.join(out, "vds_rel.h5"), "r") as h:
+        expect(np.array_equal(h["vds"][...], F.array("float64", (12, 10))), "pack vds_rel standalone")
+    shutil.move(os.path.join(scratch, "vds_rel_src_moved"), os.path.join(fixtures, "vds_rel_src"))
+
+    # a missing source: exit 1, nothing left
+    dst = os.path.join(out, "broken.h5")
+    _, err = h5tile("pack", os.path.join(fixtures, "legate_broken.h5"), dst, code=1)
+    expect("3.h5" in err and "does not exist" in err and err.startswith("h5tile: cannot pack"),
+           f"pack legate_broken: {err}")
+    expect(not os.path.exists(dst) and not [n for n in os.listdir(out) if n.startswith(".")],
+           f"pack legate_broken left files: {os.listdir(out)}")
+
+    # groups, links, attributes, a string-typed VDS, references
+    src = os.path.join(scratch, "extras.h5")
+    with h5py.File(os.path.join(scratch, "extras_src.h5"), "w") as f:
+        f["names"] = np.array([b"ab", b"cde", b"f", b"ghij"], dtype="S4")
+        f["halves"] = np.arange(4) + 0.5
+    with h5py.File(src, "w", track_order=True) as f:
+        f.attrs["title"] = "a run"
+        f.attrs["numbers"] = np.arange(4, dtype=np.int16)
+        g = f.create_group("zgroup", track_order=True)
+        g.attrs["step"] = 12
+        g["b"] = F.array("float32", (3, 4))
+        g["a"] = F.array("uint16", (6,))
+        g["a"].attrs["unit"] = "m"
+        layout = h5py.VirtualLayout(shape=(4,), dtype="S4")
+        layout[:] = h5py.VirtualSource("extras_src.h5", "names", shape=(4,))
+        v = f.create_virtual_dataset("strings", layout)
+        v.attrs["kind"] = "labels"
+        v.attrs["h5tile_checksums"] = np.arange(3, dtype=np.uint64)
+        v.attrs["where"] = g["b"].ref
+        layout = h5py.VirtualLayout(shape=(6,), dtype=np.float64)
+        layout[:4] = h5py.VirtualSource("extras_src.h5", "halves", shape=(4,))
+        f.create_virtual_dataset("partial", layout, fillvalue=-1.5)
+        f["soft"] = h5py.SoftLink("/zgroup/b")
+        f["ext"] = h5py.ExternalLink("contiguous.h5", "/data")
+        f["zgroup/b_again"] = g["b"]
+    dst = os.path.join(out, "extras.h5")
+    doc = h5tile_json("pack", src, dst)
+    expect([(p["name"], p["read_by"]) for p in doc.get("packed", [])]
+           == [("/strings", "hdf5"), ("/partial", "h5tile")],
+           f"pack extras: packed {doc.get('packed')}")
+    expect([o["name"] for o in doc.get("omitted", [])] == ["/strings attribute 'where'"],
+           f"pack extras: omitted {doc.get('omitted')}")
+    links = {(x["name"], x["kind"], x["target"]) for x in doc.get("links", [])}
+    expect(links == {("/ext", "external", "contiguous.h5:/data"), ("/soft", "soft", "/zgroup/b"),
+                     ("/zgroup/b_again", "hard", "/zgroup/b")}, f"pack extras: links {links}")
+    with h5py.File(dst, "r") as h:
+        expect(h.attrs["title"] == "a run" and list(h.attrs["numbers"]) == [0, 1, 2, 3], "root attributes")
+        expect(list(h.keys()) == ["zgroup", "strings", "partial", "soft", "ext"], f"root order: {list(h.keys())}")
+        expect(list(h["zgroup"].keys()) == ["b", "a", "b_again"], f"group order: {list(h['zgroup'].keys())}")
+        expect(h["zgroup"].attrs["step"] == 12 and h["zgroup/a"].attrs["unit"] == "m", "group attributes")
+        s = h["strings"]
+        expect(not s.is_virtual and list(s[...]) == [b"ab", b"cde", b"f", b"ghij"], f"strings: {s[...]}")
+        p = h["partial"]
+        expect(list(p[...]) == [0.5, 1.5, 2.5, 3.5, -1.5, -1.5] and p.fillvalue == -1.5,
+               f"partial: {p[...]}, fill {p.fillvalue}")
+        expect(dict(s.attrs) == {"kind": "labels"}, f"strings attributes: {dict(s.attrs)}")
+        expect(h.get("soft", getlink=True).path == "/zgroup/b", "soft link kept")
+        e = h.get("ext", getlink=True)
+        expect((e.filename, e.path) == ("contiguous.h5", "/data"), "external link kept")
+        expect(h["zgroup/b_again"].id == h["zgroup/b"].id, "hard links to one object")
+    expect(same_datasets(src, dst, {("/strings", "where")}), "pack extras: data differs")
 
 
 def main():
@@ -201,6 +343,8 @@ def main():
         _, err = h5tile(command, text, code=2)
         expect(err == f"h5tile: cannot open '{text}': not an HDF5 file\n", f"{command}: {err}")
     expect(os.path.exists(text), "rm leaves a file that is not HDF5")
+
+    pack_h5py_files(scratch, fixtures, F)
 
     if own_files:
         h5tile_files(own_files, scratch, F)

@@ -40,12 +40,15 @@ pub mod internals {
     pub use crate::status;
 
     /// What the command-line tool (`cli/`) stands on: describing a file, checking a virtual
-    /// dataset's sources, and the files a master refers to.
+    /// dataset's sources, the files a master refers to, and packing a file.
     pub mod tool {
         pub use crate::layout::{new_generation, temporary_master, tile_dir};
         pub use crate::ops::inspect::{
             describe, DatasetInfo, Scalar, StorageKind, TileExtremes, TileInfo, VirtualInfo,
             VirtualLayout,
+        };
+        pub use crate::ops::pack::{
+            pack, CopiedObject, KeptLink, Omitted, PackReport, PackedDataset, OWN_ATTRIBUTE_PREFIX,
         };
         pub use crate::ops::relocate::{point_at_tile_folder, source_files, Place, SourceFile};
         pub use crate::ops::verify::{check_sources, checksummed_bytes, verify_checksums, Problem};

@@ -294,7 +294,7 @@ fn refuse_overwrite(dst: &Path, plan: &[Planned], force: bool) -> Result<(), Fai
 }
 
 /// The files in `master`'s tile folder that it refers to, if it is a master (none otherwise).
-fn tile_files_of(master: &Path) -> Vec<PathBuf> {
+pub(crate) fn tile_files_of(master: &Path) -> Vec<PathBuf> {
     let Ok(datasets) = describe(master, None) else {
         return Vec::new();
     };
@@ -534,7 +534,8 @@ fn read_full(file: &mut std::fs::File, buf: &mut [u8], path: &Path) -> Result<us
     Ok(filled)
 }
 
-fn rename(from: &Path, to: &Path) -> Result<(), Failure> {
+/// Renames `from` to `to`, replacing it.
+pub(crate) fn rename(from: &Path, to: &Path) -> Result<(), Failure> {
     std::fs::rename(from, to).map_err(|e| {
         Failure::io(
             format!("cannot rename '{}' to '{}'", from.display(), to.display()),
@@ -544,7 +545,7 @@ fn rename(from: &Path, to: &Path) -> Result<(), Failure> {
 }
 
 /// Flushes a file or a folder's entries to disk.
-fn sync(path: &Path) -> Result<(), Failure> {
+pub(crate) fn sync(path: &Path) -> Result<(), Failure> {
     std::fs::File::open(path)
         .and_then(|f| f.sync_all())
         .map_err(|e| Failure::io(format!("cannot sync '{}'", path.display()), &e))
@@ -575,7 +576,7 @@ fn folders_of(plan: &[Planned]) -> Vec<PathBuf> {
 }
 
 /// Whether `a` and `b` are one file (both exist, same device and inode).
-fn same_file(a: &Path, b: &Path) -> bool {
+pub(crate) fn same_file(a: &Path, b: &Path) -> bool {
     match (std::fs::metadata(a), std::fs::metadata(b)) {
         (Ok(x), Ok(y)) => x.dev() == y.dev() && x.ino() == y.ino(),
         _ => false,

@@ -1,12 +1,13 @@
-//! `h5tile`, the command-line tool: list (`ls`), check (`check`), copy (`cp`) and remove
-//! (`rm`) h5tile's files (a master with its tile files or subfiles) and any other HDF5 file,
-//! as far as it allows. One module per command; each turns its arguments into output on
-//! stdout (text, or one JSON document with `--json`) or a `Failure`.
+//! `h5tile`, the command-line tool: list (`ls`), check (`check`), copy (`cp`), pack (`pack`)
+//! and remove (`rm`) h5tile's files (a master with its tile files or subfiles) and any other
+//! HDF5 file, as far as it allows. One module per command; each turns its arguments into output
+//! on stdout (text, or one JSON document with `--json`) or a `Failure`.
 
 mod check;
 mod cp;
 mod failure;
 mod ls;
+mod pack;
 mod progress;
 mod rm;
 mod show;
@@ -15,13 +16,13 @@ use clap::{CommandFactory, Parser, Subcommand};
 use failure::Failure;
 use std::process::ExitCode;
 
-const ABOUT: &str = "List, check, copy and remove h5tile's datasets and their tile files";
+const ABOUT: &str = "List, check, copy, pack and remove h5tile's datasets and their tile files";
 
 const LONG_ABOUT: &str = "\
-List, check, copy and remove h5tile's datasets: a master file holding virtual datasets and the
-tile files or subfiles in its tile folder (<master>.tiles/). Works on any HDF5 file as far as
-it allows: contiguous, chunked and compact datasets, and the virtual datasets h5py and Legate
-write.
+List, check, copy, pack and remove h5tile's datasets: a master file holding virtual datasets
+and the tile files or subfiles in its tile folder (<master>.tiles/). Works on any HDF5 file as
+far as it allows: contiguous, chunked and compact datasets, and the virtual datasets h5py and
+Legate write.
 
 Every command takes --json (one JSON document on stdout instead of text). Exit status: 0 on
 success; 1 when `check` found problems or a command could not finish its work; 2 for a bad
@@ -49,6 +50,9 @@ enum Command {
     /// Copy a master with the tile files it refers to, verified
     #[command(long_about = cp::LONG_ABOUT, after_long_help = cp::EXAMPLES)]
     Cp(cp::Args),
+    /// Pack a file into one self-contained file, its virtual datasets made contiguous
+    #[command(long_about = pack::LONG_ABOUT, after_long_help = pack::EXAMPLES)]
+    Pack(pack::Args),
     /// Remove a master and the tile files it refers to
     #[command(long_about = rm::LONG_ABOUT, after_long_help = rm::EXAMPLES)]
     Rm(rm::Args),
@@ -71,6 +75,7 @@ fn main() -> ExitCode {
         Command::Ls(args) => ls::run(args, json),
         Command::Check(args) => check::run(args, json),
         Command::Cp(args) => cp::run(args, json),
+        Command::Pack(args) => pack::run(args, json),
         Command::Rm(args) => rm::run(args, json),
         Command::Completions { shell } => {
             let mut command = Cli::command();

@@ -3,13 +3,16 @@
 //! chunk), `pending` (writes completing in the background). And what the command-line tool
 //! (`cli/`) does beside them: `inspect` (what a file holds, without reading its data),
 //! `verify` (whether a virtual dataset's sources are there as recorded), `relocate` (the
-//! files a master refers to, and pointing a copy at its own tile folder); these are built
-//! with the feature `internals` only, which the tool turns on.
+//! files a master refers to, and pointing a copy at its own tile folder), `pack` (a file made
+//! self-contained, its virtual datasets contiguous); these are built with the feature
+//! `internals` only, which the tool turns on.
 
 pub(crate) mod batches;
 pub(crate) mod fnv;
 #[cfg(any(test, feature = "internals"))]
 pub(crate) mod inspect;
+#[cfg(any(test, feature = "internals"))]
+pub(crate) mod pack;
 pub(crate) mod pending;
 pub(crate) mod read;
 #[cfg(any(test, feature = "internals"))]

@@ -713,6 +713,49 @@ pub(crate) mod tests {
             .collect()
     }
 
+    /// The master's per-tile records outgrow an object header (64 KiB) past about 4000 tiles:
+    /// they must go to dense attribute storage, not fail the write.
+    #[test]
+    fn a_master_records_thousands_of_tiles() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("many.h5");
+        let n = 4200u64;
+        let data: Vec<f64> = (0..n).map(|k| k as f64 * 0.5).collect();
+        let tiles = (0..n as usize)
+            .map(|k| LocalTile {
+                tile: Tile::new(vec![0, k as u64], vec![1, 1]),
+                buf: host_bytes(&data[k..k + 1]),
+            })
+            .collect();
+        let args = WriteArgs {
+            path: &path,
+            dataset: "/d",
+            dtype: Dtype::Float64,
+            global: &[1, n],
+            tiles,
+            options: WriteOptions {
+                layout: Layout::Subfiles,
+                no_sync: true,
+                ..WriteOptions::default()
+            },
+        };
+        write(&solo(), &args).unwrap();
+        let mut out = vec![0f64; n as usize];
+        let all = Tile::new(vec![0, 0], vec![1, n]);
+        let options = ReadOptions::default();
+        read(
+            &solo(),
+            &path,
+            "/d",
+            Dtype::Float64,
+            &all,
+            host_bytes_mut(&mut out),
+            options,
+        )
+        .unwrap();
+        assert_eq!(out, data);
+    }
+
     #[test]
     fn tiles_round_trip_and_overwrite_leaves_no_stale_tile() {
         let d = tempfile::tempdir().unwrap();

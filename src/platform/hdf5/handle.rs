@@ -77,6 +77,11 @@ handle!(
     /// An attribute.
     Attribute, hdf5_sys::h5a::H5Aclose
 );
+#[cfg(any(test, feature = "internals"))]
+handle!(
+    /// Any object opened by its path (a group, a dataset, a named datatype).
+    Object, hdf5_sys::h5o::H5Oclose
+);
 
 fn path_str(path: &Path) -> std::ffi::CString {
     cstr(&path.to_string_lossy())

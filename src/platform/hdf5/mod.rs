@@ -2,6 +2,8 @@
 //! library's one-time set-up, turning HDF5 failures into `H5TILE_ERR_HDF5` with the error
 //! stack, and small RAII handle types (`handle`).
 
+#[cfg(any(test, feature = "internals"))]
+mod copy;
 pub mod gds;
 mod handle;
 mod properties;
@@ -9,6 +11,8 @@ mod properties;
 mod relocate;
 mod types;
 
+#[cfg(any(test, feature = "internals"))]
+pub use copy::{Link, LinkTarget, ObjectKey};
 pub use handle::{is_hdf5, Attribute, Dataset, File, ObjectKind, Plist, Space, Storage, Type};
 
 use crate::status::{

@@ -8,7 +8,8 @@ use super::{check, cstr, Attribute, Dataset, File, Plist, Space, Type};
 use crate::status::Result;
 use hdf5_sys::h5::{hsize_t, H5_index_t, H5_iter_order_t};
 use hdf5_sys::h5a::{
-    H5A_info_t, H5Acreate2, H5Aget_space, H5Aget_type, H5Aiterate2, H5Aopen, H5Aread, H5Awrite,
+    H5A_info_t, H5Acreate2, H5Aget_create_plist, H5Aget_space, H5Aget_type, H5Aiterate2, H5Aopen,
+    H5Aread, H5Awrite,
 };
 use hdf5_sys::h5d::H5D_fill_value_t;
 use hdf5_sys::h5i::hid_t;
@@ -55,8 +56,8 @@ impl File {
         let temporary = format!("{group}/.{base}.relocated.{}", std::process::id());
         let new = Dataset::create(self, &temporary, &dtype, &old.space()?, &dcpl)?;
         let tracked = creation_order_tracked(&old_dcpl);
-        for attribute in attribute_names(&old, tracked, name)? {
-            copy_attribute(&old, &new, &attribute).map_err(|e| {
+        for attribute in attribute_names(old.id(), tracked, name)? {
+            copy_attribute(old.id(), new.id(), &attribute).map_err(|e| {
                 e.context(&format!("cannot copy attribute '{attribute}' of '{name}'"))
             })?;
         }
@@ -82,7 +83,12 @@ impl File {
 
 /// Copies to `dcpl` what of `old` a virtual dataset keeps: a fill value set by its writer (in
 /// the dataset's type `dtype`) and whether its attributes' creation order is tracked.
-fn copy_creation_properties(old: &Plist, dcpl: &Plist, dtype: &Type, name: &str) -> Result<()> {
+pub(super) fn copy_creation_properties(
+    old: &Plist,
+    dcpl: &Plist,
+    dtype: &Type,
+    name: &str,
+) -> Result<()> {
     let what = || format!("cannot copy the creation properties of '{name}'");
     let mut fill = H5D_fill_value_t::H5D_FILL_VALUE_DEFAULT;
     check(unsafe { H5Pfill_value_defined(old.id(), &mut fill) }, what)?;
@@ -106,14 +112,17 @@ fn copy_creation_properties(old: &Plist, dcpl: &Plist, dtype: &Type, name: &str)
     Ok(())
 }
 
-fn creation_order_tracked(dcpl: &Plist) -> bool {
+/// Whether the objects made with creation properties `cpl` track their attributes' creation
+/// order.
+pub(super) fn creation_order_tracked(cpl: &Plist) -> bool {
     let mut order = 0;
-    let got = unsafe { H5Pget_attr_creation_order(dcpl.id(), &mut order) };
+    let got = unsafe { H5Pget_attr_creation_order(cpl.id(), &mut order) };
     got >= 0 && order & H5P_CRT_ORDER_TRACKED != 0
 }
 
-/// The names of `dset`'s attributes, in creation order where it is tracked.
-fn attribute_names(dset: &Dataset, tracked: bool, name: &str) -> Result<Vec<String>> {
+/// The names of the attributes of the object `loc` (called `name` in messages), in creation
+/// order where it is tracked.
+pub(super) fn attribute_names(loc: hid_t, tracked: bool, name: &str) -> Result<Vec<String>> {
     unsafe extern "C" fn collect(
         _loc: hid_t,
         attribute: *const c_char,
@@ -133,7 +142,7 @@ fn attribute_names(dset: &Dataset, tracked: bool, name: &str) -> Result<Vec<Stri
     check(
         unsafe {
             H5Aiterate2(
-                dset.id(),
+                loc,
                 index,
                 H5_iter_order_t::H5_ITER_INC,
                 &mut at,
@@ -146,11 +155,13 @@ fn attribute_names(dset: &Dataset, tracked: bool, name: &str) -> Result<Vec<Stri
     Ok(names)
 }
 
-/// Copies attribute `name` of `from` to `to`: its type, dataspace and value as stored.
-fn copy_attribute(from: &Dataset, to: &Dataset, name: &str) -> Result<()> {
+/// Copies attribute `name` of the object `from` to the object `to`: its type, dataspace, value
+/// and name encoding as stored.
+pub(super) fn copy_attribute(from: hid_t, to: hid_t, name: &str) -> Result<()> {
     let what = || format!("cannot copy attribute '{name}'");
     let c = cstr(name);
-    let attr = Attribute::from_id(unsafe { H5Aopen(from.id(), c.as_ptr(), H5P_DEFAULT) }, what)?;
+    let attr = Attribute::from_id(unsafe { H5Aopen(from, c.as_ptr(), H5P_DEFAULT) }, what)?;
+    let acpl = Plist::from_id(unsafe { H5Aget_create_plist(attr.id()) }, what)?;
     let dtype = Type::from_id(unsafe { H5Aget_type(attr.id()) }, what)?;
     let space = Space::from_id(unsafe { H5Aget_space(attr.id()) }, what)?;
     let count = check(
@@ -163,11 +174,11 @@ fn copy_attribute(from: &Dataset, to: &Dataset, name: &str) -> Result<()> {
     let copy = Attribute::from_id(
         unsafe {
             H5Acreate2(
-                to.id(),
+                to,
                 c.as_ptr(),
                 dtype.id(),
                 space.id(),
-                H5P_DEFAULT,
+                acpl.id(),
                 H5P_DEFAULT,
             )
         },
@@ -188,6 +199,8 @@ mod tests {
 
     #[test]
     fn sources_are_renamed_and_everything_else_kept() {
+        // The raw HDF5 call below must not run beside other tests' calls.
+        let _l = super::super::lock();
         let d = tempfile::tempdir().unwrap();
         let path = d.path().join("m.h5");
         let file = File::create_with(&path, &Plist::file_access_master().unwrap()).unwrap();

@@ -1,0 +1,322 @@
+//! `h5tile pack SRC DST`: SRC as one self-contained file, its virtual datasets made contiguous
+//! (read through h5tile's reader, checksums checked, in slabs of bounded size) and every other
+//! object kept. DST is written under a temporary name in its folder and renamed at the end:
+//! until then nothing at DST changes, and a failure leaves nothing behind.
+
+use crate::cp::{rename, same_file, sync, tile_files_of};
+use crate::failure::Failure;
+use crate::progress::Progress;
+use crate::show;
+use h5tile::internals::tool::{describe, pack, PackReport};
+use serde::Serialize;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+pub const LONG_ABOUT: &str = "\
+Write SRC as one self-contained HDF5 file DST, to archive or hand over. Every virtual dataset
+(h5tile's tiles or subfiles, h5py's or Legate's sources) becomes a contiguous dataset of the
+same type, shape, fill value and attributes; its elements are read through h5tile's reader,
+which checks every checksum the master records, in slabs of at most 64 MiB, each written
+before the next is read, so memory stays bounded whatever the dataset's size. The attributes
+in which h5tile records a virtual dataset's tiles (names starting with h5tile_) are left out.
+
+Everything else of SRC is kept: groups with their attributes, other datasets (contiguous,
+chunked, compressed, compact) and named datatypes as they are (copied by HDF5), soft links as
+soft links, several hard links to one object as links to one object. External links are kept
+as they are, naming the same file and object as in SRC (HDF5 then looks for a relative file
+name from DST's folder): what they lead to is not copied into DST. Attributes holding object or
+region references would point into SRC: they are left out, and reported.
+
+DST is written under a temporary name in its folder (.<name>.pack<pid>.tmp), synced and renamed
+into place at the end, so DST is never a half file; on failure the temporary file is removed.
+An existing DST is not replaced without --force; with --force, the tile files of a replaced
+h5tile master are removed once DST is in place.
+
+Output: the datasets packed and the objects copied. With --json, one document {\"source\",
+\"destination\", \"bytes\", \"packed\": [{\"name\", \"dtype\", \"shape\", \"bytes\", \"slabs\",
+\"read_by\", \"checksums_verified\"}], \"copied\": [{\"name\", \"kind\", \"bytes\"}], \"links\":
+[{\"name\", \"kind\", \"target\"}], \"omitted\": [{\"name\", \"why\"}], \"removed\"}.
+
+Exit status: 0 when DST is in place; 1 when packing failed (a tile file missing, damaged or not
+matching its checksums, a failed write); 2 when SRC cannot be opened or DST is refused (it
+exists, it is SRC, its folder does not exist).";
+
+pub const EXAMPLES: &str = "\
+Examples:
+  h5tile pack ckpt/step100.h5 archive/step100.h5   # one file, no tile folder
+  h5tile pack ckpt/step100.h5 archive/             # the same, under SRC's name
+  h5tile pack --force out.h5 handover.h5
+  h5tile pack --json out.h5 packed.h5 | jq '.packed[] | {name, bytes}'";
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// The file to pack: a master, or any HDF5 file
+    src: PathBuf,
+    /// The packed file: a file name, or an existing folder to pack into under SRC's name
+    dst: PathBuf,
+    /// Replace DST if it exists
+    #[arg(short, long)]
+    force: bool,
+    /// Largest slab of a virtual dataset read and written at once, in bytes (for tests)
+    #[arg(long, hide = true, value_name = "BYTES",
+          value_parser = clap::value_parser!(u64).range(1..))]
+    slab_bytes: Option<u64>,
+}
+
+/// A file removed when dropped, unless kept: the temporary DST of a pack that failed.
+struct Temporary(Option<PathBuf>);
+
+impl Drop for Temporary {
+    fn drop(&mut self) {
+        if let Some(path) = &self.0 {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
+pub fn run(args: &Args, json: bool) -> Result<(), Failure> {
+    let src = &args.src;
+    let datasets = describe(src, None)?;
+    let dst = match args.dst.is_dir() {
+        true => args.dst.join(src.file_name().unwrap_or_default()),
+        false => args.dst.clone(),
+    };
+    refuse(src, &dst, args.force)?;
+    let folder = match dst.parent().filter(|p| !p.as_os_str().is_empty()) {
+        Some(folder) => folder.to_path_buf(),
+        None => PathBuf::from("."),
+    };
+    let old_tiles = match args.force {
+        true => tile_files_of(&dst),
+        false => Vec::new(),
+    };
+
+    let name = dst.file_name().unwrap_or_default().to_string_lossy();
+    let temporary = folder.join(format!(".{name}.pack{}.tmp", std::process::id()));
+    let mut undo = Temporary(Some(temporary.clone()));
+    let before = version(src);
+    let total = datasets.iter().map(|d| d.bytes()).sum();
+    let progress = Progress::bytes(total, "packing", json);
+    let failed = |e: h5tile::internals::status::Error| {
+        let what = format!("cannot pack '{}' into '{}'", src.display(), dst.display());
+        Failure::problems(e.context(&what).message)
+    };
+    let packed = pack(src, &datasets, &temporary, args.slab_bytes, &|n| {
+        progress.add(n)
+    });
+    progress.finish();
+    let report = packed.map_err(failed)?;
+    if version(src) != before {
+        return Err(Failure::problems(format!(
+            "cannot pack '{}': it was replaced while it was packed (run it again)",
+            src.display()
+        )));
+    }
+    sync(&temporary)?;
+    rename(&temporary, &dst)?;
+    undo.0 = None;
+    sync(&folder)?;
+
+    // The replaced master's tiles are nobody's now.
+    let mut removed = Vec::new();
+    for old in &old_tiles {
+        if std::fs::remove_file(old).is_ok() {
+            removed.push(show::path(old));
+        }
+    }
+    if !old_tiles.is_empty() {
+        let _ = std::fs::remove_dir(h5tile::internals::tool::tile_dir(&dst));
+    }
+
+    let summary = Summary::of(src, &dst, total, report, removed);
+    match json {
+        true => show::json(&summary),
+        false => {
+            print_text(&summary);
+            Ok(())
+        }
+    }
+}
+
+/// Refuses a DST that is SRC, a folder, in no folder, or that exists (without `force`).
+fn refuse(src: &Path, dst: &Path, force: bool) -> Result<(), Failure> {
+    let refused = |why: String| {
+        Err(Failure::usage(format!(
+            "cannot pack to '{}': {why}",
+            dst.display()
+        )))
+    };
+    if same_file(src, dst) {
+        return refused(format!("it is '{}' itself", src.display()));
+    }
+    if dst.is_dir() {
+        return refused("it is a directory".into());
+    }
+    if let Some(folder) = dst.parent().filter(|p| !p.as_os_str().is_empty()) {
+        if !folder.is_dir() {
+            return refused(format!("folder '{}' does not exist", folder.display()));
+        }
+    }
+    if !force && std::fs::symlink_metadata(dst).is_ok() {
+        return refused("it exists (--force replaces it)".into());
+    }
+    Ok(())
+}
+
+/// Which version of the file at `path` is there: (device, inode, change time); a writer
+/// replaces a master by renaming a new one over it.
+fn version(path: &Path) -> Option<(u64, u64, i64, i64)> {
+    let m = std::fs::metadata(path).ok()?;
+    Some((m.dev(), m.ino(), m.ctime(), m.ctime_nsec()))
+}
+
+#[derive(Serialize)]
+struct Summary {
+    source: String,
+    destination: String,
+    /// Bytes of every dataset of SRC.
+    bytes: u64,
+    packed: Vec<Packed>,
+    copied: Vec<Copied>,
+    links: Vec<KeptLink>,
+    omitted: Vec<Omitted>,
+    /// Tile files of the replaced DST (--force).
+    removed: Vec<String>,
+}
+
+#[derive(Serialize)]
+struct Packed {
+    name: String,
+    dtype: String,
+    shape: Vec<u64>,
+    bytes: u64,
+    slabs: u64,
+    /// "h5tile", or "hdf5" for a type h5tile does not read (its sources checked first).
+    read_by: &'static str,
+    /// Every tile carried checksums and all of them matched.
+    checksums_verified: bool,
+}
+
+#[derive(Serialize)]
+struct Copied {
+    name: String,
+    /// "group", "dataset", "named datatype" or "object".
+    kind: &'static str,
+    bytes: u64,
+}
+
+#[derive(Serialize)]
+struct KeptLink {
+    name: String,
+    /// "hard", "soft" or "external".
+    kind: &'static str,
+    target: String,
+}
+
+#[derive(Serialize)]
+struct Omitted {
+    name: String,
+    why: String,
+}
+
+impl Summary {
+    fn of(src: &Path, dst: &Path, bytes: u64, r: PackReport, removed: Vec<String>) -> Summary {
+        Summary {
+            source: show::path(src),
+            destination: show::path(dst),
+            bytes,
+            packed: r
+                .packed
+                .into_iter()
+                .map(|p| Packed {
+                    name: p.name,
+                    dtype: p.dtype,
+                    shape: p.shape,
+                    bytes: p.bytes,
+                    slabs: p.slabs,
+                    read_by: if p.by_h5tile { "h5tile" } else { "hdf5" },
+                    checksums_verified: p.checksummed,
+                })
+                .collect(),
+            copied: r
+                .copied
+                .into_iter()
+                .map(|c| Copied {
+                    name: c.name,
+                    kind: c.kind,
+                    bytes: c.bytes,
+                })
+                .collect(),
+            links: r
+                .links
+                .into_iter()
+                .map(|l| KeptLink {
+                    name: l.name,
+                    kind: l.kind,
+                    target: l.target,
+                })
+                .collect(),
+            omitted: r
+                .omitted
+                .into_iter()
+                .map(|o| Omitted {
+                    name: o.name,
+                    why: o.why,
+                })
+                .collect(),
+            removed,
+        }
+    }
+}
+
+fn plural(n: usize) -> &'static str {
+    if n == 1 {
+        ""
+    } else {
+        "s"
+    }
+}
+
+fn print_text(s: &Summary) {
+    let (packed, copied, links) = (s.packed.len(), s.copied.len(), s.links.len());
+    println!(
+        "packed '{}' into '{}' ({}): {packed} virtual dataset{} made contiguous, {copied} \
+         object{} copied, {links} link{} kept",
+        s.source,
+        s.destination,
+        show::bytes(s.bytes),
+        plural(packed),
+        plural(copied),
+        plural(links)
+    );
+    let rows: Vec<Vec<String>> = s
+        .packed
+        .iter()
+        .map(|p| {
+            let read = match (p.read_by, p.checksums_verified) {
+                ("h5tile", true) => "checksums verified",
+                ("h5tile", false) => "not checksummed",
+                _ => "read by HDF5, sources checked",
+            };
+            vec![
+                p.name.clone(),
+                p.dtype.clone(),
+                show::shape(&p.shape),
+                show::bytes(p.bytes),
+                format!("{} slab{}, {read}", p.slabs, plural(p.slabs as usize)),
+            ]
+        })
+        .collect();
+    for line in show::columns(&rows) {
+        println!("    {line}");
+    }
+    for l in s.links.iter().filter(|l| l.kind == "external") {
+        println!("external link kept: {} -> {}", l.name, l.target);
+    }
+    for o in &s.omitted {
+        println!("left out: {}: {}", o.name, o.why);
+    }
+    for r in &s.removed {
+        println!("removed '{r}' (a tile file of the replaced file)");
+    }
+}

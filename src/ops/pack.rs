@@ -1,0 +1,433 @@
+//! Packing a file into one self-contained file (`h5tile pack`): every object of the source
+//! is made again in a new file, its virtual datasets as contiguous datasets. Groups come with
+//! their attributes and creation properties, other datasets and named datatypes are copied
+//! whole by HDF5, soft and external links are kept as they are, and an object with several
+//! hard links keeps them all. A virtual dataset's elements are read through h5tile's own
+//! reader (which checks every recorded checksum) in boxes of bounded size, each written
+//! before the next is read, so memory stays bounded whatever the dataset's size.
+
+use super::inspect::{describe, open_file, DatasetInfo};
+use super::read::{read, ReadOptions};
+use super::verify::check_sources;
+use crate::dtype::Dtype;
+use crate::geometry::tile::Tile;
+use crate::platform::comm::Comm;
+use crate::platform::device::BufferMut;
+use crate::platform::hdf5::{Dataset, File, Link, LinkTarget, ObjectKey, ObjectKind, Storage};
+use crate::status::*;
+use std::collections::HashMap;
+use std::path::Path;
+
+/// The largest box of a virtual dataset read and written at once, unless asked otherwise.
+const DEFAULT_SLAB_BYTES: u64 = 64 << 20;
+
+/// Attributes of a virtual dataset with names starting so are h5tile's records of its tiles
+/// (where their bytes are, checksums, extremes): meaningless once it is contiguous, not kept.
+pub const OWN_ATTRIBUTE_PREFIX: &str = "h5tile_";
+
+/// A virtual dataset written out as a contiguous one.
+#[derive(Clone, Debug)]
+pub struct PackedDataset {
+    pub name: String,
+    pub dtype: String,
+    pub shape: Vec<u64>,
+    pub bytes: u64,
+    /// The boxes it was read and written in.
+    pub slabs: u64,
+    /// Read by h5tile's reader, which checks the recorded checksums; otherwise (a type h5tile
+    /// does not read) by HDF5, after its sources were checked.
+    pub by_h5tile: bool,
+    /// Every tile of it that holds elements carries checksums, all of them checked.
+    pub checksummed: bool,
+}
+
+/// An object copied as it is.
+#[derive(Clone, Debug)]
+pub struct CopiedObject {
+    pub name: String,
+    /// "group", "dataset", "named datatype" or "object".
+    pub kind: &'static str,
+    /// A dataset's bytes (0 for the others).
+    pub bytes: u64,
+}
+
+/// A link made again as it was.
+#[derive(Clone, Debug)]
+pub struct KeptLink {
+    pub name: String,
+    /// "hard" (another name of an object copied or packed), "soft" or "external".
+    pub kind: &'static str,
+    /// The path it leads to; for an external link, "file:path" as the link names them.
+    pub target: String,
+}
+
+/// Something of the source the pack left out, and why.
+#[derive(Clone, Debug)]
+pub struct Omitted {
+    pub name: String,
+    pub why: String,
+}
+
+/// What a pack did.
+#[derive(Clone, Debug, Default)]
+pub struct PackReport {
+    pub packed: Vec<PackedDataset>,
+    pub copied: Vec<CopiedObject>,
+    pub links: Vec<KeptLink>,
+    pub omitted: Vec<Omitted>,
+}
+
+/// Packs the file at `src` into a new file at `dst` (created, or truncated): see the module's
+/// documentation. `datasets` are `src`'s datasets as `describe` gave them: the sources of the
+/// virtual ones are checked before anything is written. Virtual datasets are read and written
+/// in boxes of at most `slab_bytes` (64 MiB when None; one element where that is larger);
+/// `progress(n)` is told of every `n` bytes of datasets written. On failure `dst` holds what
+/// was made so far: the caller removes it.
+pub fn pack(
+    src: &Path,
+    datasets: &[DatasetInfo],
+    dst: &Path,
+    slab_bytes: Option<u64>,
+    progress: &dyn Fn(u64),
+) -> Result<PackReport> {
+    // A missing or truncated source, found before anything is written (the bytes of the
+    // others are checked against their checksums as they are read).
+    for info in datasets {
+        if let Some(problem) = check_sources(info).first() {
+            return fail(
+                H5TILE_ERR_MISSING_TILE,
+                format!("{problem} ('{}' in '{}')", info.name, src.display()),
+            );
+        }
+    }
+    let from = open_file(src)?;
+    let to = File::create_for_copy(dst, &from)?;
+    let mut packer = Packer {
+        src,
+        datasets: datasets.iter().map(|d| (d.name.as_str(), d)).collect(),
+        from: &from,
+        to: &to,
+        slab_bytes: slab_bytes.unwrap_or(DEFAULT_SLAB_BYTES).max(1),
+        progress,
+        seen: HashMap::new(),
+        report: PackReport::default(),
+    };
+    let (_, root) = from.object_key("/")?;
+    packer.seen.insert(root, "/".to_string());
+    packer.attributes("/", false)?;
+    packer.group("/")?;
+    let report = std::mem::take(&mut packer.report);
+    drop(packer);
+    to.close()?;
+    Ok(report)
+}
+
+/// A pack in progress.
+struct Packer<'a> {
+    src: &'a Path,
+    datasets: HashMap<&'a str, &'a DatasetInfo>,
+    from: &'a File,
+    to: &'a File,
+    slab_bytes: u64,
+    progress: &'a dyn Fn(u64),
+    /// The objects made in the new file so far, by the path they were made at.
+    seen: HashMap<ObjectKey, String>,
+    report: PackReport,
+}
+
+impl Packer<'_> {
+    /// Makes again every link of `group` (made already) and what they lead to.
+    fn group(&mut self, group: &str) -> Result<()> {
+        for link in self.from.links(group)? {
+            let name = link.path.clone();
+            match &link.target {
+                LinkTarget::Object(kind, key) => {
+                    if let Some(first) = self.seen.get(key) {
+                        self.to.make_link(&link, Some(first))?;
+                        self.kept(name, "hard", first.clone());
+                        continue;
+                    }
+                    self.seen.insert(*key, name.clone());
+                    self.object(&link, *kind)?;
+                }
+                LinkTarget::Soft(target) => {
+                    self.to.make_link(&link, None)?;
+                    self.kept(name, "soft", target.clone());
+                }
+                LinkTarget::External { file, object } => {
+                    self.to.make_link(&link, None)?;
+                    self.kept(name, "external", format!("{file}:{object}"));
+                }
+                LinkTarget::UserDefined => self.report.omitted.push(Omitted {
+                    name,
+                    why: "a user-defined link, which only its own library can make".into(),
+                }),
+            }
+        }
+        Ok(())
+    }
+
+    fn kept(&mut self, name: String, kind: &'static str, target: String) {
+        self.report.links.push(KeptLink { name, kind, target });
+    }
+
+    /// Makes the object `link` leads to, reached for the first time.
+    fn object(&mut self, link: &Link, kind: ObjectKind) -> Result<()> {
+        let name = link.path.as_str();
+        let (kind, bytes) = match kind {
+            ObjectKind::Group => {
+                self.to.create_group_like(link, self.from)?;
+                self.attributes(name, false)?;
+                self.copied(name, "group", 0);
+                return self.group(name);
+            }
+            ObjectKind::Dataset => {
+                let dataset = Dataset::open(self.from, name)?;
+                if dataset.storage()? == Storage::Virtual {
+                    return self.pack_virtual(link, &dataset);
+                }
+                let bytes = dataset.space()?.points()? * dataset.dtype()?.size() as u64;
+                ("dataset", bytes)
+            }
+            ObjectKind::NamedType => ("named datatype", 0),
+            ObjectKind::Other => ("object", 0),
+        };
+        self.from.copy_object(link, self.to)?;
+        (self.progress)(bytes);
+        self.copied(name, kind, bytes);
+        Ok(())
+    }
+
+    fn copied(&mut self, name: &str, kind: &'static str, bytes: u64) {
+        self.report.copied.push(CopiedObject {
+            name: name.to_string(),
+            kind,
+            bytes,
+        });
+    }
+
+    /// Copies the attributes of object `name` (h5tile's own left out when `own_left_out`),
+    /// noting those that cannot be.
+    fn attributes(&mut self, name: &str, own_left_out: bool) -> Result<()> {
+        let keep = |a: &str| !(own_left_out && a.starts_with(OWN_ATTRIBUTE_PREFIX));
+        for attribute in self.from.copy_attributes(name, self.to, &keep)? {
+            self.report.omitted.push(Omitted {
+                name: format!("{name} attribute '{attribute}'"),
+                why: "it holds references to objects of the source file".into(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Makes the virtual dataset `dataset` (at `link`) contiguous in the new file.
+    fn pack_virtual(&mut self, link: &Link, dataset: &Dataset) -> Result<()> {
+        let name = link.path.as_str();
+        let out = self.to.create_contiguous_like(link, dataset)?;
+        self.attributes(name, true)?;
+        let stored = dataset.dtype()?;
+        let shape = dataset.space()?.dims()?;
+        let element = Dtype::of_hdf5(&stored).ok().filter(|_| !shape.is_empty());
+        let elem = match element {
+            Some(d) => d.size(),
+            None => dataset.memory_element_bytes()?,
+        };
+        let volume: u64 = shape.iter().product();
+        let slabs = Slabs::new(&shape, elem as u64, self.slab_bytes);
+        let mut buf = vec![0u8; slabs.largest_bytes() as usize];
+        let mem_type = element.map(Dtype::hdf5_type).transpose()?;
+        let mut count = 0;
+        for slab in slabs {
+            let n = slab.volume() as usize * elem;
+            match (element, &mem_type) {
+                (Some(dtype), Some(mem_type)) => {
+                    let bytes = &mut buf[..n];
+                    let host = BufferMut::Host(&mut *bytes);
+                    let options = ReadOptions::default();
+                    read(&Comm::Solo, self.src, name, dtype, &slab, host, options)?;
+                    out.write_block(mem_type, &slab.offset, &slab.shape, bytes)?;
+                }
+                _ => dataset.copy_block_to(&out, &slab.offset, &slab.shape, &mut buf)?,
+            }
+            // As stored, as the total was counted.
+            (self.progress)(slab.volume() as u64 * stored.size() as u64);
+            count += 1;
+        }
+        let described;
+        let info = match self.datasets.get(name) {
+            Some(info) => Some(*info),
+            None => {
+                described = describe(self.src, Some(name))?;
+                described.first()
+            }
+        };
+        let checksummed = info
+            .and_then(|i| i.virtual_info.as_ref())
+            .is_some_and(|v| v.not_checksummed() == 0 && v.tiles.iter().any(|t| t.sums.is_some()));
+        self.report.packed.push(PackedDataset {
+            name: name.to_string(),
+            dtype: info.map_or_else(|| stored.describe(), |i| i.dtype.clone()),
+            bytes: info.map_or(volume * stored.size() as u64, |i| i.bytes()),
+            shape,
+            slabs: count,
+            by_h5tile: element.is_some(),
+            checksummed: checksummed && element.is_some(),
+        });
+        Ok(())
+    }
+}
+
+/// The boxes, in C order, that cover a dataset of `shape` with elements of `elem` bytes, each
+/// of at most `bound` bytes where one element fits: the trailing dimensions whole, as many
+/// indices of the one before them as fit, and single indices of those further ahead. A scalar
+/// dataset is one empty box; a dataset with no elements has none.
+#[derive(Clone, Debug)]
+pub(crate) struct Slabs {
+    shape: Vec<u64>,
+    elem: u64,
+    /// The dimension cut into runs of `step` indices; those before it are cut into single
+    /// indices, those after it are whole.
+    split: usize,
+    step: u64,
+    /// The next box's first index along dimensions up to `split`; None when done.
+    next: Option<Vec<u64>>,
+}
+
+impl Slabs {
+    pub(crate) fn new(shape: &[u64], elem: u64, bound: u64) -> Slabs {
+        let ndim = shape.len();
+        let trailing = |d: usize| {
+            shape[d + 1..]
+                .iter()
+                .fold(u128::from(elem), |n, &e| n.saturating_mul(u128::from(e)))
+        };
+        let split = (0..ndim)
+            .find(|&d| trailing(d) <= u128::from(bound))
+            .unwrap_or(ndim.saturating_sub(1));
+        let step = match ndim {
+            0 => 1,
+            _ => {
+                let fit = u128::from(bound) / trailing(split).max(1);
+                fit.clamp(1, u128::from(shape[split].max(1))) as u64
+            }
+        };
+        let empty = shape.contains(&0);
+        Slabs {
+            shape: shape.to_vec(),
+            elem,
+            split,
+            step,
+            next: (!empty).then(|| vec![0; ndim.min(split + 1)]),
+        }
+    }
+
+    /// Bytes of the largest box (the first).
+    pub(crate) fn largest_bytes(&self) -> u64 {
+        self.clone().next().map_or(0, |t| t.volume() as u64) * self.elem
+    }
+}
+
+impl Iterator for Slabs {
+    type Item = Tile;
+
+    fn next(&mut self) -> Option<Tile> {
+        let at = self.next.take()?;
+        let ndim = self.shape.len();
+        if ndim == 0 {
+            return Some(Tile::new(Vec::new(), Vec::new()));
+        }
+        let mut offset = at.clone();
+        offset.resize(ndim, 0);
+        let mut extent = vec![1; self.split];
+        extent.push(self.step.min(self.shape[self.split] - at[self.split]));
+        extent.extend_from_slice(&self.shape[self.split + 1..]);
+        // The next box: along the split dimension, then carried over the ones before it.
+        let mut following = at;
+        let mut d = self.split;
+        following[d] += self.step;
+        while following[d] >= self.shape[d] {
+            following[d] = 0;
+            if d == 0 {
+                return Some(Tile::new(offset, extent));
+            }
+            d -= 1;
+            following[d] += 1;
+        }
+        self.next = Some(following);
+        Some(Tile::new(offset, extent))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn boxes(shape: &[u64], elem: u64, bound: u64) -> Vec<(Vec<u64>, Vec<u64>)> {
+        Slabs::new(shape, elem, bound)
+            .map(|t| (t.offset, t.shape))
+            .collect()
+    }
+
+    /// Every element is in exactly one box, and no box is larger than the bound allows.
+    fn covers_once(shape: &[u64], elem: u64, bound: u64) {
+        let total: u64 = shape.iter().product();
+        let mut seen = vec![0u8; total as usize];
+        for (offset, extent) in boxes(shape, elem, bound) {
+            let volume: u64 = extent.iter().product();
+            assert!(volume * elem <= bound.max(elem), "{extent:?} of {shape:?}");
+            let tile = Tile::new(offset.clone(), extent.clone());
+            assert!(tile.fits_in(shape), "{tile} in {shape:?}");
+            for k in 0..volume {
+                // The k-th element of the box, as an index of the whole.
+                let (mut rest, mut flat) = (k, 0);
+                for d in (0..shape.len()).rev() {
+                    let i = offset[d] + rest % extent[d];
+                    rest /= extent[d];
+                    let stride: u64 = shape[d + 1..].iter().product();
+                    flat += i * stride;
+                }
+                seen[flat as usize] += 1;
+            }
+        }
+        assert!(seen.iter().all(|&n| n == 1), "{shape:?} {elem} {bound}");
+    }
+
+    #[test]
+    fn a_dataset_within_the_bound_is_one_box() {
+        assert_eq!(boxes(&[6, 5], 8, 240), [(vec![0, 0], vec![6, 5])]);
+        assert_eq!(boxes(&[], 8, 1), [(vec![], vec![])]);
+        assert!(boxes(&[3, 0], 8, 64).is_empty());
+    }
+
+    #[test]
+    fn rows_are_grouped_then_rows_and_elements_cut() {
+        assert_eq!(
+            boxes(&[6, 5], 8, 100),
+            [
+                (vec![0, 0], vec![2, 5]),
+                (vec![2, 0], vec![2, 5]),
+                (vec![4, 0], vec![2, 5])
+            ]
+        );
+        assert_eq!(
+            boxes(&[2, 5], 8, 16),
+            [
+                (vec![0, 0], vec![1, 2]),
+                (vec![0, 2], vec![1, 2]),
+                (vec![0, 4], vec![1, 1]),
+                (vec![1, 0], vec![1, 2]),
+                (vec![1, 2], vec![1, 2]),
+                (vec![1, 4], vec![1, 1])
+            ]
+        );
+        assert_eq!(boxes(&[2], 16, 8), [(vec![0], vec![1]), (vec![1], vec![1])]);
+    }
+
+    #[test]
+    fn boxes_cover_every_element_once() {
+        for shape in [&[7, 3, 5][..], &[1, 1, 9], &[4], &[3, 4, 2, 5]] {
+            for bound in [1, 8, 24, 40, 100, 1000, 1 << 20] {
+                covers_once(shape, 8, bound);
+            }
+        }
+    }
+}
