@@ -89,13 +89,18 @@ impl Drop for Undo {
     }
 }
 
+/// Where SRC goes when given DST: into DST when it is a folder, under SRC's name; else DST.
+pub(crate) fn destination(src: &Path, dst: &Path) -> PathBuf {
+    match dst.is_dir() {
+        true => dst.join(src.file_name().unwrap_or_default()),
+        false => dst.to_path_buf(),
+    }
+}
+
 pub fn run(args: &Args, json: bool) -> Result<(), Failure> {
     let src = &args.src;
     let datasets = describe(src, None)?;
-    let dst = match args.dst.is_dir() {
-        true => args.dst.join(src.file_name().unwrap_or_default()),
-        false => args.dst.clone(),
-    };
+    let dst = destination(src, &args.dst);
     if same_file(src, &dst) {
         return Err(Failure::usage(format!(
             "cannot copy '{}' to '{}': they are the same file",

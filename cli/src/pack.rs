@@ -77,10 +77,7 @@ impl Drop for Temporary {
 pub fn run(args: &Args, json: bool) -> Result<(), Failure> {
     let src = &args.src;
     let datasets = describe(src, None)?;
-    let dst = match args.dst.is_dir() {
-        true => args.dst.join(src.file_name().unwrap_or_default()),
-        false => args.dst.clone(),
-    };
+    let dst = crate::cp::destination(src, &args.dst);
     refuse(src, &dst, args.force)?;
     let folder = match dst.parent().filter(|p| !p.as_os_str().is_empty()) {
         Some(folder) => folder.to_path_buf(),

@@ -245,31 +245,27 @@ impl Dataset {
     /// when there is none or it cannot be read as such.
     #[cfg(any(test, feature = "internals"))]
     pub fn attribute_as(&self, name: &str, mem_type: &Type) -> Option<(Vec<u64>, Vec<u8>)> {
-        let _l = super::lock();
-        let c = cstr(name);
-        if unsafe { H5Aexists(self.id(), c.as_ptr()) } <= 0 {
-            super::take_error_stack();
-            return None;
-        }
-        let attr = super::Attribute::from_id(
-            unsafe { H5Aopen(self.id(), c.as_ptr(), H5P_DEFAULT) },
-            String::new,
-        )
-        .ok()?;
-        let space = Space::from_id(unsafe { H5Aget_space(attr.id()) }, String::new).ok()?;
-        let dims = space.dims().ok()?;
-        let count = dims.iter().product::<u64>() as usize;
-        let mut bytes = vec![0u8; count * mem_type.size()];
-        if unsafe { H5Aread(attr.id(), mem_type.id(), bytes.as_mut_ptr().cast()) } < 0 {
-            super::take_error_stack();
-            return None;
-        }
-        Some((dims, bytes))
+        self.attribute_raw(name, mem_type.id(), mem_type.size())
     }
 
     /// Attribute `name` as `uint64` values with its extents, None when there is none or it
     /// cannot be read as such.
     pub fn u64_attribute(&self, name: &str) -> Option<(Vec<u64>, Vec<u64>)> {
+        let (dims, bytes) = self.attribute_raw(name, *H5T_NATIVE_UINT64, 8)?;
+        let values = bytes
+            .chunks_exact(8)
+            .map(|b| u64::from_ne_bytes(b.try_into().expect("8 bytes")))
+            .collect();
+        Some((dims, values))
+    }
+
+    /// Attribute `name` read as elements of HDF5 type `mem_type` (`size` bytes each).
+    fn attribute_raw(
+        &self,
+        name: &str,
+        mem_type: hid_t,
+        size: usize,
+    ) -> Option<(Vec<u64>, Vec<u8>)> {
         let _l = super::lock();
         let c = cstr(name);
         if unsafe { H5Aexists(self.id(), c.as_ptr()) } <= 0 {
@@ -283,11 +279,11 @@ impl Dataset {
         .ok()?;
         let space = Space::from_id(unsafe { H5Aget_space(attr.id()) }, String::new).ok()?;
         let dims = space.dims().ok()?;
-        let mut values = vec![0u64; dims.iter().product::<u64>() as usize];
-        if unsafe { H5Aread(attr.id(), *H5T_NATIVE_UINT64, values.as_mut_ptr().cast()) } < 0 {
+        let mut bytes = vec![0u8; dims.iter().product::<u64>() as usize * size];
+        if unsafe { H5Aread(attr.id(), mem_type, bytes.as_mut_ptr().cast()) } < 0 {
             super::take_error_stack();
             return None;
         }
-        Some((dims, values))
+        Some((dims, bytes))
     }
 }
