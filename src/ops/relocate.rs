@@ -78,8 +78,16 @@ fn place_of(name: &str, pattern: bool, folder: &str) -> Place {
     if path.is_absolute() {
         return Place::Absolute;
     }
+    // Only a path that stays inside the folder is in it: `rm` and `cp` act on what is.
+    let within = |inside: &Path| {
+        inside
+            .components()
+            .all(|c| matches!(c, std::path::Component::Normal(_)))
+    };
     match path.strip_prefix(folder) {
-        Ok(inside) if !inside.as_os_str().is_empty() => Place::TileFolder(inside.to_path_buf()),
+        Ok(inside) if !inside.as_os_str().is_empty() && within(inside) => {
+            Place::TileFolder(inside.to_path_buf())
+        }
         _ => Place::Relative(path.to_path_buf()),
     }
 }
@@ -125,6 +133,11 @@ mod tests {
         assert_eq!(
             place_of("a~25.h5.tiles", false, folder),
             Place::Relative("a~25.h5.tiles".into())
+        );
+        // A name that climbs out of the folder is not in it (rm must not follow it there).
+        assert_eq!(
+            place_of("a~25.h5.tiles/../other.h5", false, folder),
+            Place::Relative("a~25.h5.tiles/../other.h5".into())
         );
     }
 }
