@@ -1,4 +1,5 @@
-/* Checksummed tiles, on 4 ranks, in the VDS and the subfiled layout (2 ranks a subfile): a
+/* Checksummed tiles, on 4 ranks, in the VDS, subfiled (2 ranks a subfile) and single-file
+ * layouts: a
  * 1024 x 1024 float64 array, rank r writing rows 256r..256r+255 (2 MiB, two checksum blocks).
  *   clean        reads whole, on another decomposition, converted, and in batches: no alarm;
  *   bit flip     one bit of rank 2's second block: H5TILE_ERR_CORRUPT on every rank for reads
@@ -6,7 +7,8 @@
  *                block's byte range; reads of other blocks succeed; H5TILE_READ_NO_VERIFY reads
  *                the damaged value; no failed read changes a file;
  *   swapped      the files of two tiles (VDS) or the two subfiles exchanged: H5TILE_ERR_CORRUPT;
- *   truncated    by one byte: H5TILE_ERR_MISSING_TILE naming the file;
+ *   truncated    by one byte: H5TILE_ERR_MISSING_TILE naming the file (both: tiled layouts);
+ * in the single-file layout the byte range is counted within the tile;
  * and the next write repairs the dataset. */
 #include "check.h"
 
@@ -119,10 +121,15 @@ static void batches_fail_at(const char *path, unsigned flags, int want_fail) {
     free(buf);
     /* rows 640..767 are the damaged block: the sixth chunk */
     CHECK_MSG(failed_at == (want_fail ? 5 : -1), "batches failed at chunk %d", failed_at);
+    /* every rank done reading before rank 0 damages a file (the iterators are per process) */
+    MPI_Barrier(MPI_COMM_WORLD);
 }
 
 static void run(const char *scratch, int layout) {
-    const char *name = layout == H5TILE_LAYOUT_VDS ? "vds" : "subfiles";
+    const char *name = layout == H5TILE_LAYOUT_VDS        ? "vds"
+                       : layout == H5TILE_LAYOUT_SUBFILES ? "subfiles"
+                                                          : "single";
+    const int tiled = layout != H5TILE_LAYOUT_SINGLE;
     char path[4096], dir[4096], victim[4096], other[4096];
     PATHF(path, "%s/%s/data.h5", scratch, name);
     if (rank == 0) { char d[4096]; PATHF(d, "%s/%s", scratch, name); fresh_dir(d); }
@@ -137,7 +144,10 @@ static void run(const char *scratch, int layout) {
     batches_fail_at(path, 0, 0);
 
     CHECK_CONTEXT("%s, bit flip", name);
-    file_ending(dir, layout == H5TILE_LAYOUT_VDS ? ".r2.t0.h5" : ".s2.h5", victim, sizeof victim);
+    if (tiled)
+        file_ending(dir, layout == H5TILE_LAYOUT_VDS ? ".r2.t0.h5" : ".s2.h5", victim, sizeof victim);
+    else
+        PATHF(victim, "%s", path);
     /* row 700, column 3: rank 2's tile, its second block (rows 640..767) */
     long long at = find_value(victim, value(1, 700 * N + 3));
     CHECK_MSG(at >= 0, "value not found in %s", victim);
@@ -146,7 +156,10 @@ static void run(const char *scratch, int layout) {
     uint64_t master = rank == 0 ? hash_file(path) : 0;
     flip_bit(victim, at + 2);
     char range[128];
-    snprintf(range, sizeof range, "bytes %lld..%lld do not match", block, block + (1LL << 20));
+    if (tiled)
+        snprintf(range, sizeof range, "bytes %lld..%lld do not match", block, block + (1LL << 20));
+    else
+        snprintf(range, sizeof range, "bytes %lld..%lld of the tile", 1LL << 20, 2LL << 20);
     const char *base = strrchr(victim, '/') + 1;
     expect_named(read_rows(path, H5TILE_FLOAT64, 0, N, 0, 0), H5TILE_ERR_CORRUPT, base);
     expect_named(read_rows(path, H5TILE_FLOAT64, 0, N, 0, 0), H5TILE_ERR_CORRUPT, range);
@@ -171,8 +184,15 @@ static void run(const char *scratch, int layout) {
     }
     batches_fail_at(path, 0, 1);
     batches_fail_at(path, H5TILE_READ_NO_VERIFY, 0);
-    if (rank == 0) CHECK_MSG(hash_file(path) == master, "a failed read changed the master");
+    if (rank == 0 && tiled) CHECK_MSG(hash_file(path) == master, "a failed read changed the master");
     MPI_Barrier(MPI_COMM_WORLD);
+    if (!tiled) {
+        CHECK_CONTEXT("%s, repaired", name);
+        write_version(path, layout, 4);
+        EXPECT_OK(read_rows(path, H5TILE_FLOAT64, 0, N, 0, 4));
+        CHECK_CONTEXT("%s", "");
+        return;
+    }
 
     CHECK_CONTEXT("%s, swapped", name);
     write_version(path, layout, 2);
@@ -210,6 +230,7 @@ int main(int argc, char **argv) {
     CHECK_MSG(argc == 2 && size == 4, "usage: mpirun -n 4 mpi_checksums SCRATCH");
     run(argv[1], H5TILE_LAYOUT_VDS);
     run(argv[1], H5TILE_LAYOUT_SUBFILES);
+    run(argv[1], H5TILE_LAYOUT_SINGLE);
     MPI_Finalize();
     return 0;
 }

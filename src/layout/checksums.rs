@@ -6,7 +6,8 @@
 //! are cut into blocks of `BLOCK_BYTES` from the first; each block's checksum is XXH3-64 with
 //! seed 0 (`xxhash.xxh3_64_intdigest` in Python). A read checks only the blocks it touches.
 //!
-//! What the master's virtual dataset carries, as attributes (README, "Checksums"):
+//! What the master's virtual dataset carries, as attributes (README, "Checksums in the master";
+//! in the single-file layout the dataset itself, with `single::TILES_ATTRIBUTE` naming its tiles):
 //! - `h5tile_checksum_block_bytes` (uint64, 1): the block size;
 //! - `h5tile_checksum_first` (uint64, tiles + 1): tile i's checksums are
 //!   `h5tile_checksums[first[i]:first[i+1]]`, in the order of the virtual mappings; none for

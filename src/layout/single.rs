@@ -2,14 +2,18 @@
 //! by all ranks in parallel without parallel HDF5. Rank 0 creates the file with the dataset's
 //! storage allocated (and not filled: untouched bytes of a sparse file read as zero) and
 //! shares the storage's byte offset; each rank then writes its tiles' rows straight into that
-//! region with `pwrite`, from the caller's buffer.
+//! region with `pwrite`, from the caller's buffer. Rank 0 then records, as attributes of the
+//! dataset, each tile's box (`h5tile_tiles`) and its checksums and extremes (`checksums`):
+//! a tile's bytes, counted row by row within the tile, are checksummed as in the other
+//! layouts, though in this file its rows lie apart.
 
+use super::checksums::Summary;
 use super::runs::tile_runs;
 use super::sync_path;
 use crate::dtype::Dtype;
 use crate::geometry::tile::Tile;
 use crate::platform::device::{Buffer, DeviceFile};
-use crate::platform::hdf5::{self, Dataset, Plist, Space};
+use crate::platform::hdf5::{self, Dataset, File, Plist, Space};
 use crate::status::{fail, Error, Result, H5TILE_ERR_HDF5};
 use std::os::unix::fs::FileExt;
 use std::path::Path;
@@ -41,6 +45,33 @@ pub fn create(
         ),
         (offset, _) => Ok(offset),
     }
+}
+
+/// Name of the attribute holding, per tile, its offset then its shape (`[tiles, 2, ndim]`).
+pub const TILES_ATTRIBUTE: &str = "h5tile_tiles";
+
+/// Records `tiles` (each with what was summed of it) as attributes of `dataset` in the file
+/// `path`, before it is committed; nothing when no tile was summed.
+pub fn record(path: &Path, dataset: &str, dtype: Dtype, tiles: &[(Tile, Summary)]) -> Result<()> {
+    if tiles
+        .iter()
+        .all(|(_, s)| s.sums.is_none() && s.extremes.is_none())
+    {
+        return Ok(());
+    }
+    let _l = hdf5::lock();
+    let file = File::open_write_with(path, &Plist::file_access_master()?)?;
+    let dset = Dataset::open(&file, dataset)?;
+    let ndim = tiles[0].0.ndim() as u64;
+    let boxes: Vec<u64> = tiles
+        .iter()
+        .flat_map(|(t, _)| t.offset.iter().chain(&t.shape).copied())
+        .collect();
+    dset.write_u64_attribute(TILES_ATTRIBUTE, &[tiles.len() as u64, 2, ndim], &boxes)?;
+    let summaries: Vec<Summary> = tiles.iter().map(|(_, s)| s.clone()).collect();
+    super::checksums::record(&dset, dtype, &summaries)?;
+    drop(dset);
+    file.close()
 }
 
 /// Writes `tile` (dense, row-major, `elem` bytes per element, in `buf`) into the contiguous

@@ -186,9 +186,10 @@ impl Batches {
             let region = grid.bounds(&range);
             let source =
                 match Source::open(path, dataset, open, shape.len(), options, region.as_ref())? {
-                    Source::Hdf5(open) => {
-                        Source::Hdf5(with_chunk_cache(open, dataset, chunk, dtype.size())?)
-                    }
+                    Source::Hdf5(open, checks) => Source::Hdf5(
+                        with_chunk_cache(open, dataset, chunk, dtype.size())?,
+                        checks,
+                    ),
                     Source::Direct(mut direct) => {
                         if let Some(region) = &region {
                             direct.hold(region, dtype)?;

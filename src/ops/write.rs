@@ -375,17 +375,45 @@ fn write_single(comm: &Comm, args: &WriteArgs, generation: u64) -> Result<()> {
     let result = created.and_then(|offset| {
         let mut shared = [offset];
         comm.broadcast(&mut shared);
+        // Per tile: its offset and shape, then its summary.
         comm.agree_on(|| {
+            let mut words = Vec::new();
             for (_, local) in non_empty(args) {
                 let elem = args.dtype.size();
                 let (tile, buf, sync) = (&local.tile, local.buf, !args.options.no_sync);
-                single::write_tile(&tmp, shared[0], args.global, tile, elem, buf, sync)?;
+                let ((), summary) = summarized(args.dtype, local, || {
+                    single::write_tile(&tmp, shared[0], args.global, tile, elem, buf, sync)
+                })?;
+                words.extend(tile.offset.iter().chain(&tile.shape));
+                summary.to_words(&mut words);
             }
-            Ok(())
+            Ok(words)
         })
     });
+    let by_rank = match &result {
+        Ok(words) => comm.gather_varcount_to_root(words),
+        Err(_) => None,
+    };
+    let record = |tmp: &Path| {
+        let ndim = args.global.len();
+        let mut tiles = Vec::new();
+        for words in by_rank.iter().flatten() {
+            let mut at = 0;
+            while at < words.len() {
+                let tile = Tile::new(
+                    words[at..at + ndim].to_vec(),
+                    words[at + ndim..at + 2 * ndim].to_vec(),
+                );
+                let (summary, used) =
+                    Summary::from_words(&words[at + 2 * ndim..], args.dtype.size());
+                tiles.push((tile, summary));
+                at += 2 * ndim + used;
+            }
+        }
+        single::record(tmp, args.dataset, args.dtype, &tiles)
+    };
     let (result, _) = match result {
-        Ok(_) => commit_on_root(comm, args, generation, None, |_| Ok(())),
+        Ok(_) => commit_on_root(comm, args, generation, None, record),
         Err(e) => (Err(e), false),
     };
     if result.is_err() && comm.is_root() {

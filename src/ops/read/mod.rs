@@ -9,6 +9,7 @@ pub(crate) mod byte_reads;
 pub(crate) mod direct;
 pub(crate) mod mappings;
 pub(crate) mod source;
+pub(crate) mod tile_checks;
 
 use crate::dtype::Dtype;
 use crate::geometry::tile::Tile;

@@ -6,6 +6,7 @@
 
 use super::direct::DirectReader;
 use super::mappings::{block_mappings, check_sources};
+use super::tile_checks::TileChecks;
 use super::{OpenDataset, ReadOptions};
 use crate::dtype::Dtype;
 use crate::geometry::tile::Tile;
@@ -18,8 +19,9 @@ use std::path::Path;
 pub(crate) enum Source {
     /// h5tile reads the sources of a virtual dataset itself.
     Direct(DirectReader),
-    /// HDF5 reads the dataset (any layout).
-    Hdf5(OpenDataset),
+    /// HDF5 reads the dataset (any layout); for the single-file layout, with the recorded
+    /// checksums of the blocks each read touches checked beside.
+    Hdf5(OpenDataset, Option<Box<TileChecks>>),
 }
 
 impl Source {
@@ -46,7 +48,11 @@ impl Source {
                 check_sources(path, dataset, &open.dataset, region)?;
             }
         }
-        Ok(Source::Hdf5(open))
+        let checks = match options.no_verify {
+            true => None,
+            false => TileChecks::read(path, dataset, &open.dataset).map(Box::new),
+        };
+        Ok(Source::Hdf5(open, checks))
     }
 
     /// Reads `tile` as `dtype` into host memory `buf` (dense, row-major).
@@ -59,14 +65,17 @@ impl Source {
     ) -> Result<()> {
         match self {
             Source::Direct(direct) => direct.read(tile, dtype, buf, fill_missing),
-            Source::Hdf5(open) => {
-                let _l = hdf5::lock();
-                let file_space = open.dataset.space()?;
-                file_space.select_block(&tile.offset, &tile.shape)?;
-                let mem_space = Space::simple(&tile.shape)?;
-                let mem_type = dtype.hdf5_type()?;
-                open.dataset
-                    .read_into(&mem_type, &mem_space, &file_space, buf)
+            Source::Hdf5(open, checks) => {
+                {
+                    let _l = hdf5::lock();
+                    let file_space = open.dataset.space()?;
+                    file_space.select_block(&tile.offset, &tile.shape)?;
+                    let mem_space = Space::simple(&tile.shape)?;
+                    let mem_type = dtype.hdf5_type()?;
+                    open.dataset
+                        .read_into(&mem_type, &mem_space, &file_space, buf)?;
+                }
+                checks.as_ref().map_or(Ok(()), |c| c.check(tile))
             }
         }
     }
@@ -85,10 +94,14 @@ impl Source {
     ) -> Result<bool> {
         match self {
             Source::Direct(direct) => direct.read_device(tile, dtype, dst, route, fill_missing),
-            Source::Hdf5(open) => {
+            Source::Hdf5(open, checks) => {
                 let Storage::Contiguous(Some(offset)) = open.dataset.storage()? else {
                     return Ok(false);
                 };
+                // Checksummed bytes are checked in host memory: the caller stages them there.
+                if checks.is_some() {
+                    return Ok(false);
+                }
                 let dims = open.dataset.space()?.dims()?;
                 let mut file = DeviceFile::open(path, route)?;
                 for (s, d, len) in tile_runs(&dims, tile, dtype.size()) {
