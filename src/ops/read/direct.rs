@@ -291,8 +291,8 @@ impl DirectReader {
     ///
     /// A tile with recorded checksums is planned block by block, each block checked
     /// (`plan_blocks`); with `deliver` None its blocks are only checked, HDF5 reading the
-    /// elements, and a file of another size than recorded is an error, not left to HDF5.
-    /// `deliver` is the element size when the bytes go to the buffer.
+    /// elements. `deliver` is the element size when the bytes go to the buffer. A file of
+    /// another size than recorded is left to HDF5 unchecked: its recorded places may not hold.
     fn plan_tile_bytes(
         &mut self,
         i: usize,
