@@ -7,9 +7,9 @@
 use crate::dtype::Dtype;
 use crate::geometry::tile::Tile;
 use crate::layout::checksums::{self, Recorded};
-use crate::layout::vds::{NO_OFFSET, TILE_BYTES_ATTRIBUTE, TILE_DATASET};
+use crate::layout::vds::{NO_OFFSET, TILE_DATASET};
 use crate::layout::{generation_of, subfile_generation, subfiles::is_tile_dataset};
-use crate::ops::read::mappings::{resolve_source, unescape_source_name};
+use crate::ops::read::mappings::{read_tile_bytes, resolve_source, unescape_source_name};
 use crate::platform::hdf5::{self, Dataset, File, Storage};
 use crate::status::*;
 use std::path::{Path, PathBuf};
@@ -295,10 +295,7 @@ fn describe_virtual(
 ) -> Result<VirtualInfo> {
     let stored = dset.create_plist()?.virtual_mappings()?;
     let count = stored.len();
-    let bytes = dset
-        .u64_attribute(TILE_BYTES_ATTRIBUTE)
-        .filter(|(dims, _)| dims == &[count as u64, 2])
-        .map(|(_, v)| v);
+    let bytes = read_tile_bytes(dset, count);
     let recorded = Recorded::read(dset, count);
     let extremes = element.and_then(|d| read_extremes(dset, d, count));
     let mut tiles = Vec::with_capacity(count);
@@ -329,7 +326,7 @@ fn describe_virtual(
             (_, true) => (PathBuf::from(&file), false),
             _ => resolve_source(master, &file),
         };
-        let record = bytes.as_ref().map(|b| (b[2 * i], b[2 * i + 1]));
+        let record = bytes.as_ref().map(|b| b[i]);
         tiles.push(TileInfo {
             region,
             file,
@@ -339,8 +336,8 @@ fn describe_virtual(
             source_whole,
             path,
             found,
-            data_offset: record.map(|r| r.0).filter(|&o| o != NO_OFFSET),
-            file_size: record.map(|r| r.1),
+            data_offset: record.map(|r| r.data_offset).filter(|&o| o != NO_OFFSET),
+            file_size: record.map(|r| r.file_size),
             sums: recorded
                 .as_ref()
                 .and_then(|r| r.tile(i))

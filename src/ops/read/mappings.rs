@@ -261,7 +261,7 @@ pub fn block_mappings(dset: &Dataset, ndim: usize) -> Result<Option<Vec<BlockMap
 }
 
 /// The `[data_offset, file_size]` records of an h5tile master, one per mapping, if present.
-pub(super) fn read_tile_bytes(dset: &Dataset, count: usize) -> Option<Vec<TileBytes>> {
+pub(crate) fn read_tile_bytes(dset: &Dataset, count: usize) -> Option<Vec<TileBytes>> {
     let (dims, values) = dset.u64_attribute(TILE_BYTES_ATTRIBUTE)?;
     if dims != [count as u64, 2] {
         return None;
