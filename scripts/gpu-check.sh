@@ -20,8 +20,10 @@
 #     gds=off (compat), bytes compared on the device, bandwidth beside pread + cudaMemcpy;
 #     then 64 MiB from a stream-ordered pool (cudaMallocAsync: memory of no context);
 #   - h5tile's API: a 4 GiB float64 field written from device memory as 4 tiles and read back
-#     as 4 column slabs, and one 1 GiB tile (read whole, then in chunks by h5tile_batches_next),
-#     with H5TILE_GDS=auto, on and off;
+#     as 4 column slabs, and one 1 GiB tile (read whole, then in chunks by h5tile_batches_next;
+#     and in the single-file layout), with H5TILE_GDS=auto, on and off; then one flipped bit in
+#     each layout's file: where the compat path wrote the bytes (and summed them in its pinned
+#     buffers) the read must be H5TILE_ERR_CORRUPT, where cuFile did it returns the damage;
 #   - in every run the driver's log (H5TILE_LOG=info) must name the path asked for.
 # Results go to $OUT (or target/gpu-check): results.jsonl, one log per run, summary.txt.
 # Exit status 0 only if every run matched and took the path it was asked for.
@@ -199,9 +201,9 @@ for mode in auto on off; do
   path=gds; { [ $mode = off ] || [ -z "$GDS" ]; } && path=compat
   rm -rf "$WORK/h5tile" && mkdir -p "$WORK/h5tile"
   if [ $mode = on ] && [ -z "$GDS" ]; then
-    H5TILE_GDS=on refused "h5tile-on" "$WORK/h5tile" "$WORK/h5tile_device" "$WORK/h5tile" "$GIB"
+    H5TILE_GDS=on refused "h5tile-on" "$WORK/h5tile" "$WORK/h5tile_device" "$WORK/h5tile" "$GIB" gds
   else
-    H5TILE_GDS=$mode check "h5tile-$mode" $path "$WORK/h5tile_device" "$WORK/h5tile" "$GIB"
+    H5TILE_GDS=$mode check "h5tile-$mode" $path "$WORK/h5tile_device" "$WORK/h5tile" "$GIB" $path
   fi
 done
 if [ -z "$GDS" ] && [ -n "${CUFILE_COMPAT:-}" ]; then
@@ -211,7 +213,7 @@ if [ -z "$GDS" ] && [ -n "${CUFILE_COMPAT:-}" ]; then
   done
   check "plugin-64-pool-gds_on-cufile_compat" gds "$WORK/plugin_device" "$WORK/check.h5" 64 gds=on pool
   rm -rf "$WORK/h5tile" && mkdir -p "$WORK/h5tile"
-  H5TILE_GDS=on check "h5tile-on-cufile_compat" gds "$WORK/h5tile_device" "$WORK/h5tile" "$GIB"
+  H5TILE_GDS=on check "h5tile-on-cufile_compat" gds "$WORK/h5tile_device" "$WORK/h5tile" "$GIB" gds
 fi
 rm -rf "$WORK/check.h5" "$WORK/h5tile"
 echo "gpu-check: $failures failed" | tee "$OUT/summary.txt"

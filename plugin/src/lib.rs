@@ -24,6 +24,7 @@ pub use abi::H5FD_class_t;
 pub use config::{Config, DriverInfo, Gds};
 pub use device::cuda::{copy_to_device, in_process as cuda_in_process};
 pub use device::cufile::driver as cufile_usable;
+pub use device::watch::{staged_write, watching_staged_writes, Watch};
 pub use device::{device_memory, DeviceIo, DevicePtr};
 pub use error::{Kind as ErrorKind, CLASS_NAME as ERROR_CLASS};
 pub use posix::{advise_huge_pages, OpenMode, PosixFile};

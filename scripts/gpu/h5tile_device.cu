@@ -9,9 +9,17 @@
  *    the same tiles as one subfile (H5TILE_LAYOUT_SUBFILES), read back and checked alike;
  * 2. writes and reads back one 1 GiB tile (far above the 128 MiB that stalls the reference);
  * 3. reads the same bytes from a plain file with pread + cudaMemcpy, for comparison;
- * 4. reads the 1 GiB tile again in 1000-row chunks into device memory (h5tile_batches_next).
- * The routing mode comes from H5TILE_GDS (the script runs auto, on and off). Prints one JSON
- * line; exit status 0 only if every element matched. */
+ * 4. reads the 1 GiB tile again in 1000-row chunks into device memory (h5tile_batches_next);
+ * 5. writes the 1 GiB tile in the single-file layout (row runs from device memory) and reads
+ *    it back;
+ * 6. flips one bit in the subfile, the tile file and the single file: where PATH is compat the
+ *    bytes went through pinned buffers, were summed there, and a read must say
+ *    H5TILE_ERR_CORRUPT; where it is gds cuFile wrote them with no host copy, nothing was
+ *    summed, and the read returns the damaged element. H5TILE_READ_NO_VERIFY reads it in both.
+ * The routing mode comes from H5TILE_GDS (the script runs auto, on and off), the path it takes
+ * from PATH. Prints one JSON line; exit status 0 only if every element and status matched.
+ *
+ *   h5tile_device DIR GIB PATH */
 #include "common.h"
 #include <h5tile.h>
 #include <fcntl.h>
@@ -83,11 +91,68 @@ static void uncache_dataset(const char *master) {
     if (p) pclose(p);
 }
 
+/* The first file in the tile folder of `master` (the VDS tile file or the subfile). */
+static void first_tile_file(const char *master, char *out, size_t cap) {
+    char cmd[8192];
+    snprintf(cmd, sizeof cmd, "ls -1 '%s.tiles' 2>/dev/null | head -1", master);
+    FILE *p = popen(cmd, "r");
+    char name[4096] = "";
+    if (p && fgets(name, sizeof name, p)) name[strcspn(name, "\n")] = 0;
+    if (p) pclose(p);
+    snprintf(out, cap, "%s.tiles/%s", master, name);
+}
+
+/* Flips one bit of the byte a third into `file` (tile data in every layout written here). */
+static int flip_a_bit(const char *file) {
+    int fd = open(file, O_RDWR);
+    off_t at = fd < 0 ? 0 : lseek(fd, 0, SEEK_END) / 3;
+    unsigned char b;
+    if (fd < 0 || pread(fd, &b, 1, at) != 1) { perror(file); return 1; }
+    b ^= 0x10;
+    int bad = pwrite(fd, &b, 1, at) != 1;
+    close(fd);
+    uncache(file);
+    return bad;
+}
+
+/* Reads the damaged dataset (global shape g) whole into `dev`: CORRUPT naming the file where
+ * it was checksummed, the one damaged element where not; with NO_VERIFY, the damaged element
+ * in both. Returns the count of wrong outcomes. */
+static unsigned long long damaged_read(const char *master, const char *dset, const uint64_t g[2],
+                                       const char *file, int checksummed, double *dev) {
+    const uint64_t z[2] = {0, 0};
+    unsigned long long wrong = 0;
+    h5tile_status s = h5tile_read(MPI_COMM_NULL, master, dset, H5TILE_FLOAT64, 2, z, g, dev, NULL);
+    const char *base = strrchr(file, '/') ? strrchr(file, '/') + 1 : file;
+    if (checksummed && (s != H5TILE_ERR_CORRUPT || !strstr(h5tile_last_error(), base))) {
+        fprintf(stderr, "damaged %s: want H5TILE_ERR_CORRUPT naming %s, got %s: %s\n", master,
+                base, h5tile_status_name(s), s ? h5tile_last_error() : "");
+        wrong++;
+    } else if (checksummed) {
+        fprintf(stderr, "damaged %s: %s (as it must)\n", master, h5tile_last_error());
+    } else if (s != H5TILE_OK || count_bad(dev, 0, 0, g[0], g[1], g[1]) != 1) {
+        fprintf(stderr, "damaged %s, not checksummed: want the damaged element back, got %s\n",
+                master, h5tile_status_name(s));
+        wrong++;
+    }
+    h5tile_read_options ro = h5tile_read_options_default();
+    ro.flags |= H5TILE_READ_NO_VERIFY;
+    s = h5tile_read(MPI_COMM_NULL, master, dset, H5TILE_FLOAT64, 2, z, g, dev, &ro);
+    if (s != H5TILE_OK || count_bad(dev, 0, 0, g[0], g[1], g[1]) != 1) {
+        fprintf(stderr, "damaged %s, NO_VERIFY: want the damaged element back, got %s\n", master,
+                h5tile_status_name(s));
+        wrong++;
+    }
+    return wrong;
+}
+
 int main(int argc, char **argv) {
-    if (argc != 3) {
-        fprintf(stderr, "usage: %s DIR GIB\n", argv[0]);
+    if (argc != 4) {
+        fprintf(stderr, "usage: %s DIR GIB PATH\n", argv[0]);
         return 1;
     }
+    /* The compat path stages (and sums) the bytes; cuFile moves them with no host copy. */
+    const int checksummed = strcmp(argv[3], "compat") == 0;
     const char *dir = argv[1];
     uint64_t gib = (uint64_t)atol(argv[2]);
     const uint64_t cols = 32768, rows = gib * (1ull << 30) / 8 / cols;
@@ -192,6 +257,15 @@ int main(int argc, char **argv) {
         CUDA(cudaFree(rowbuf[k]));
         CUDA(cudaFree(colbuf[k]));
     }
+    /* 6a. A flipped bit in the subfile. */
+    unsigned long long wrong = 0;
+    double *all;
+    char damaged[8192 + 4096];
+    CUDA(cudaMalloc(&all, total));
+    first_tile_file(sub, damaged, sizeof damaged);
+    wrong += flip_a_bit(damaged);
+    wrong += damaged_read(sub, "/field", g, damaged, checksummed, all);
+    CUDA(cudaFree(all));
 
     /* 2. One 1 GiB tile, written and read back whole. */
     const uint64_t g1[2] = {4096, 32768}, z[2] = {0, 0};
@@ -231,6 +305,25 @@ int main(int argc, char **argv) {
                 (unsigned long long)rows_seen);
         bad++;
     }
+    /* 5. The same tile in the single-file layout: its rows written from device memory. */
+    char flat[4096];
+    snprintf(flat, sizeof flat, "%s/flat.h5", dir);
+    h5tile_write_options fo = h5tile_write_options_default();
+    fo.layout = H5TILE_LAYOUT_SINGLE;
+    t0 = now();
+    H5TILE(h5tile_write(MPI_COMM_NULL, flat, "/one", H5TILE_FLOAT64, 2, g1, z, g1, one, &fo));
+    double t_write_flat = now() - t0;
+    CUDA(cudaMemset(back, 0, (size_t)1 << 30));
+    uncache(flat);
+    H5TILE(h5tile_read(MPI_COMM_NULL, flat, "/one", H5TILE_FLOAT64, 2, z, g1, back, NULL));
+    bad += count_bad(back, 0, 0, g1[0], g1[1], g1[1]);
+
+    /* 6b. A flipped bit in the tile file and in the single file. */
+    first_tile_file(single, damaged, sizeof damaged);
+    wrong += flip_a_bit(damaged);
+    wrong += damaged_read(single, "/one", g1, damaged, checksummed, back);
+    wrong += flip_a_bit(flat);
+    wrong += damaged_read(flat, "/one", g1, flat, checksummed, back);
     CUDA(cudaFree(one));
     CUDA(cudaFree(back));
     CUDA(cudaFreeHost(host));
@@ -240,9 +333,12 @@ int main(int argc, char **argv) {
     printf("{\"H5TILE_GDS\": \"%s\", \"GiB\": %llu, \"write_GiB_s\": %.3f, "
            "\"read_columns_GiB_s\": %.3f, \"read_rows_GiB_s\": %.3f, \"posix_read_GiB_s\": %.3f, "
            "\"read_rows_over_posix\": %.2f, \"tile_1GiB_write_s\": %.3f, \"tile_1GiB_read_s\": %.3f, "
-           "\"tile_1GiB_batches_s\": %.3f, \"subfiles_write_GiB_s\": %.3f, \"mismatches\": %llu}\n",
+           "\"tile_1GiB_batches_s\": %.3f, \"subfiles_write_GiB_s\": %.3f, "
+           "\"tile_1GiB_single_write_s\": %.3f, \"checksummed\": %s, \"mismatches\": %llu, "
+           "\"damage_outcomes_wrong\": %llu}\n",
            mode ? mode : "(unset)", (unsigned long long)gib, total / t_write / G,
            total / t_read_cols / G, total / t_read_rows / G, total / t_posix / G,
-           t_posix / t_read_rows, t_write1, t_read1, t_batches, total / t_write_subfiles / G, bad);
-    return bad ? 5 : 0;
+           t_posix / t_read_rows, t_write1, t_read1, t_batches, total / t_write_subfiles / G,
+           t_write_flat, checksummed ? "true" : "false", bad, wrong);
+    return bad || wrong ? 5 : 0;
 }

@@ -11,7 +11,7 @@
 //! - `h5tile_checksum_block_bytes` (uint64, 1): the block size;
 //! - `h5tile_checksum_first` (uint64, tiles + 1): tile i's checksums are
 //!   `h5tile_checksums[first[i]:first[i+1]]`, in the order of the virtual mappings; none for
-//!   a tile written from device memory straight to the file (no host copy to sum);
+//!   a tile cuFile wrote from device memory straight to the file (no host copy to sum);
 //! - `h5tile_checksums` (uint64): every tile's block checksums, one after the other;
 //! - `h5tile_tile_min`, `h5tile_tile_max` (the dataset's type, tiles) and `h5tile_tile_nan`
 //!   (uint64, tiles; `NONE` where nothing was recorded): see `extremes`.
@@ -37,6 +37,95 @@ pub(crate) const NONE: u64 = u64::MAX;
 /// The checksum of one block.
 pub fn block_sum(bytes: &[u8]) -> u64 {
     twox_hash::XxHash3_64::oneshot(bytes)
+}
+
+/// The checksum of one block given in pieces: `block_sum` of the pieces joined.
+pub struct BlockSum(twox_hash::XxHash3_64);
+
+impl Default for BlockSum {
+    fn default() -> BlockSum {
+        BlockSum::new()
+    }
+}
+
+impl BlockSum {
+    pub fn new() -> BlockSum {
+        BlockSum(twox_hash::XxHash3_64::with_seed(0))
+    }
+
+    pub fn add(&mut self, piece: &[u8]) {
+        std::hash::Hasher::write(&mut self.0, piece);
+    }
+
+    pub fn finish(&self) -> u64 {
+        std::hash::Hasher::finish(&self.0)
+    }
+}
+
+/// A tile's [`Summary`] taken from its bytes given in order, in pieces of any size (the
+/// compat path's staging buffers, whose pieces need not end on a block or an element).
+pub struct Summing {
+    elem: usize,
+    sums: Vec<u64>,
+    block: BlockSum,
+    /// Bytes of the current block summed so far.
+    in_block: usize,
+    extremes: Option<Accumulator>,
+    /// The start of an element cut by the end of the last piece.
+    carry: Vec<u8>,
+}
+
+impl Summing {
+    pub fn new(dtype: Dtype) -> Summing {
+        Summing {
+            elem: dtype.size(),
+            sums: Vec::new(),
+            block: BlockSum::new(),
+            in_block: 0,
+            extremes: Accumulator::new(dtype),
+            carry: Vec::new(),
+        }
+    }
+
+    /// The tile's next `bytes`.
+    pub fn add(&mut self, mut bytes: &[u8]) {
+        if let Some(acc) = self.extremes.as_mut() {
+            let mut whole = bytes;
+            if !self.carry.is_empty() {
+                let take = (self.elem - self.carry.len()).min(whole.len());
+                self.carry.extend_from_slice(&whole[..take]);
+                whole = &whole[take..];
+                if self.carry.len() == self.elem {
+                    acc.add(&self.carry);
+                    self.carry.clear();
+                }
+            }
+            let cut = whole.len() - whole.len() % self.elem;
+            acc.add(&whole[..cut]);
+            self.carry.extend_from_slice(&whole[cut..]);
+        }
+        while !bytes.is_empty() {
+            let take = (BLOCK_BYTES as usize - self.in_block).min(bytes.len());
+            self.block.add(&bytes[..take]);
+            self.in_block += take;
+            bytes = &bytes[take..];
+            if self.in_block == BLOCK_BYTES as usize {
+                self.sums.push(self.block.finish());
+                self.block = BlockSum::new();
+                self.in_block = 0;
+            }
+        }
+    }
+
+    pub fn finish(mut self) -> Summary {
+        if self.in_block > 0 {
+            self.sums.push(self.block.finish());
+        }
+        Summary {
+            sums: Some(self.sums),
+            extremes: self.extremes.and_then(Accumulator::finish),
+        }
+    }
 }
 
 /// What the master records of one tile: its block checksums (None: not checksummed) and its
@@ -203,6 +292,32 @@ mod tests {
         assert_ne!(sums[0], sums[1]);
         let e = s.extremes.unwrap();
         assert_eq!((e.min, e.max), (vec![0], vec![250]));
+    }
+
+    #[test]
+    fn a_tile_summed_in_pieces_of_any_size_has_the_summary_of_its_bytes_at_once() {
+        let block = BLOCK_BYTES as usize;
+        let bytes: Vec<u8> = (0..(2 * block + 13))
+            .map(|i| (i * 7919 % 65521) as u8)
+            .collect();
+        // Pieces cutting blocks and elements (8 bytes) anywhere, and a block's exact size.
+        for piece in [1, 3, 8, 1000, block - 1, block, block + 5, 3 * block] {
+            for dtype in [Dtype::Float64, Dtype::Int16, Dtype::UInt8] {
+                let mut summing = Summing::new(dtype);
+                bytes.chunks(piece).for_each(|p| summing.add(p));
+                let n = bytes.len() - bytes.len() % dtype.size();
+                let got = summing.finish();
+                if dtype == Dtype::UInt8 {
+                    assert_eq!(got, Summary::of(dtype, &bytes), "pieces of {piece}");
+                } else {
+                    // The sums cover every byte; the extremes every whole element.
+                    assert_eq!(got.sums, Summary::of(dtype, &bytes).sums, "{piece}");
+                    assert_eq!(got.extremes, Summary::of(dtype, &bytes[..n]).extremes);
+                }
+            }
+        }
+        let empty = Summing::new(Dtype::Float32).finish();
+        assert_eq!(empty, Summary::of(Dtype::Float32, &[]));
     }
 
     #[test]

@@ -7,6 +7,8 @@ use crate::status::*;
 pub use h5tile_gds::advise_huge_pages;
 /// Logging as the driver logs (`H5TILE_LOG`), so h5tile and its driver speak with one voice.
 pub use h5tile_gds::log;
+/// The compat path's pieces of device memory shown as they are written (tile checksums).
+pub use h5tile_gds::watching_staged_writes;
 pub use h5tile_gds::{device_memory, DevicePtr};
 pub use h5tile_gds::{Config, Gds};
 use std::ffi::c_void;

@@ -1,11 +1,12 @@
 //! Device memory: recognising it, and moving it between a file and the GPU, by cuFile
 //! (GPUDirect Storage) or, where cuFile cannot be used, through two pinned staging buffers.
-//! Nothing here loads a CUDA library unless CUDA is already in the process or `gds=on` asks
-//! for it.
+//! The compat path shows the pieces it writes to the thread's `watch`, for checksums. Nothing
+//! here loads a CUDA library unless CUDA is already in the process or `gds=on` asks for it.
 
 pub mod cuda;
 pub mod cufile;
 pub mod staging;
+pub mod watch;
 
 pub use cuda::{device_memory, DevicePtr};
 
@@ -145,7 +146,8 @@ impl DeviceIo {
         }
     }
 
-    /// Writes `len` bytes of device memory `src` at `addr` of `file`.
+    /// Writes `len` bytes of device memory `src` at `addr` of `file`; the compat path shows
+    /// each piece to this thread's watch (`watch::watching_staged_writes`).
     pub fn write(
         &mut self,
         file: &mut PosixFile,
@@ -167,7 +169,9 @@ impl DeviceIo {
                 let mut engine = Engine::new(compat, src, config.bounce)?;
                 staging::write_from_device(&mut engine, len, config.bounce, |off, part| {
                     file.write_at(addr + off as u64, part)
-                        .map_err(|e| e.to_string())
+                        .map_err(|e| e.to_string())?;
+                    watch::staged_write(src.addr + off as u64, part);
+                    Ok(())
                 })
             }
             DevicePath::Undecided => unreachable!("decided above"),
