@@ -15,7 +15,8 @@ mismatch, listing them all.
 With H5TILE_FILES_DIR (the files api_write_all_dtypes wrote: every element type in the VDS,
 subfiled and single-file layouts), also checks the tool on h5tile's own files: `ls --json`
 (layout, tiles, files, checksummed) and `ls -l --json` (each tile's min and max equal to
-numpy's on the tile, NaNs passed over), `check` clean (0), and on a copy with one bit flipped
+numpy's on the tile, NaNs passed over; for the single-file layout, the tiles recorded on its
+contiguous dataset), `check` clean (0, every byte of the single-file datasets verified), and on a copy with one bit flipped
 inside a tile's bytes: `check` 1 naming that tile file and `check --fast` 0 (it reads no tile
 bytes); `pack` of every file (both layouts) reads back with h5py equal and contiguous, and of
 the damaged copy fails (1) naming the tile file, leaving no file behind.
@@ -90,8 +91,22 @@ def h5tile_files(d, scratch, F):
                 expect((t.get("min"), t.get("max")) == (np.nanmin(values), np.nanmax(values)),
                        f"ls -l {name}{suffix}: tile {t['offset']} min/max {t.get('min')}/{t.get('max')}, "
                        f"numpy {np.nanmin(values)}/{np.nanmax(values)}")
-        single = one(h5tile_json("ls", os.path.join(d, name + "_single.h5")))
-        expect(single.get("storage") == "contiguous", f"ls {name}_single: {single}")
+        path = os.path.join(d, name + "_single.h5")
+        single = one(h5tile_json("ls", "-l", path))
+        s = single.get("single", {})
+        expect((single.get("storage"), s.get("layout"), s.get("tiles"), s.get("checksummed"))
+               == ("contiguous", "h5tile-single", 2, True), f"ls {name}_single: {single}")
+        with h5py.File(path, "r") as h:
+            data = h["data"][...]
+        for t in s.get("tile_list", []):
+            (r, c), (nr, nc) = t["offset"], t["shape"]
+            if not name.startswith("complex"):
+                values = data[r:r + nr, c:c + nc].astype(np.float64)
+                expect((t.get("min"), t.get("max")) == (np.nanmin(values), np.nanmax(values)),
+                       f"ls -l {name}_single: tile {t['offset']} min/max {t.get('min')}/{t.get('max')}")
+        checked = h5tile_json("check", path)["files"][0]["datasets"][0]
+        expect(checked.get("verified_bytes") == data.nbytes and not checked.get("problems"),
+               f"check {name}_single: {checked}")
         h5tile("check", os.path.join(d, name + ".h5"), os.path.join(d, name + "_subfiles.h5"))
     # one flipped bit inside a tile's bytes, in a copy
     damaged = os.path.join(scratch, "damaged")
@@ -245,6 +260,59 @@ def pack_h5py_files(scratch, fixtures, F):
         expect((e.filename, e.path) == ("contiguous.h5", "/data"), "external link kept")
         expect(h["zgroup/b_again"].id == h["zgroup/b"].id, "hard links to one object")
     expect(same_datasets(src, dst, {("/strings", "where")}), "pack extras: data differs")
+    pack_named_types(scratch, out)
+
+
+def pack_named_types(scratch, out):
+    """`pack` keeps a named datatype once: every dataset and attribute of it in the source is of
+    its one copy in the packed file (a dataset reached before the type, an attribute of a
+    dataset, of the root and of a virtual dataset, a virtual dataset of it made contiguous)."""
+    src = os.path.join(scratch, "named_types.h5")
+    with h5py.File(src, "w") as f:
+        f["T"] = np.dtype("<f8")
+        f.create_dataset("Aearly", data=np.arange(3.0), dtype=f["T"])  # before /T in name order
+        d = f.create_dataset("d", data=np.arange(4.0) / 2, dtype=f["T"])
+        d.attrs.create("a", 1.5, dtype=f["T"])
+        f.attrs.create("g", 2.5, dtype=f["T"])
+        dcpl = h5py.h5p.create(h5py.h5p.DATASET_CREATE)
+        space = h5py.h5s.create_simple((4,))
+        dcpl.set_virtual(space, b"extras_src.h5", b"halves", h5py.h5s.create_simple((4,)))
+        v = h5py.h5d.create(f.id, b"v", f["T"].id, space, dcpl=dcpl)
+        h5py.AttributeManager(h5py.Dataset(v)).create("b", 3.5, dtype=f["T"])
+    dst = os.path.join(out, "named_types.h5")
+    doc = h5tile_json("pack", src, dst)
+    expect([p["name"] for p in doc.get("packed", [])] == ["/v"], f"pack named_types: {doc}")
+    expect(same_datasets(src, dst), "pack named_types: data differs")
+
+    def types(path):
+        """(named datatypes' paths, the type each dataset and attribute is of: the path of the
+        named datatype, "anonymous" for another committed type, None for a type of its own),
+        and the reference count of each named datatype."""
+        with h5py.File(path, "r") as h:
+            named, found = {}, []
+            h.visititems(lambda n, o: found.append((n, o)))
+            for n, o in found:
+                if isinstance(o, h5py.Datatype):
+                    named[h5py.h5o.get_info(o.id).addr] = n
+            def of(t):
+                return named.get(h5py.h5o.get_info(t).addr, "anonymous") if t.committed() else None
+            uses = {}
+            for n, o in [("", h)] + found:
+                if isinstance(o, h5py.Dataset):
+                    uses[n] = of(o.id.get_type())
+                for k in o.attrs:
+                    uses[f"{n}@{k}"] = of(o.attrs.get_id(k).get_type())
+            counts = {n: h5py.h5o.get_info(h[n].id).rc for n in named.values()}
+            return sorted(named.values()), uses, counts
+
+    want = (["T"], {"Aearly": "T", "d": "T", "d@a": "T", "@g": "T", "v": "T", "v@b": "T"}, {"T": 7})
+    expect(types(src) == want, f"named_types.h5 is not as written: {types(src)}")
+    expect(types(dst) == want, f"pack named_types: {types(dst)}, not {want}")
+    with h5py.File(src, "r") as a, h5py.File(dst, "r") as b:
+        names = [], []
+        a.visit(names[0].append)
+        b.visit(names[1].append)
+        expect(names[0] == names[1], f"pack named_types: objects {names[0]} -> {names[1]}")
 
 
 def main():

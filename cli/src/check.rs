@@ -1,12 +1,14 @@
 //! `h5tile check FILE...`: whether every virtual dataset's sources are there as its master
 //! says (present, of the recorded size, holding the mapped dataset), then, unless `--fast`,
-//! whether every checksummed tile's bytes match their checksums, read on several threads.
+//! whether every checksummed tile's bytes match their checksums (the single-file layout's
+//! too), read on several threads.
 
 use crate::failure::{Failure, EXIT_PROBLEMS, EXIT_USAGE};
-use crate::progress::Progress;
+use crate::progress::{Progress, When};
 use crate::show;
 use h5tile::internals::tool::{
     check_sources, checksummed_bytes, describe, verify_checksums, DatasetInfo, Problem, TileInfo,
+    VirtualInfo, VirtualLayout,
 };
 use serde::Serialize;
 use std::path::PathBuf;
@@ -19,12 +21,14 @@ h5tile wrote, that the file has the size the master records (and a subfile the s
 write its name says); for other sources (h5py's, Legate's), that the file opens with HDF5 and
 holds the mapped dataset with a shape that holds the mapped box and a type HDF5 converts.
 Then, unless --fast, every tile with recorded checksums is read and each 1 MiB block compared
-with its XXH3-64 checksum, on several threads. A read of the dataset would fail (or, for
+with its XXH3-64 checksum, on several threads; so are the tiles h5tile wrote into a
+contiguous dataset in the single-file layout. A read of the dataset would fail (or, for
 sources h5tile did not write, silently read fill values) on the same problems.
 
 Output: one line per problem, naming the master, the dataset, the tile file or subfile, the box
 of the dataset it holds, what is wrong and, for a checksum mismatch, the byte range in the
-file; then one line per FILE saying whether it is well. With --json, one document {\"ok\",
+file (from the first byte to the last: in the single-file layout the rows between hold other
+tiles); then one line per FILE saying whether it is well. With --json, one document {\"ok\",
 \"files\": [{\"file\", \"error\", \"datasets\": [{\"name\", \"tiles\", \"files\",
 \"checksummed_tiles\", \"verified_bytes\", \"problems\": [{\"file\", \"kind\", \"offset\",
 \"shape\", \"problem\", \"bytes\"}]}]}]}.
@@ -67,7 +71,7 @@ struct FileCheck {
 /// One checksummed tile to read: (file, dataset, tile) indices.
 type Job = (usize, usize, usize);
 
-pub fn run(args: &Args, json: bool) -> Result<(), Failure> {
+pub fn run(args: &Args, json: bool, progress: When) -> Result<(), Failure> {
     let mut checks: Vec<FileCheck> = args
         .files
         .iter()
@@ -79,7 +83,7 @@ pub fn run(args: &Args, json: bool) -> Result<(), Failure> {
         })
         .collect();
     if !args.fast {
-        verify_all(&mut checks, args.threads, json);
+        verify_all(&mut checks, args.threads, progress);
     }
     if json {
         show::json(&report(&checks))?;
@@ -132,14 +136,14 @@ fn check_dataset(info: DatasetInfo) -> DatasetCheck {
 
 /// Reads every checksummed tile whose source was found well and compares its blocks with
 /// their checksums, the tiles shared out among threads; adds what is wrong to each dataset.
-fn verify_all(checks: &mut [FileCheck], threads: Option<u16>, json: bool) {
+fn verify_all(checks: &mut [FileCheck], threads: Option<u16>, when: When) {
     let mut jobs: Vec<Job> = Vec::new();
     for (f, check) in checks.iter().enumerate() {
         let Ok(datasets) = &check.datasets else {
             continue;
         };
         for (d, dataset) in datasets.iter().enumerate() {
-            let (Some(vds), elem) = (&dataset.info.virtual_info, dataset.info.element_bytes) else {
+            let (Some(vds), elem) = (dataset.info.tiled(), dataset.info.element_bytes) else {
                 continue;
             };
             for (t, tile) in vds.tiles.iter().enumerate() {
@@ -152,7 +156,7 @@ fn verify_all(checks: &mut [FileCheck], threads: Option<u16>, json: bool) {
     }
     let tile = |&(f, d, t): &Job| -> (&DatasetInfo, &TileInfo) {
         let dataset = &checks[f].datasets.as_ref().expect("opened")[d];
-        let vds = dataset.info.virtual_info.as_ref().expect("virtual");
+        let vds = dataset.info.tiled().expect("tiled");
         (&dataset.info, &vds.tiles[t])
     };
     let total = jobs
@@ -162,7 +166,7 @@ fn verify_all(checks: &mut [FileCheck], threads: Option<u16>, json: bool) {
             checksummed_bytes(t, info.element_bytes)
         })
         .sum();
-    let progress = Progress::bytes(total, "verifying checksums", json);
+    let progress = Progress::bytes(total, "verifying checksums", when);
     let found: Vec<Mutex<Vec<Problem>>> = jobs.iter().map(|_| Mutex::new(Vec::new())).collect();
     let next = AtomicUsize::new(0);
     let threads = threads
@@ -174,11 +178,7 @@ fn verify_all(checks: &mut [FileCheck], threads: Option<u16>, json: bool) {
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 let Some(job) = jobs.get(i) else { break };
                 let (info, t) = tile(job);
-                let block = info
-                    .virtual_info
-                    .as_ref()
-                    .and_then(|v| v.checksum_block)
-                    .unwrap_or(0);
+                let block = info.tiled().and_then(|v| v.checksum_block).unwrap_or(0);
                 let problems =
                     verify_checksums(&t.path, t, info.element_bytes, block, &|n| progress.add(n));
                 *found[i].lock().expect("no thread panics holding it") = problems;
@@ -190,7 +190,7 @@ fn verify_all(checks: &mut [FileCheck], threads: Option<u16>, json: bool) {
         let problems = problems.into_inner().expect("no thread panicked");
         let dataset = &mut checks[*f].datasets.as_mut().expect("opened")[*d];
         if problems.is_empty() {
-            let vds = dataset.info.virtual_info.as_ref().expect("virtual");
+            let vds = dataset.info.tiled().expect("tiled");
             let bytes = checksummed_bytes(&vds.tiles[*t], dataset.info.element_bytes);
             dataset.verified_bytes += bytes;
         }
@@ -217,31 +217,32 @@ fn print_text(checks: &[FileCheck], fast: bool) {
                 println!("{master}: {}: {p}", d.info.name);
             }
         }
-        let virtuals: Vec<&DatasetCheck> = datasets
-            .iter()
-            .filter(|d| d.info.virtual_info.is_some())
-            .collect();
+        let tiled: Vec<&VirtualInfo> = datasets.iter().filter_map(|d| d.info.tiled()).collect();
         let problems: usize = datasets.iter().map(|d| d.problems.len()).sum();
-        let tiles: usize = virtuals
-            .iter()
-            .filter_map(|d| d.info.virtual_info.as_ref())
-            .map(|v| v.tiles.len())
-            .sum();
+        let tiles: usize = tiled.iter().map(|v| v.tiles.len()).sum();
         let verified: u64 = datasets.iter().map(|d| d.verified_bytes).sum();
-        let checksummed = virtuals
+        let checksummed = tiled
             .iter()
-            .filter_map(|d| d.info.virtual_info.as_ref())
             .any(|v| v.tiles.iter().any(|t| t.sums.is_some()));
         let sums = match (checksummed, fast) {
             (false, _) => "not checksummed".to_string(),
             (true, true) => "checksums not read (--fast)".to_string(),
             (true, false) => format!("{} verified against checksums", show::bytes(verified)),
         };
-        let what = match virtuals.len() {
-            0 => "no virtual datasets".to_string(),
-            n => format!(
-                "{n} virtual dataset{}, {tiles} tile{}, {sums}",
-                if n == 1 { "" } else { "s" },
+        let single = tiled
+            .iter()
+            .filter(|v| v.layout == VirtualLayout::Single)
+            .count();
+        let kinds: Vec<String> = [(tiled.len() - single, "virtual"), (single, "single-file")]
+            .iter()
+            .filter(|(n, _)| *n > 0)
+            .map(|(n, kind)| format!("{n} {kind} dataset{}", if *n == 1 { "" } else { "s" }))
+            .collect();
+        let what = match kinds.is_empty() {
+            true => "no virtual datasets".to_string(),
+            false => format!(
+                "{}, {tiles} tile{}, {sums}",
+                kinds.join(", "),
                 if tiles == 1 { "" } else { "s" },
             ),
         };
@@ -313,7 +314,7 @@ fn file_json(check: &FileCheck) -> FileJson {
 }
 
 fn dataset_json(d: &DatasetCheck) -> DatasetJson {
-    let vds = d.info.virtual_info.as_ref();
+    let vds = d.info.tiled();
     DatasetJson {
         name: d.info.name.clone(),
         tiles: vds.map_or(0, |v| v.tiles.len()),

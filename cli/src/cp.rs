@@ -5,7 +5,7 @@
 //! nothing behind.
 
 use crate::failure::Failure;
-use crate::progress::Progress;
+use crate::progress::{Progress, When};
 use crate::show;
 use h5tile::internals::tool::{
     checksummed_bytes, describe, new_generation, point_at_tile_folder, source_files,
@@ -97,7 +97,7 @@ pub(crate) fn destination(src: &Path, dst: &Path) -> PathBuf {
     }
 }
 
-pub fn run(args: &Args, json: bool) -> Result<(), Failure> {
+pub fn run(args: &Args, json: bool, when: When) -> Result<(), Failure> {
     let src = &args.src;
     let datasets = describe(src, None)?;
     let dst = destination(src, &args.dst);
@@ -122,7 +122,7 @@ pub fn run(args: &Args, json: bool) -> Result<(), Failure> {
 
     let master_size = size_of(src)?;
     let total = 2 * (master_size + plan.iter().map(|p| p.size).sum::<u64>());
-    let progress = Progress::bytes(total, "copying", json);
+    let progress = Progress::bytes(total, "copying", when);
     let mut undo = Undo::default();
     if let Some(dir) = dst.parent() {
         make_folder(dir, &mut undo)?;

@@ -4,7 +4,9 @@
 
 use crate::failure::Failure;
 use crate::show;
-use h5tile::internals::tool::{describe, DatasetInfo, StorageKind, TileInfo, VirtualInfo};
+use h5tile::internals::tool::{
+    describe, DatasetInfo, StorageKind, TileInfo, VirtualInfo, VirtualLayout,
+};
 use serde::Serialize;
 use std::path::PathBuf;
 
@@ -14,6 +16,8 @@ List every dataset of FILE, or only DATASET: its path, element type, shape, stor
 layout (h5tile VDS, h5tile subfiles, or other virtual, such as h5py's and Legate's), the
 write that made it (its generation, from h5tile's tile names), its number of tiles (mappings)
 and of distinct source files, and whether its tiles are checksummed (else how many are not).
+For a contiguous dataset h5tile wrote in the single-file layout, the same of the tiles written
+into it (\"h5tile single-file\"; their bytes are in the file itself).
 
 Nothing is read but the file's metadata: the tiles' smallest and largest values and NaN counts
 shown by -l are those h5tile recorded in the master when it wrote them (\"-\" where nothing
@@ -22,7 +26,8 @@ was recorded).
 Output: one line per dataset; with -l or -D one more line per tile, indented. With --json, one
 document {\"file\", \"datasets\": [{\"name\", \"dtype\", \"shape\", \"storage\", \"chunks\",
 \"bytes\", \"virtual\": {\"layout\", \"generation\", \"tiles\", \"files\", \"checksummed\",
-\"not_checksummed\", \"tile_list\"}}]}; \"tile_list\", present with -l or -D, holds per tile
+\"not_checksummed\", \"tile_list\"}, \"single\": {the same, layout \"h5tile-single\"}}]} (\"virtual\"
+and \"single\" only where they apply); \"tile_list\", present with -l or -D, holds per tile
 {\"offset\", \"shape\", \"file\", \"dataset\", \"source_offset\", \"found\", \"path\",
 \"data_offset\", \"file_size\", \"checksummed\", \"min\", \"max\", \"nan\"}.
 
@@ -68,7 +73,7 @@ pub fn run(args: &Args, json: bool) -> Result<(), Failure> {
     let rows: Vec<Vec<String>> = datasets.iter().map(summary_row).collect();
     for (line, info) in show::columns(&rows).into_iter().zip(&datasets) {
         println!("{line}");
-        let Some(vds) = info.virtual_info.as_ref().filter(|_| per_tile) else {
+        let Some(vds) = info.tiled().filter(|_| per_tile) else {
             continue;
         };
         let tiles: Vec<Vec<String>> = vds
@@ -97,24 +102,28 @@ fn summary_row(info: &DatasetInfo) -> Vec<String> {
         storage,
         show::bytes(info.bytes()),
     ];
-    if let Some(vds) = &info.virtual_info {
+    if let Some(vds) = info.tiled() {
         row.push(virtual_summary(vds));
     }
     row
 }
 
-/// "h5tile VDS, generation 0123456789abcdef, 4 tiles in 4 files, checksummed".
+/// "h5tile VDS, generation 0123456789abcdef, 4 tiles in 4 files, checksummed" ("h5tile
+/// single-file, 4 tiles, checksummed").
 fn virtual_summary(vds: &VirtualInfo) -> String {
     let mut parts = vec![vds.layout.name().to_string()];
     if let Some(g) = vds.generation {
         parts.push(format!("generation {g:016x}"));
     }
     let (tiles, files) = (vds.tiles.len(), vds.files().len());
-    parts.push(format!(
-        "{tiles} tile{} in {files} file{}",
-        plural(tiles),
-        plural(files)
-    ));
+    parts.push(match vds.layout {
+        VirtualLayout::Single => format!("{tiles} tile{}", plural(tiles)),
+        _ => format!(
+            "{tiles} tile{} in {files} file{}",
+            plural(tiles),
+            plural(files)
+        ),
+    });
     let with_data = vds.tiles.iter().filter(|t| t.region.is_some()).count();
     parts.push(match vds.not_checksummed() {
         0 if with_data > 0 => "checksummed".to_string(),
@@ -185,6 +194,8 @@ struct DatasetJson {
     bytes: u64,
     #[serde(rename = "virtual", skip_serializing_if = "Option::is_none")]
     virtual_info: Option<VirtualJson>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    single: Option<VirtualJson>,
 }
 
 #[derive(Serialize)]
@@ -235,19 +246,27 @@ impl DatasetJson {
                 _ => None,
             },
             bytes: info.bytes(),
-            virtual_info: info.virtual_info.as_ref().map(|vds| {
-                let with_data = vds.tiles.iter().filter(|t| t.region.is_some()).count();
-                let not_checksummed = vds.not_checksummed();
-                VirtualJson {
-                    layout: vds.layout.key(),
-                    generation: vds.generation.map(|g| format!("{g:016x}")),
-                    tiles: vds.tiles.len(),
-                    files: vds.files().len(),
-                    checksummed: with_data > 0 && not_checksummed == 0,
-                    not_checksummed,
-                    tile_list: per_tile.then(|| vds.tiles.iter().map(TileJson::of).collect()),
-                }
-            }),
+            virtual_info: info
+                .virtual_info
+                .as_ref()
+                .map(|v| VirtualJson::of(v, per_tile)),
+            single: info.single.as_ref().map(|v| VirtualJson::of(v, per_tile)),
+        }
+    }
+}
+
+impl VirtualJson {
+    fn of(vds: &VirtualInfo, per_tile: bool) -> VirtualJson {
+        let with_data = vds.tiles.iter().filter(|t| t.region.is_some()).count();
+        let not_checksummed = vds.not_checksummed();
+        VirtualJson {
+            layout: vds.layout.key(),
+            generation: vds.generation.map(|g| format!("{g:016x}")),
+            tiles: vds.tiles.len(),
+            files: vds.files().len(),
+            checksummed: with_data > 0 && not_checksummed == 0,
+            not_checksummed,
+            tile_list: per_tile.then(|| vds.tiles.iter().map(TileJson::of).collect()),
         }
     }
 }

@@ -24,10 +24,11 @@ and the tile files or subfiles in its tile folder (<master>.tiles/). Works on an
 far as it allows: contiguous, chunked and compact datasets, and the virtual datasets h5py and
 Legate write.
 
-Every command takes --json (one JSON document on stdout instead of text). Exit status: 0 on
-success; 1 when `check` found problems or a command could not finish its work; 2 for a bad
-command line, an input that cannot be opened, or a refusal an option would lift. On failure
-one line on stderr says what failed and why: `h5tile: <what failed>: <why>`.";
+Every command takes --json (one JSON document on stdout instead of text) and --progress WHEN
+(auto, always or never: whether check, cp and pack show their progress on stderr). Exit
+status: 0 on success; 1 when `check` found problems or a command could not finish its work; 2
+for a bad command line, an input that cannot be opened, or a refusal an option would lift. On
+failure one line on stderr says what failed and why: `h5tile: <what failed>: <why>`.";
 
 #[derive(Parser)]
 #[command(name = "h5tile", version, about = ABOUT, long_about = LONG_ABOUT)]
@@ -35,6 +36,9 @@ struct Cli {
     /// Write one JSON document on stdout instead of text
     #[arg(long, global = true)]
     json: bool,
+    /// When to show the progress of check, cp and pack on stderr
+    #[arg(long, global = true, value_name = "WHEN", value_enum, default_value_t)]
+    progress: progress::When,
     #[command(subcommand)]
     command: Command,
 }
@@ -71,11 +75,12 @@ Example:
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let json = cli.json;
+    let progress = cli.progress.with_json(json);
     let done = match &cli.command {
         Command::Ls(args) => ls::run(args, json),
-        Command::Check(args) => check::run(args, json),
-        Command::Cp(args) => cp::run(args, json),
-        Command::Pack(args) => pack::run(args, json),
+        Command::Check(args) => check::run(args, json, progress),
+        Command::Cp(args) => cp::run(args, json, progress),
+        Command::Pack(args) => pack::run(args, json, progress),
         Command::Rm(args) => rm::run(args, json),
         Command::Completions { shell } => {
             let mut command = Cli::command();

@@ -5,7 +5,7 @@
 
 use crate::cp::{rename, same_file, sync, tile_files_of};
 use crate::failure::Failure;
-use crate::progress::Progress;
+use crate::progress::{Progress, When};
 use crate::show;
 use h5tile::internals::tool::{describe, pack, PackReport};
 use serde::Serialize;
@@ -21,11 +21,13 @@ before the next is read, so memory stays bounded whatever the dataset's size. Th
 in which h5tile records a virtual dataset's tiles (names starting with h5tile_) are left out.
 
 Everything else of SRC is kept: groups with their attributes, other datasets (contiguous,
-chunked, compressed, compact) and named datatypes as they are (copied by HDF5), soft links as
-soft links, several hard links to one object as links to one object. External links are kept
-as they are, naming the same file and object as in SRC (HDF5 then looks for a relative file
-name from DST's folder): what they lead to is not copied into DST. Attributes holding object or
-region references would point into SRC: they are left out, and reported.
+chunked, compressed, compact) and named datatypes as they are (copied by HDF5; each named
+datatype once, and what was of it in SRC, datasets and attributes, is of it in DST), soft
+links as soft links, several hard links to one object as links to one object.
+External links are kept as they are, naming the same file and object as in SRC (HDF5 then
+looks for a relative file name from DST's folder): what they lead to is not copied into DST.
+Attributes holding object or region references would point into SRC: they are left out, and
+reported.
 
 DST is written under a temporary name in its folder (.<name>.pack<pid>.tmp), synced and renamed
 into place at the end, so DST is never a half file; on failure the temporary file is removed.
@@ -74,7 +76,7 @@ impl Drop for Temporary {
     }
 }
 
-pub fn run(args: &Args, json: bool) -> Result<(), Failure> {
+pub fn run(args: &Args, json: bool, when: When) -> Result<(), Failure> {
     let src = &args.src;
     let datasets = describe(src, None)?;
     let dst = crate::cp::destination(src, &args.dst);
@@ -93,7 +95,7 @@ pub fn run(args: &Args, json: bool) -> Result<(), Failure> {
     let mut undo = Temporary(Some(temporary.clone()));
     let before = version(src);
     let total = datasets.iter().map(|d| d.bytes()).sum();
-    let progress = Progress::bytes(total, "packing", json);
+    let progress = Progress::bytes(total, "packing", when);
     let failed = |e: h5tile::internals::status::Error| {
         let what = format!("cannot pack '{}' into '{}'", src.display(), dst.display());
         Failure::problems(e.context(&what).message)

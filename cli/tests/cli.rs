@@ -79,6 +79,11 @@ fn expected_grid() -> Vec<f64> {
 fn h5tile(args: &[&str]) -> Output {
     let mut command = Command::new(env!("CARGO_BIN_EXE_h5tile"));
     command.args(args);
+    output_of(command)
+}
+
+/// Runs `command` (the tool, or a program running it) as `h5tile` does; its output.
+fn output_of(mut command: Command) -> Output {
     unsafe {
         std::os::unix::process::CommandExt::pre_exec(&mut command, || {
             const CLOSE_RANGE_CLOEXEC: libc::c_uint = 1 << 2;
@@ -298,10 +303,62 @@ fn ls_describes_subfiles_and_plain_files() {
     assert_eq!(g["storage"], "contiguous");
     assert_eq!(g["shape"], serde_json::json!([6, 5]));
     assert!(g.get("virtual").is_none());
+    // The single-file layout's tiles, recorded on the dataset.
+    assert_eq!(g["single"]["layout"], "h5tile-single");
+    assert_eq!(
+        (g["single"]["tiles"].as_u64(), g["single"]["files"].as_u64()),
+        (Some(4), Some(0))
+    );
     let (out, _) = run(&["ls", s(&plain)], 0);
-    assert_eq!(out.trim(), "/x/y  float64  (6, 5)  contiguous  240 B");
+    assert_eq!(
+        out.trim(),
+        "/x/y  float64  (6, 5)  contiguous  240 B  h5tile single-file, 4 tiles, checksummed"
+    );
     let (out, _) = run(&["check", s(&plain)], 0);
-    assert!(out.contains("ok (no virtual datasets)"), "{out}");
+    assert!(
+        out.contains("ok (1 single-file dataset, 4 tiles, 240 B verified against checksums)"),
+        "{out}"
+    );
+}
+
+#[test]
+fn check_names_a_flipped_bit_in_a_single_file_tile_by_the_rows_holding_it() {
+    let d = tempfile::tempdir().unwrap();
+    let m = d.path().join("flat.h5");
+    write_grid(&m, "/g", Layout::Single, false);
+    let doc = run_json(&["ls", "-D", s(&m)], 0);
+    let offset = doc["datasets"][0]["single"]["tile_list"][1]["data_offset"]
+        .as_u64()
+        .unwrap();
+    // Tile 1 is [0:3, 2:5] of the 6 x 5 float64 grid: its rows are bytes 16..40, 56..80 and
+    // 96..120 of the dataset. Flip a bit of its last row.
+    let mut bytes = std::fs::read(&m).unwrap();
+    bytes[(offset + 100) as usize] ^= 0x10;
+    std::fs::write(&m, bytes).unwrap();
+    let (out, err) = run(&["check", s(&m)], 1);
+    let line = out
+        .lines()
+        .find(|l| l.contains("do not match"))
+        .unwrap_or_else(|| panic!("{out}"));
+    let (start, end) = (offset + 16, offset + 120);
+    assert!(
+        line.contains(&format!(
+            "file '{}' tile [0:3, 2:5] bytes {start}..{end} ",
+            s(&m)
+        )),
+        "{line}"
+    );
+    assert!(err.starts_with("h5tile: check found 1 problem"), "{err}");
+    let doc = run_json(&["check", s(&m)], 1);
+    let p = &doc["files"][0]["datasets"][0]["problems"][0];
+    assert_eq!(p["bytes"], serde_json::json!([start, end]));
+    assert_eq!(
+        (p["kind"].as_str(), p["offset"].clone()),
+        (Some("file"), serde_json::json!([0, 2]))
+    );
+    assert_eq!(doc["files"][0]["datasets"][0]["verified_bytes"], 240 - 72);
+    let (out, _) = run(&["check", "--fast", s(&m)], 0);
+    assert!(out.contains("checksums not read (--fast)"), "{out}");
 }
 
 #[test]
@@ -320,6 +377,86 @@ fn check_passes_clean_files_of_both_layouts() {
     assert_eq!(doc["ok"], true);
     assert_eq!(doc["files"][0]["datasets"][0]["verified_bytes"], 240);
     assert_eq!(doc["files"][1]["datasets"][0]["checksummed_tiles"], 4);
+}
+
+/// Every line of `err` is a progress line of `check` through 240 bytes, the last saying all
+/// of them are done.
+fn progress_lines(err: &str) -> bool {
+    let lines: Vec<&str> = err.lines().collect();
+    lines
+        .iter()
+        .all(|l| l.starts_with("verifying checksums: ") && l.ends_with(" of 240 B"))
+        && lines.last() == Some(&"verifying checksums: 240 B of 240 B")
+}
+
+#[test]
+fn progress_on_a_pipe_is_lines_with_always_and_nothing_otherwise() {
+    let d = tempfile::tempdir().unwrap();
+    let m = d.path().join("a.h5");
+    write_grid(&m, "/g", Layout::Vds, false);
+    // auto, the default: no progress where stderr is not a terminal
+    let (text, err) = run(&["check", s(&m)], 0);
+    assert!(text.contains("a.h5: ok"), "{text}");
+    assert_eq!(err, "", "auto on a pipe");
+    let (json, err) = run(&["check", "--json", s(&m)], 0);
+    assert_eq!(err, "", "auto with --json");
+    // always: plain lines on stderr, stdout as it was, the JSON document too
+    let (out, err) = run(&["check", "--progress", "always", s(&m)], 0);
+    assert_eq!(out, text);
+    assert!(progress_lines(&err), "always on a pipe:\n{err}");
+    let (out, err) = run(&["check", "--json", "--progress=always", s(&m)], 0);
+    assert_eq!(out, json);
+    serde_json::from_str::<Value>(&out).unwrap();
+    assert!(progress_lines(&err), "always with --json:\n{err}");
+    // never, and auto said outright
+    for when in ["never", "auto"] {
+        let (out, err) = run(&["check", "--progress", when, s(&m)], 0);
+        assert_eq!((out.as_str(), err.as_str()), (text.as_str(), ""), "{when}");
+    }
+    let (_, err) = run(&["check", "--progress", "sometimes", s(&m)], 2);
+    assert!(err.contains("sometimes") && err.contains("always"), "{err}");
+}
+
+#[test]
+fn progress_on_a_terminal_is_the_bar() {
+    // A pseudo-terminal for the tool's stdout and stderr: util-linux `script`.
+    if Command::new("script").arg("--version").output().is_err() {
+        println!("skipped: no `script` (util-linux) to run h5tile in a pseudo-terminal");
+        return;
+    }
+    let d = tempfile::tempdir().unwrap();
+    let m = d.path().join("a.h5");
+    write_grid(&m, "/g", Layout::Vds, false);
+    let in_terminal = |when: &str| {
+        let line = format!(
+            "'{}' check --progress {when} '{}'",
+            env!("CARGO_BIN_EXE_h5tile"),
+            s(&m)
+        );
+        let mut command = Command::new("script");
+        command
+            .args(["-qec", &line, "/dev/null"])
+            .env("TERM", "xterm")
+            .stdin(std::process::Stdio::null());
+        let o = output_of(command);
+        let (out, err) = text(&o);
+        assert_eq!(o.status.code(), Some(0), "{line}\n{out}\n{err}");
+        out
+    };
+    // always: the bar from the start (not the lines written where there is no terminal)
+    let out = in_terminal("always");
+    assert!(
+        out.contains("verifying checksums [") && out.contains("/240 B ("),
+        "no bar:\n{out:?}"
+    );
+    assert!(!out.contains("verifying checksums:"), "{out:?}");
+    assert!(out.contains("a.h5: ok"), "{out:?}");
+    // auto: work shorter than a second shows none; never: none
+    for when in ["auto", "never"] {
+        let out = in_terminal(when);
+        assert!(!out.contains("verifying checksums"), "{when}:\n{out:?}");
+        assert!(out.contains("a.h5: ok"), "{when}:\n{out:?}");
+    }
 }
 
 /// Flips one bit of tile `k`'s data (its first element's lowest byte, plus `at`) in the file
@@ -722,6 +859,7 @@ fn help_completions_and_version() {
             "{command}: {out}"
         );
         assert!(out.contains("--json"), "{command}: {out}");
+        assert!(out.contains("--progress <WHEN>"), "{command}: {out}");
     }
     let (out, _) = run(&["completions", "bash"], 0);
     assert!(out.contains("h5tile") && out.contains("complete"), "{out}");
@@ -923,6 +1061,145 @@ mod raw {
             )
         };
         assert!(made >= 0, "external link {name}");
+    }
+
+    /// The file `path` with the named datatype /T (float64) and what is of it: the datasets
+    /// /Aearly (before /T in name order) and /d, with the attribute `a`, the root's attribute
+    /// `g`, and the virtual dataset /v (all of /x in the file `source`, made here beside it)
+    /// with the attribute `b`.
+    pub fn named_type_file(path: &str, source: &str) {
+        use hdf5_sys::h5d::{H5Dclose, H5Dcreate2, H5Dwrite};
+        use hdf5_sys::h5f::{H5Fclose, H5Fcreate, H5F_ACC_TRUNC};
+        use hdf5_sys::h5p::{H5Pclose, H5Pcreate, H5Pset_virtual, H5P_CLS_DATASET_CREATE};
+        use hdf5_sys::h5s::{H5S_class_t, H5Screate, H5S_ALL};
+        use hdf5_sys::h5t::{H5Tclose, H5Tcommit2, H5Tcopy, H5T_IEEE_F64LE, H5T_NATIVE_DOUBLE};
+        const P: hid_t = H5P_DEFAULT;
+        let values = [0.5f64, 1.5, 2.5, 3.5];
+        unsafe {
+            let (dims, double) = ([4 as hsize_t], *H5T_NATIVE_DOUBLE);
+            let space = H5Screate_simple(1, dims.as_ptr(), std::ptr::null());
+            let scalar = H5Screate(H5S_class_t::H5S_SCALAR);
+            let write = |file: hid_t, name: &str, t: hid_t, dcpl: hid_t| {
+                let d = H5Dcreate2(file, cstr(name).as_ptr(), t, space, P, dcpl, P);
+                assert!(d >= 0, "create {name}");
+                if dcpl == P {
+                    assert!(H5Dwrite(d, double, H5S_ALL, H5S_ALL, P, values.as_ptr().cast()) >= 0);
+                }
+                H5Dclose(d);
+            };
+            let src = H5Fcreate(cstr(source).as_ptr(), H5F_ACC_TRUNC, P, P);
+            write(src, "/x", *H5T_IEEE_F64LE, P);
+            H5Fclose(src);
+
+            let f = H5Fcreate(cstr(path).as_ptr(), H5F_ACC_TRUNC, P, P);
+            let t = H5Tcopy(*H5T_IEEE_F64LE);
+            assert!(H5Tcommit2(f, cstr("/T").as_ptr(), t, P, P, P) >= 0);
+            write(f, "/Aearly", t, P);
+            write(f, "/d", t, P);
+            let dcpl = H5Pcreate(*H5P_CLS_DATASET_CREATE);
+            let (file, x) = (cstr(source), cstr("/x"));
+            assert!(H5Pset_virtual(dcpl, space, file.as_ptr(), x.as_ptr(), space) >= 0);
+            write(f, "/v", t, dcpl);
+            H5Pclose(dcpl);
+            for (object, name) in [("/d", "a"), ("/", "g"), ("/v", "b")] {
+                let o = hdf5_sys::h5o::H5Oopen(f, cstr(object).as_ptr(), P);
+                let a = H5Acreate2(o, cstr(name).as_ptr(), t, scalar, P, P);
+                assert!(a >= 0, "create attribute {name} of {object}");
+                assert!(H5Awrite(a, double, values.as_ptr().cast()) >= 0);
+                H5Aclose(a);
+                hdf5_sys::h5o::H5Oclose(o);
+            }
+            H5Tclose(t);
+            H5Sclose(space);
+            H5Sclose(scalar);
+            H5Fclose(f);
+        }
+    }
+
+    /// The named datatypes of the file `file` (their paths); for each of `uses` (a dataset,
+    /// "/d", or an attribute, "/d@a"), the path of the named datatype its type is ("" for one
+    /// that no link names), None for a type of its own; and how many refer to the first named
+    /// datatype.
+    pub fn named_types(file: hid_t, uses: &[&str]) -> (Vec<String>, Vec<Option<String>>, u32) {
+        use hdf5_sys::h5::{herr_t, H5_index_t, H5_iter_order_t};
+        use hdf5_sys::h5o::{H5O_info2_t, H5O_token_t, H5O_type_t, H5O_INFO_BASIC};
+        type Found = Vec<(String, [u8; 16])>;
+        extern "C" fn collect(
+            _obj: hid_t,
+            name: *const std::ffi::c_char,
+            info: *const H5O_info2_t,
+            data: *mut std::ffi::c_void,
+        ) -> herr_t {
+            let (info, found) = unsafe { (&*info, &mut *(data as *mut Found)) };
+            if info.type_ == H5O_type_t::H5O_TYPE_NAMED_DATATYPE {
+                let name = unsafe { std::ffi::CStr::from_ptr(name) }.to_string_lossy();
+                found.push((format!("/{name}"), unsafe {
+                    std::mem::transmute::<H5O_token_t, [u8; 16]>(info.token)
+                }));
+            }
+            0
+        }
+        let info = |id: hid_t| unsafe {
+            let mut info: H5O_info2_t = std::mem::zeroed();
+            assert!(hdf5_sys::h5o::H5Oget_info3(id, &mut info, H5O_INFO_BASIC) >= 0);
+            info
+        };
+        let mut named: Found = Vec::new();
+        let visited = unsafe {
+            hdf5_sys::h5o::H5Ovisit3(
+                file,
+                H5_index_t::H5_INDEX_NAME,
+                H5_iter_order_t::H5_ITER_INC,
+                Some(collect),
+                &mut named as *mut Found as *mut std::ffi::c_void,
+                H5O_INFO_BASIC,
+            )
+        };
+        assert!(visited >= 0);
+        let of = uses
+            .iter()
+            .map(|used| unsafe {
+                let t = match used.split_once('@') {
+                    Some((object, name)) => {
+                        let (o, n) = (cstr(object), cstr(name));
+                        let a = hdf5_sys::h5a::H5Aopen_by_name(
+                            file,
+                            o.as_ptr(),
+                            n.as_ptr(),
+                            H5P_DEFAULT,
+                            H5P_DEFAULT,
+                        );
+                        assert!(a >= 0, "{used}");
+                        let t = hdf5_sys::h5a::H5Aget_type(a);
+                        H5Aclose(a);
+                        t
+                    }
+                    None => {
+                        let d = hdf5_sys::h5d::H5Dopen2(file, cstr(used).as_ptr(), H5P_DEFAULT);
+                        assert!(d >= 0, "{used}");
+                        let t = hdf5_sys::h5d::H5Dget_type(d);
+                        hdf5_sys::h5d::H5Dclose(d);
+                        t
+                    }
+                };
+                let token: Option<[u8; 16]> = match hdf5_sys::h5t::H5Tcommitted(t) > 0 {
+                    true => Some(std::mem::transmute::<H5O_token_t, [u8; 16]>(info(t).token)),
+                    false => None,
+                };
+                hdf5_sys::h5t::H5Tclose(t);
+                token.map(|token| {
+                    let name = named.iter().find(|(_, k)| *k == token);
+                    name.map_or(String::new(), |(n, _)| n.clone())
+                })
+            })
+            .collect();
+        let rc = named.first().map_or(0, |(n, _)| unsafe {
+            let o = hdf5_sys::h5o::H5Oopen(file, cstr(n).as_ptr(), H5P_DEFAULT);
+            let rc = info(o).rc;
+            hdf5_sys::h5o::H5Oclose(o);
+            rc
+        });
+        (named.into_iter().map(|(n, _)| n).collect(), of, rc)
     }
 
     /// The kind of link `name` ("hard", "soft", "external") and, for a soft link, its target.
@@ -1194,6 +1471,63 @@ fn pack_of_a_damaged_or_incomplete_file_fails_and_leaves_nothing() {
         "{err}"
     );
     assert!(!dst.exists() && hidden_files(d.path()).is_empty());
+}
+
+#[test]
+fn pack_keeps_a_named_datatype_once_and_all_that_was_of_it_of_it() {
+    let d = tempfile::tempdir().unwrap();
+    let (src, dst) = (d.path().join("named.h5"), d.path().join("packed.h5"));
+    let source = d.path().join("x.h5");
+    let uses = ["/Aearly", "/d", "/d@a", "/@g", "/v", "/v@b"];
+    let all_of_t = (
+        vec!["/T".to_string()],
+        vec![Some("/T".to_string()); uses.len()],
+        1 + uses.len() as u32,
+    );
+    {
+        let _l = hdf5::lock();
+        raw::named_type_file(s(&src), s(&source));
+        let f = File::open_read(&src).unwrap();
+        assert_eq!(raw::named_types(f.id(), &uses), all_of_t, "the source");
+    }
+    let doc = run_json(&["pack", s(&src), s(&dst)], 0);
+    let packed: Vec<&str> = doc["packed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(packed, ["/v"]);
+    let copied: Vec<(&str, &str)> = doc["copied"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["name"].as_str().unwrap(), c["kind"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        copied,
+        [
+            ("/Aearly", "dataset"),
+            ("/T", "named datatype"),
+            ("/d", "dataset")
+        ]
+    );
+    let _l = hdf5::lock();
+    let f = File::open_read(&dst).unwrap();
+    // /T once (and no other object: the temporary group the copies were made in is gone),
+    // and every dataset and attribute of it.
+    assert_eq!(raw::named_types(f.id(), &uses), all_of_t, "the packed file");
+    let listing: Vec<String> = f.links("/").unwrap().into_iter().map(|l| l.path).collect();
+    assert_eq!(listing, ["/Aearly", "/T", "/d", "/v"]);
+    drop(f);
+    for name in ["/Aearly", "/d", "/v"] {
+        let got = read_bytes(&dst, name, Dtype::Float64, &[4]);
+        let want: Vec<u8> = [0.5f64, 1.5, 2.5, 3.5]
+            .iter()
+            .flat_map(|v| v.to_ne_bytes())
+            .collect();
+        assert_eq!(got, want, "{name}");
+    }
 }
 
 #[test]

@@ -62,6 +62,15 @@ impl Tile {
                 .all(|((start, extent), &limit)| end(start, extent) <= u128::from(limit))
     }
 
+    /// Where this box starts within `outer`, a box holding it.
+    pub fn offset_in(&self, outer: &Tile) -> Vec<u64> {
+        self.offset
+            .iter()
+            .zip(&outer.offset)
+            .map(|(a, o)| a - o)
+            .collect()
+    }
+
     /// The common box of two tiles of the same ndim, None when they do not share an element.
     pub fn intersection(&self, other: &Tile) -> Option<Tile> {
         if !self.is_well_formed() || !other.is_well_formed() || self.ndim() != other.ndim() {

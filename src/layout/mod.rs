@@ -15,6 +15,7 @@
 pub mod checksums;
 pub mod extremes;
 pub mod keep;
+pub mod placement;
 pub mod runs;
 pub mod single;
 pub mod subfiles;

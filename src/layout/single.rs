@@ -50,6 +50,21 @@ pub fn create(
 /// Name of the attribute holding, per tile, its offset then its shape (`[tiles, 2, ndim]`).
 pub const TILES_ATTRIBUTE: &str = "h5tile_tiles";
 
+/// The tiles `TILES_ATTRIBUTE` records on `dset` (of shape `global`), None when it records
+/// none or boxes that do not fit the dataset (then it is read as any contiguous dataset).
+pub fn recorded_tiles(dset: &Dataset, global: &[u64]) -> Option<Vec<Tile>> {
+    let (dims, boxes) = dset.u64_attribute(TILES_ATTRIBUTE)?;
+    let ndim = global.len();
+    if dims.len() != 3 || dims[1] != 2 || dims[2] != ndim as u64 || ndim == 0 {
+        return None;
+    }
+    let tiles: Vec<Tile> = boxes
+        .chunks_exact(2 * ndim)
+        .map(|b| Tile::new(b[..ndim].to_vec(), b[ndim..].to_vec()))
+        .collect();
+    tiles.iter().all(|t| t.fits_in(global)).then_some(tiles)
+}
+
 /// Records `tiles` (each with what was summed of it) as attributes of `dataset` in the file
 /// `path`, before it is committed; nothing when no tile was summed.
 pub fn record(path: &Path, dataset: &str, dtype: Dtype, tiles: &[(Tile, Summary)]) -> Result<()> {

@@ -7,6 +7,8 @@
 use crate::dtype::Dtype;
 use crate::geometry::tile::Tile;
 use crate::layout::checksums::{self, Recorded};
+use crate::layout::placement::Placement;
+use crate::layout::single::recorded_tiles;
 use crate::layout::vds::{NO_OFFSET, TILE_DATASET};
 use crate::layout::{generation_of, subfile_generation, subfiles::is_tile_dataset};
 use crate::ops::read::mappings::{read_tile_bytes, resolve_source, unescape_source_name};
@@ -48,6 +50,9 @@ pub enum VirtualLayout {
     Subfiles,
     /// Any other virtual dataset (h5py's, Legate's, ...).
     Other,
+    /// h5tile's single-file layout: tiles written into one contiguous dataset (no virtual
+    /// dataset; `DatasetInfo::single`).
+    Single,
 }
 
 impl VirtualLayout {
@@ -57,6 +62,7 @@ impl VirtualLayout {
             VirtualLayout::Vds => "h5tile VDS",
             VirtualLayout::Subfiles => "h5tile subfiles",
             VirtualLayout::Other => "other virtual",
+            VirtualLayout::Single => "h5tile single-file",
         }
     }
 
@@ -66,6 +72,7 @@ impl VirtualLayout {
             VirtualLayout::Vds => "h5tile-vds",
             VirtualLayout::Subfiles => "h5tile-subfiles",
             VirtualLayout::Other => "other",
+            VirtualLayout::Single => "h5tile-single",
         }
     }
 }
@@ -124,9 +131,22 @@ pub struct TileInfo {
     /// The tile's block checksums (None: not checksummed).
     pub sums: Option<Vec<u64>>,
     pub extremes: Option<TileExtremes>,
+    /// The single-file layout: the shape of the contiguous dataset whose rows hold the tile's
+    /// bytes (its data from `data_offset`). None: the bytes are one run from `data_offset`.
+    pub within: Option<Vec<u64>>,
 }
 
 impl TileInfo {
+    /// Where the tile's bytes are in its file (elements of `elem` bytes), where recorded.
+    pub fn placement(&self, elem: usize) -> Option<Placement> {
+        let at = self.data_offset?;
+        Some(match (&self.within, &self.region) {
+            (None, _) => Placement::Run(at),
+            (Some(global), Some(tile)) => Placement::rows_of(at, global, tile, elem),
+            (Some(_), None) => return None,
+        })
+    }
+
     /// Bytes of the tile's elements of `elem` bytes (0 when it selects nothing).
     pub fn data_bytes(&self, elem: usize) -> u64 {
         self.region.as_ref().map_or(0, |r| {
@@ -135,7 +155,8 @@ impl TileInfo {
     }
 }
 
-/// What a virtual dataset's mappings say.
+/// What a virtual dataset's mappings say (or, layout `Single`, the tiles the single-file
+/// layout records of a contiguous dataset).
 #[derive(Clone, Debug)]
 pub struct VirtualInfo {
     pub layout: VirtualLayout,
@@ -182,9 +203,18 @@ pub struct DatasetInfo {
     pub storage: StorageKind,
     /// For a virtual dataset, its mappings.
     pub virtual_info: Option<VirtualInfo>,
+    /// For a contiguous dataset h5tile wrote in the single-file layout, the tiles written into
+    /// it (layout `Single`): each with the file itself as its source (`file` "."), the
+    /// dataset's data offset and its shape (`within`).
+    pub single: Option<VirtualInfo>,
 }
 
 impl DatasetInfo {
+    /// Its tiles: a virtual dataset's mappings, or those the single-file layout recorded.
+    pub fn tiled(&self) -> Option<&VirtualInfo> {
+        self.virtual_info.as_ref().or(self.single.as_ref())
+    }
+
     /// Bytes of all its elements.
     pub fn bytes(&self) -> u64 {
         let volume = crate::geometry::tile::volume(&self.shape);
@@ -276,6 +306,10 @@ fn describe_dataset(master: &Path, name: &str, dset: &Dataset) -> Result<Dataset
         StorageKind::Virtual => Some(describe_virtual(master, dset, element, shape.len())?),
         _ => None,
     };
+    let single = match dset.storage()? {
+        Storage::Contiguous(Some(at)) => describe_single(master, name, dset, element, &shape, at),
+        _ => None,
+    };
     Ok(DatasetInfo {
         name: name.to_string(),
         dtype: file_type.describe(),
@@ -284,6 +318,51 @@ fn describe_dataset(master: &Path, name: &str, dset: &Dataset) -> Result<Dataset
         shape,
         storage,
         virtual_info,
+        single,
+    })
+}
+
+/// The tiles the single-file layout recorded on `dset` (`name` in `master`, its data from
+/// byte `data_offset`), None when it records none.
+fn describe_single(
+    master: &Path,
+    name: &str,
+    dset: &Dataset,
+    element: Option<Dtype>,
+    shape: &[u64],
+    data_offset: u64,
+) -> Option<VirtualInfo> {
+    let tiles = recorded_tiles(dset, shape)?;
+    let count = tiles.len();
+    let recorded = Recorded::read(dset, count);
+    let extremes = element.and_then(|d| read_extremes(dset, d, count));
+    let tiles = tiles
+        .into_iter()
+        .enumerate()
+        .map(|(i, tile)| TileInfo {
+            region: Some(tile),
+            file: ".".to_string(),
+            dataset: name.to_string(),
+            pattern: false,
+            source_offset: None,
+            source_whole: false,
+            path: master.to_path_buf(),
+            found: true,
+            data_offset: Some(data_offset),
+            file_size: None,
+            sums: recorded
+                .as_ref()
+                .and_then(|r| r.tile(i))
+                .map(<[u64]>::to_vec),
+            extremes: extremes.as_ref().and_then(|e| e[i]),
+            within: Some(shape.to_vec()),
+        })
+        .collect();
+    Some(VirtualInfo {
+        layout: VirtualLayout::Single,
+        generation: None,
+        tiles,
+        checksum_block: recorded.map(|r| r.block),
     })
 }
 
@@ -343,6 +422,7 @@ fn describe_virtual(
                 .and_then(|r| r.tile(i))
                 .map(<[u64]>::to_vec),
             extremes: extremes.as_ref().and_then(|e| e[i]),
+            within: None,
         });
     }
     let (layout, generation) = h5tile_layout(&tiles);

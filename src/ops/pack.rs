@@ -1,8 +1,9 @@
 //! Packing a file into one self-contained file (`h5tile pack`): every object of the source
 //! is made again in a new file, its virtual datasets as contiguous datasets. Groups come with
 //! their attributes and creation properties, other datasets and named datatypes are copied
-//! whole by HDF5, soft and external links are kept as they are, and an object with several
-//! hard links keeps them all. A virtual dataset's elements are read through h5tile's own
+//! whole by HDF5 (the named datatypes first, once each: a dataset or attribute of one is of
+//! its copy), soft and external links are kept as they are, and an object with several hard
+//! links keeps them all. A virtual dataset's elements are read through h5tile's own
 //! reader (which checks every recorded checksum) in boxes of bounded size, each written
 //! before the next is read, so memory stays bounded whatever the dataset's size.
 
@@ -13,7 +14,9 @@ use crate::dtype::Dtype;
 use crate::geometry::tile::Tile;
 use crate::platform::comm::Comm;
 use crate::platform::device::BufferMut;
-use crate::platform::hdf5::{Dataset, File, Link, LinkTarget, ObjectKey, ObjectKind, Storage};
+use crate::platform::hdf5::{
+    Dataset, File, Link, LinkTarget, NamedTypes, ObjectKey, ObjectKind, Storage,
+};
 use crate::status::*;
 use std::collections::HashMap;
 use std::path::Path;
@@ -102,6 +105,7 @@ pub fn pack(
     }
     let from = open_file(src)?;
     let to = File::create_for_copy(dst, &from)?;
+    let types = from.copy_named_types(&to)?;
     let mut packer = Packer {
         src,
         datasets: datasets.iter().map(|d| (d.name.as_str(), d)).collect(),
@@ -109,6 +113,7 @@ pub fn pack(
         to: &to,
         slab_bytes: slab_bytes.unwrap_or(DEFAULT_SLAB_BYTES).max(1),
         progress,
+        types,
         seen: HashMap::new(),
         report: PackReport::default(),
     };
@@ -116,6 +121,7 @@ pub fn pack(
     packer.seen.insert(root, "/".to_string());
     packer.attributes("/", false)?;
     packer.group("/")?;
+    packer.types.remove(&to)?;
     let report = std::mem::take(&mut packer.report);
     drop(packer);
     to.close()?;
@@ -130,6 +136,8 @@ struct Packer<'a> {
     to: &'a File,
     slab_bytes: u64,
     progress: &'a dyn Fn(u64),
+    /// The copies of the source's named datatypes, made first.
+    types: NamedTypes,
     /// The objects made in the new file so far, by the path they were made at.
     seen: HashMap<ObjectKey, String>,
     report: PackReport,
@@ -148,7 +156,7 @@ impl Packer<'_> {
                         continue;
                     }
                     self.seen.insert(*key, name.clone());
-                    self.object(&link, *kind)?;
+                    self.object(&link, *kind, key)?;
                 }
                 LinkTarget::Soft(target) => {
                     self.to.make_link(&link, None)?;
@@ -171,8 +179,8 @@ impl Packer<'_> {
         self.report.links.push(KeptLink { name, kind, target });
     }
 
-    /// Makes the object `link` leads to, reached for the first time.
-    fn object(&mut self, link: &Link, kind: ObjectKind) -> Result<()> {
+    /// Makes the object `link` leads to (`key`), reached for the first time.
+    fn object(&mut self, link: &Link, kind: ObjectKind, key: &ObjectKey) -> Result<()> {
         let name = link.path.as_str();
         let (kind, bytes) = match kind {
             ObjectKind::Group => {
@@ -189,10 +197,19 @@ impl Packer<'_> {
                 let bytes = dataset.space()?.points()? * dataset.dtype()?.size() as u64;
                 ("dataset", bytes)
             }
-            ObjectKind::NamedType => ("named datatype", 0),
+            ObjectKind::NamedType => {
+                if let Some(copy) = self.types.copy_of(key) {
+                    // Copied already, first of all: it takes its name.
+                    self.to.make_link(link, Some(copy))?;
+                    self.copied(name, "named datatype", 0);
+                    return Ok(());
+                }
+                ("named datatype", 0)
+            }
             ObjectKind::Other => ("object", 0),
         };
-        self.from.copy_object(link, self.to)?;
+        self.from.copy_object(link, self.to, &self.types)?;
+        self.attributes(name, false)?;
         (self.progress)(bytes);
         self.copied(name, kind, bytes);
         Ok(())
@@ -210,7 +227,10 @@ impl Packer<'_> {
     /// noting those that cannot be.
     fn attributes(&mut self, name: &str, own_left_out: bool) -> Result<()> {
         let keep = |a: &str| !(own_left_out && a.starts_with(OWN_ATTRIBUTE_PREFIX));
-        for attribute in self.from.copy_attributes(name, self.to, &keep)? {
+        for attribute in self
+            .from
+            .copy_attributes(name, self.to, &keep, &self.types)?
+        {
             self.report.omitted.push(Omitted {
                 name: format!("{name} attribute '{attribute}'"),
                 why: "it holds references to objects of the source file".into(),
@@ -222,7 +242,7 @@ impl Packer<'_> {
     /// Makes the virtual dataset `dataset` (at `link`) contiguous in the new file.
     fn pack_virtual(&mut self, link: &Link, dataset: &Dataset) -> Result<()> {
         let name = link.path.as_str();
-        let out = self.to.create_contiguous_like(link, dataset)?;
+        let out = self.to.create_contiguous_like(link, dataset, &self.types)?;
         self.attributes(name, true)?;
         let stored = dataset.dtype()?;
         let shape = dataset.space()?.dims()?;

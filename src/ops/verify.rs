@@ -6,12 +6,11 @@
 
 use super::inspect::{DatasetInfo, TileInfo, VirtualInfo};
 use crate::geometry::tile::Tile;
-use crate::layout::checksums::block_sum;
+use crate::layout::checksums::block_matches;
 use crate::layout::subfile_generation;
 use crate::layout::subfiles::check_stamp;
 use crate::platform::hdf5::{self, Dataset, File};
 use std::collections::HashMap;
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 /// Something wrong with one tile's source.
@@ -25,6 +24,8 @@ pub struct Problem {
     pub what: String,
     /// For bytes that do not match their checksums: their range in the file, [start, end).
     pub bytes: Option<(u64, u64)>,
+    /// The tile's bytes are in the dataset's own file (the single-file layout).
+    pub in_own_file: bool,
 }
 
 impl Problem {
@@ -34,11 +35,16 @@ impl Problem {
             region: tile.region.clone(),
             what: what.into(),
             bytes: None,
+            in_own_file: tile.within.is_some(),
         }
     }
 
-    /// "tile file", "subfile" or "source file": what kind of file `file` is.
+    /// "tile file", "subfile", "source file", or "file" (the single-file layout's): what kind
+    /// of file `file` is.
     pub fn file_kind(&self) -> &'static str {
+        if self.in_own_file {
+            return "file";
+        }
         let name = self.file.file_name().unwrap_or_default().to_string_lossy();
         match (
             subfile_generation(&name).is_some(),
@@ -55,7 +61,10 @@ impl std::fmt::Display for Problem {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{} '{}'", self.file_kind(), self.file.display())?;
         if let Some(region) = &self.region {
-            write!(f, " holding {region}")?;
+            match self.in_own_file {
+                true => write!(f, " tile {region}")?,
+                false => write!(f, " holding {region}")?,
+            }
         }
         write!(f, " {}", self.what)
     }
@@ -216,8 +225,8 @@ const MAX_BLOCK: u64 = 1 << 30;
 
 /// Bytes `tile` holds that its checksums cover (0 when it has none or no recorded place).
 pub fn checksummed_bytes(tile: &TileInfo, elem: usize) -> u64 {
-    match (&tile.sums, tile.data_offset, &tile.region) {
-        (Some(_), Some(_), Some(_)) => tile.data_bytes(elem),
+    match (&tile.sums, tile.placement(elem)) {
+        (Some(_), Some(_)) => tile.data_bytes(elem),
         _ => 0,
     }
 }
@@ -226,8 +235,9 @@ pub fn checksummed_bytes(tile: &TileInfo, elem: usize) -> u64 {
 /// copy of it) block by block (`block` bytes, as recorded) and compares each block with its
 /// recorded checksum, giving `progress` each block's length once checked. Returns the
 /// problems: a checksum count that does not fit the tile, a file too short, and each run of
-/// mismatching blocks with its byte range. Takes no lock: tiles can be checked on several
-/// threads at once.
+/// mismatching blocks with the bytes of the file that hold it (from its first byte to its
+/// last: in the single-file layout the rows between hold other tiles). Takes no lock: tiles
+/// can be checked on several threads at once.
 pub fn verify_checksums(
     path: &Path,
     tile: &TileInfo,
@@ -235,14 +245,13 @@ pub fn verify_checksums(
     block: u64,
     progress: &dyn Fn(u64),
 ) -> Vec<Problem> {
-    let (Some(sums), Some(offset)) = (&tile.sums, tile.data_offset) else {
+    let (Some(sums), Some(place)) = (&tile.sums, tile.placement(elem)) else {
         return Vec::new();
     };
     let problem = |what: String, bytes: Option<(u64, u64)>| Problem {
         file: path.to_path_buf(),
-        region: tile.region.clone(),
-        what,
         bytes,
+        ..Problem::new(tile, what)
     };
     let len = tile.data_bytes(elem);
     let blocks = len.div_ceil(block.max(1));
@@ -259,41 +268,42 @@ pub fn verify_checksums(
         Err(e) => return vec![problem(format!("cannot be read ({e})"), None)],
     };
     let mut problems = Vec::new();
+    // The tile's bytes of the run of bad blocks being gathered.
     let mut bad: Option<(u64, u64)> = None;
     let flush = |bad: &mut Option<(u64, u64)>, problems: &mut Vec<Problem>| {
         if let Some((start, end)) = bad.take() {
-            let what = format!("bytes {start}..{end} do not match their checksum");
-            problems.push(problem(what, Some((start, end))));
+            let (a, b) = place.file_range(start, end);
+            let what = format!("bytes {a}..{b} do not match their checksum");
+            problems.push(problem(what, Some((a, b))));
         }
     };
-    let mut buf = vec![0u8; block.min(len) as usize];
+    let mut scratch = Vec::new();
     for (k, &sum) in sums.iter().enumerate() {
-        let at = offset + k as u64 * block;
-        let n = block.min(len - k as u64 * block) as usize;
-        if let Err(e) = file.read_exact_at(&mut buf[..n], at) {
-            flush(&mut bad, &mut problems);
-            let end = at + n as u64;
-            let what = match e.kind() {
-                std::io::ErrorKind::UnexpectedEof => {
-                    format!("ends before byte {end}, where the tile's block {k} ends")
-                }
-                _ => format!("cannot be read at bytes {at}..{end} ({e})"),
-            };
-            problems.push(problem(what, Some((at, end))));
-            return problems;
-        }
-        if block_sum(&buf[..n]) != sum {
+        let (start, end) = (k as u64 * block, len.min((k as u64 + 1) * block));
+        match block_matches(&file, &place, (len, block), k as u64, sum, &mut scratch) {
+            Ok(true) => {}
             // Neighbouring bad blocks make one range.
-            let end = at + n as u64;
-            match &mut bad {
-                Some((_, last)) if *last == at => *last = end,
+            Ok(false) => match &mut bad {
+                Some((_, last)) if *last == start => *last = end,
                 _ => {
                     flush(&mut bad, &mut problems);
-                    bad = Some((at, end));
+                    bad = Some((start, end));
                 }
+            },
+            Err(e) => {
+                flush(&mut bad, &mut problems);
+                let (at, end) = place.file_range(start, end);
+                let what = match e.kind() {
+                    std::io::ErrorKind::UnexpectedEof => {
+                        format!("ends before byte {end}, where the tile's block {k} ends")
+                    }
+                    _ => format!("cannot be read at bytes {at}..{end} ({e})"),
+                };
+                problems.push(problem(what, Some((at, end))));
+                return problems;
             }
         }
-        progress(n as u64);
+        progress(end - start);
     }
     flush(&mut bad, &mut problems);
     problems

@@ -777,8 +777,6 @@ pub(crate) mod tests {
             .collect()
     }
 
-    /// The master's per-tile records outgrow an object header (64 KiB) past about 4000 tiles:
-    /// they must go to dense attribute storage, not fail the write.
     #[test]
     fn device_tiles_are_summed_from_the_compat_path_s_pieces_or_recorded_unchecksummed() {
         use h5tile_gds::staged_write;
@@ -831,6 +829,8 @@ pub(crate) mod tests {
         staged_write(addr, &bytes); // no watch: nothing to panic in
     }
 
+    /// The master's per-tile records outgrow an object header (64 KiB) past about 4000 tiles:
+    /// they must go to dense attribute storage, not fail the write.
     #[test]
     fn a_master_records_thousands_of_tiles() {
         let d = tempfile::tempdir().unwrap();

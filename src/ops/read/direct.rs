@@ -595,7 +595,7 @@ impl DirectReader {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::super::mappings::block_mappings;
     use super::*;
     use crate::platform::device::{bytes_mut, host_bytes};
@@ -606,7 +606,7 @@ mod tests {
         write_grid_as(path, crate::ops::write::Layout::Vds)
     }
 
-    fn write_grid_as(path: &Path, layout: crate::ops::write::Layout) {
+    pub(crate) fn write_grid_as(path: &Path, layout: crate::ops::write::Layout) {
         use crate::ops::write::{write, LocalTile, WriteArgs, WriteOptions};
         let value = |i: u64, j: u64| (10 * i + j) as f64;
         let blocks = [
@@ -659,7 +659,7 @@ mod tests {
         out
     }
 
-    fn expected(want: &Tile) -> Vec<f64> {
+    pub(crate) fn expected(want: &Tile) -> Vec<f64> {
         let (h, w) = (want.shape[0], want.shape[1]);
         (0..h * w)
             .map(|k| (10 * (want.offset[0] + k / w) + want.offset[1] + k % w) as f64)

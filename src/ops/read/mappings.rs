@@ -206,8 +206,7 @@ impl BlockMapping {
         let src = (0..n)
             .map(|a| self.source_offset[a] + common.offset[a] - self.region.offset[a])
             .collect();
-        let dst = (0..n).map(|a| common.offset[a] - want.offset[a]).collect();
-        (src, dst)
+        (src, common.offset_in(want))
     }
 }
 

@@ -66,6 +66,11 @@ impl Source {
         match self {
             Source::Direct(direct) => direct.read(tile, dtype, buf, fill_missing),
             Source::Hdf5(open, checks) => {
+                if let Some(checks) = checks {
+                    if checks.read_checked(tile, dtype, buf)? {
+                        return Ok(());
+                    }
+                }
                 {
                     let _l = hdf5::lock();
                     let file_space = open.dataset.space()?;

@@ -1,15 +1,18 @@
 //! Checking the checksums the single-file layout records: there a tile's rows lie apart in
 //! the file, so a block (its bytes counted row by row within the tile) is gathered from the
-//! rows it covers, summed and compared, for every block a read touches. HDF5 reads the
-//! elements as for any contiguous dataset; this reads the touched blocks a second time.
+//! rows it covers, summed and compared, for every block a read touches. Where every element a
+//! read wants lies in checksummed tiles, stored in the type asked for, the read is delivered
+//! from those checked blocks (`read_checked`: each byte read once); elsewhere HDF5 reads the
+//! elements as for any contiguous dataset, and `check` reads the touched blocks a second time.
 
+use crate::dtype::Dtype;
 use crate::geometry::tile::Tile;
-use crate::layout::checksums::{block_sum, Recorded};
-use crate::layout::runs::tile_runs;
-use crate::layout::single::TILES_ATTRIBUTE;
+use crate::layout::checksums::{block_matches, Recorded};
+use crate::layout::placement::Placement;
+use crate::layout::runs::box_runs;
+use crate::layout::single::recorded_tiles;
 use crate::platform::hdf5::{Dataset, Storage};
 use crate::status::{Error, Result, H5TILE_ERR_CORRUPT, H5TILE_ERR_MISSING_TILE};
-use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 /// The recorded tiles of a contiguous dataset h5tile wrote, and their checksums.
@@ -23,6 +26,9 @@ pub struct TileChecks {
     data_offset: u64,
     global: Vec<u64>,
     elem: usize,
+    /// The element type, where the file stores it as h5tile's own (native) type: reads in it
+    /// can be delivered from the checked blocks.
+    raw: Option<Dtype>,
     tiles: Vec<Tile>,
     checksums: Recorded,
 }
@@ -35,19 +41,12 @@ impl TileChecks {
             return None;
         };
         let global = dset.space().ok()?.dims().ok()?;
-        let elem = dset.dtype().ok()?.size();
-        let (dims, boxes) = dset.u64_attribute(TILES_ATTRIBUTE)?;
-        let ndim = global.len();
-        if dims.len() != 3 || dims[1] != 2 || dims[2] != ndim as u64 {
-            return None;
-        }
-        let tiles: Vec<Tile> = boxes
-            .chunks_exact(2 * ndim)
-            .map(|b| Tile::new(b[..ndim].to_vec(), b[ndim..].to_vec()))
-            .collect();
-        if !tiles.iter().all(|t| t.fits_in(&global)) {
-            return None;
-        }
+        let file_type = dset.dtype().ok()?;
+        let elem = file_type.size();
+        let raw = Dtype::of_hdf5(&file_type)
+            .ok()
+            .filter(|d| d.hdf5_type().is_ok_and(|t| t.equal(&file_type)));
+        let tiles = recorded_tiles(dset, &global)?;
         let checksums = Recorded::read(dset, tiles.len())?;
         // Unreadable: HDF5 just read the dataset's header from it, so this is no record.
         let file = std::fs::File::open(path).ok()?;
@@ -58,6 +57,7 @@ impl TileChecks {
             data_offset,
             global,
             elem,
+            raw,
             tiles,
             checksums,
         })
@@ -65,51 +65,124 @@ impl TileChecks {
 
     /// Checks every recorded block `want` touches.
     pub fn check(&self, want: &Tile) -> Result<()> {
-        let cannot = |e: std::io::Error| {
-            Error::new(
-                H5TILE_ERR_MISSING_TILE,
-                format!(
-                    "cannot read '{}' to check its checksums ({e})",
-                    self.path.display()
-                ),
-            )
-        };
-        let file = &self.file;
         let block = self.checksums.block;
         let mut scratch = Vec::new();
         for (i, tile) in self.tiles.iter().enumerate() {
-            let (Some(sums), Some(common)) = (self.checksums.tile(i), want.intersection(tile))
-            else {
+            let (Some(_), Some(common)) = (self.checksums.tile(i), want.intersection(tile)) else {
                 continue;
             };
+            let sums = self.sums(i, tile)?;
             let len = tile.volume() as u64 * self.elem as u64;
-            if sums.len() as u64 != len.div_ceil(block) {
-                let why = format!("records {} checksums for its {len} bytes", sums.len());
-                return Err(self.corrupt(tile, &why));
-            }
-            let runs = tile_runs(&self.global, tile, self.elem);
+            let place = Placement::rows_of(self.data_offset, &self.global, tile, self.elem);
             for k in touched_blocks(tile, &common, self.elem as u64, block) {
-                let (start, end) = (k * block, len.min((k + 1) * block));
-                scratch.resize((end - start) as usize, 0);
-                // The rows (runs, in the tile's order) that hold bytes start..end of the tile.
-                for &(at, from, n) in &runs {
-                    let (a, b) = (from.max(start), (from + n as u64).min(end));
-                    if a < b {
-                        let into = &mut scratch[(a - start) as usize..(b - start) as usize];
-                        file.read_exact_at(into, self.data_offset + at + (a - from))
-                            .map_err(cannot)?;
-                    }
-                }
-                if block_sum(&scratch) != sums[k as usize] {
-                    let why = format!(
-                        "bytes {start}..{end} of the tile (counted row by row within it) do \
-                         not match their checksum"
-                    );
-                    return Err(self.corrupt(tile, &why));
+                let sum = sums[k as usize];
+                if !block_matches(&self.file, &place, (len, block), k, sum, &mut scratch)
+                    .map_err(|e| self.unreadable(e))?
+                {
+                    return Err(self.mismatch(tile, k, len));
                 }
             }
         }
         Ok(())
+    }
+
+    /// Tile `i`'s recorded checksums (the caller knows it has some), as many as its bytes
+    /// have blocks.
+    fn sums(&self, i: usize, tile: &Tile) -> Result<&[u64]> {
+        let sums = self.checksums.tile(i).unwrap_or_default();
+        let len = tile.volume() as u64 * self.elem as u64;
+        match sums.len() as u64 == len.div_ceil(self.checksums.block) {
+            true => Ok(sums),
+            false => {
+                let why = format!("records {} checksums for its {len} bytes", sums.len());
+                Err(self.corrupt(tile, &why))
+            }
+        }
+    }
+
+    /// Block `k` of `tile`'s `len` bytes does not match its checksum.
+    fn mismatch(&self, tile: &Tile, k: u64, len: u64) -> Error {
+        let block = self.checksums.block;
+        let (start, end) = (k * block, len.min((k + 1) * block));
+        let why = format!(
+            "bytes {start}..{end} of the tile (counted row by row within it) do not match \
+             their checksum"
+        );
+        self.corrupt(tile, &why)
+    }
+
+    fn unreadable(&self, e: std::io::Error) -> Error {
+        Error::new(
+            H5TILE_ERR_MISSING_TILE,
+            format!(
+                "cannot read '{}' to check its checksums ({e})",
+                self.path.display()
+            ),
+        )
+    }
+
+    /// Reads `want` as `dtype` into `buf` (dense, row-major) from the checked blocks: each
+    /// block the read touches is read once, checked, and its part of `want` copied out.
+    /// Returns false, having read nothing, unless every element of `want` lies in exactly one
+    /// checksummed tile and the file stores `dtype` itself; then HDF5 reads, and `check`.
+    pub fn read_checked(&self, want: &Tile, dtype: Dtype, buf: &mut [u8]) -> Result<bool> {
+        let block = self.checksums.block;
+        if self.raw != Some(dtype) || !block.is_multiple_of(self.elem as u64) {
+            return Ok(false);
+        }
+        let mut parts: Vec<(usize, Tile)> = Vec::new();
+        for (i, tile) in self.tiles.iter().enumerate() {
+            if let Some(common) = want.intersection(tile) {
+                if self.checksums.tile(i).is_none() {
+                    return Ok(false);
+                }
+                parts.push((i, common));
+            }
+        }
+        let covered: u128 = parts.iter().map(|(_, c)| c.volume()).sum();
+        let apart = |(k, (_, a)): (usize, &(usize, Tile))| {
+            parts[k + 1..]
+                .iter()
+                .all(|(_, b)| a.intersection(b).is_none())
+        };
+        if covered != want.volume() || !parts.iter().enumerate().all(apart) {
+            return Ok(false);
+        }
+        let cannot = |e: std::io::Error| self.unreadable(e);
+        let elem = self.elem;
+        let mut scratch = Vec::new();
+        for (i, common) in &parts {
+            let tile = &self.tiles[*i];
+            let sums = self.sums(*i, tile)?;
+            let len = tile.volume() as u64 * elem as u64;
+            let place = Placement::rows_of(self.data_offset, &self.global, tile, elem);
+            let (in_tile, in_want) = (common.offset_in(tile), common.offset_in(want));
+            // (byte in the tile, byte in `buf`, length), in the tile's order.
+            let runs = box_runs(
+                &tile.shape,
+                &in_tile,
+                &want.shape,
+                &in_want,
+                &common.shape,
+                elem,
+            );
+            for k in touched_blocks(tile, common, elem as u64, block) {
+                let sum = sums[k as usize];
+                if !block_matches(&self.file, &place, (len, block), k, sum, &mut scratch)
+                    .map_err(cannot)?
+                {
+                    return Err(self.mismatch(tile, k, len));
+                }
+                let (start, end) = (k * block, len.min((k + 1) * block));
+                let first = runs.partition_point(|&(s, _, n)| s + n as u64 <= start);
+                for &(s, d, n) in runs[first..].iter().take_while(|r| r.0 < end) {
+                    let (a, b) = (s.max(start), (s + n as u64).min(end));
+                    let to = (d + (a - s)) as usize..(d + (b - s)) as usize;
+                    buf[to].copy_from_slice(&scratch[(a - start) as usize..(b - start) as usize]);
+                }
+            }
+        }
+        Ok(true)
     }
 
     fn corrupt(&self, tile: &Tile, why: &str) -> Error {
@@ -146,6 +219,56 @@ fn touched_blocks(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::FileExt;
+
+    #[test]
+    fn reads_the_checksummed_tiles_cover_come_from_the_checked_blocks() {
+        use crate::ops::read::direct::tests::{expected, write_grid_as};
+        use crate::platform::device::bytes_mut;
+        use crate::platform::hdf5::{self, File};
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("grid.h5");
+        // 6 x 5 float64 in four tiles (2 x 2), element (i, j) = 10 i + j.
+        write_grid_as(&path, crate::ops::write::Layout::Single);
+        let checks = {
+            let _l = hdf5::lock();
+            let file = File::open_read(&path).unwrap();
+            let dset = Dataset::open(&file, "/g").unwrap();
+            TileChecks::read(&path, "/g", &dset).expect("a record")
+        };
+        // Every box of the grid: within a tile, across tiles, single elements, the whole.
+        for (r, c) in (0..6).flat_map(|r| (0..5).map(move |c| (r, c))) {
+            for (h, w) in (1..=6 - r).flat_map(|h| (1..=5 - c).map(move |w| (h, w))) {
+                let want = Tile::new(vec![r, c], vec![h, w]);
+                let mut out = vec![f64::NAN; want.volume() as usize];
+                let done = checks.read_checked(&want, Dtype::Float64, bytes_mut(&mut out));
+                assert!(done.unwrap(), "{want}: delivered from the blocks");
+                assert_eq!(out, expected(&want), "{want}");
+            }
+        }
+        // Another type is left to HDF5, which converts.
+        let whole = Tile::new(vec![0, 0], vec![6, 5]);
+        let mut out = vec![0f32; 30];
+        let converted = checks.read_checked(&whole, Dtype::Float32, bytes_mut(&mut out));
+        assert!(!converted.unwrap());
+        // A flipped bit in tile [3:6, 2:5] (its element (4, 3)): reads touching it fail naming
+        // it, the others still come whole.
+        let at = checks.data_offset + (4 * 5 + 3) * 8;
+        let file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+        file.write_all_at(&[0x55], at).unwrap();
+        let mut out = vec![0f64; 30];
+        let e = checks
+            .read_checked(&whole, Dtype::Float64, bytes_mut(&mut out))
+            .unwrap_err();
+        assert_eq!(e.status, H5TILE_ERR_CORRUPT, "{}", e.message);
+        assert!(e.message.contains("tile [3:6, 2:5]"), "{}", e.message);
+        let top = Tile::new(vec![0, 0], vec![3, 5]);
+        let mut out = vec![0f64; 15];
+        assert!(checks
+            .read_checked(&top, Dtype::Float64, bytes_mut(&mut out))
+            .unwrap());
+        assert_eq!(out, expected(&top));
+    }
 
     #[test]
     fn the_blocks_a_box_touches_run_from_its_first_to_its_last_element() {

@@ -2,7 +2,8 @@
 //! (hard, soft, external) and made again, objects copied whole by `H5Ocopy`, groups made with
 //! their creation properties, attributes copied one by one (some left out), and the stand-in
 //! for a virtual dataset: a contiguous dataset of its type, shape and fill value, written box
-//! by box.
+//! by box. Named datatypes are copied first, once each (`NamedTypes`): whatever used one in
+//! the source uses its copy.
 
 use super::handle::Object;
 use super::relocate::{
@@ -11,24 +12,29 @@ use super::relocate::{
 use super::{check, cstr, Attribute, Dataset, File, ObjectKind, Plist, Space, Type};
 use crate::status::Result;
 use hdf5_sys::h5::{herr_t, hsize_t, H5_index_t, H5_iter_order_t};
-use hdf5_sys::h5a::{H5Aget_type, H5Aopen};
-use hdf5_sys::h5d::{H5D_fill_time_t, H5D_layout_t, H5Dcreate2};
+use hdf5_sys::h5a::{
+    H5Acreate2, H5Aget_create_plist, H5Aget_space, H5Aget_type, H5Aopen, H5Aread, H5Awrite,
+};
+use hdf5_sys::h5d::{H5D_fill_time_t, H5D_layout_t, H5Dcreate2, H5Dget_type};
 use hdf5_sys::h5f::{H5F_libver_t, H5F_LIBVER_LATEST};
 use hdf5_sys::h5g::{H5Gcreate2, H5Gget_create_plist};
-use hdf5_sys::h5i::hid_t;
+use hdf5_sys::h5i::{hid_t, H5I_type_t, H5Iget_type};
 use hdf5_sys::h5l::{
-    H5L_info2_t, H5L_type_t, H5Lcreate_external, H5Lcreate_hard, H5Lcreate_soft, H5Lget_val,
-    H5Literate2, H5Lunpack_elink_val,
+    H5L_info2_t, H5L_type_t, H5Lcreate_external, H5Lcreate_hard, H5Lcreate_soft, H5Lexists,
+    H5Lget_val, H5Literate2, H5Lunpack_elink_val,
 };
 use hdf5_sys::h5o::{
-    H5O_info2_t, H5O_type_t, H5Ocopy, H5Oget_info_by_name3, H5Oopen, H5O_INFO_BASIC,
+    H5O_info2_t, H5O_mcdt_search_ret_t, H5O_type_t, H5Ocopy, H5Oget_info3, H5Oget_info_by_name3,
+    H5Oopen, H5Ovisit3, H5O_COPY_MERGE_COMMITTED_DTYPE_FLAG, H5O_COPY_WITHOUT_ATTR_FLAG,
+    H5O_INFO_BASIC,
 };
 use hdf5_sys::h5p::*;
 use hdf5_sys::h5s::{H5S_class_t, H5Scopy, H5Sget_simple_extent_type, H5Sset_extent_simple};
 use hdf5_sys::h5t::{
-    H5T_class_t, H5T_cset_t, H5T_direction_t, H5Tcopy, H5Tdetect_class, H5Tget_native_type,
-    H5Treclaim,
+    H5T_class_t, H5T_cset_t, H5T_direction_t, H5Tcommitted, H5Tcopy, H5Tdetect_class,
+    H5Tget_native_type, H5Topen2, H5Treclaim,
 };
+use std::collections::HashMap;
 use std::ffi::{c_char, c_void, CStr};
 use std::path::Path;
 
@@ -57,6 +63,86 @@ pub struct Link {
     pub target: LinkTarget,
     /// The name is UTF-8 (else ASCII): its copy says so too.
     utf8: bool,
+}
+
+/// The named datatypes of a source file, copied into the destination ahead of everything else,
+/// each once, into a temporary group of its root: an object copied or made later that uses one
+/// (as its type or an attribute's) uses that copy, which takes the named datatype's own names
+/// as the copy reaches them (`File::make_link`). `remove` takes the temporary group away.
+#[derive(Debug, Default)]
+pub struct NamedTypes {
+    /// The temporary group's path; None when the source has no named datatypes.
+    group: Option<String>,
+    /// Where the copy of each named datatype of the source (by its key there) is.
+    copies: HashMap<ObjectKey, String>,
+}
+
+impl NamedTypes {
+    /// The path in the destination of the copy of the source's named datatype `key`.
+    pub fn copy_of(&self, key: &ObjectKey) -> Option<&str> {
+        self.copies.get(key).map(String::as_str)
+    }
+
+    /// Removes the temporary group from `dst`: the copies linked under their own names stay.
+    pub fn remove(&self, dst: &File) -> Result<()> {
+        match &self.group {
+            Some(group) => dst.unlink(group),
+            None => Ok(()),
+        }
+    }
+
+    /// Object copy properties: attributes are left out (`File::copy_attributes` copies them),
+    /// and an object whose type is the source's named datatype `used` uses its copy, matched
+    /// with that copy alone (never with an equal type found elsewhere in the destination,
+    /// which may be another named datatype).
+    fn copy_properties(&self, used: Option<&ObjectKey>) -> Result<Plist> {
+        unsafe extern "C" fn search_no_further(_data: *mut c_void) -> H5O_mcdt_search_ret_t {
+            H5O_mcdt_search_ret_t::H5O_MCDT_SEARCH_STOP
+        }
+        let what = || "cannot set the object copy properties".to_string();
+        let ocpypl = Plist::create(*H5P_CLS_OBJECT_COPY)?;
+        let copy = used.and_then(|k| self.copy_of(k));
+        let flags = match copy {
+            Some(_) => H5O_COPY_WITHOUT_ATTR_FLAG | H5O_COPY_MERGE_COMMITTED_DTYPE_FLAG,
+            None => H5O_COPY_WITHOUT_ATTR_FLAG,
+        };
+        check(unsafe { H5Pset_copy_object(ocpypl.id(), flags) }, what)?;
+        if let Some(copy) = copy {
+            let c = cstr(copy);
+            let (id, none) = (ocpypl.id(), std::ptr::null_mut());
+            check(
+                unsafe { H5Padd_merge_committed_dtype_path(id, c.as_ptr()) },
+                what,
+            )?;
+            check(
+                unsafe { H5Pset_mcdt_search_cb(id, Some(search_no_further), none) },
+                what,
+            )?;
+        }
+        Ok(ocpypl)
+    }
+}
+
+/// The key of the object `info` describes.
+fn key_of(info: &H5O_info2_t) -> ObjectKey {
+    // SAFETY: a token is 16 opaque bytes (H5O_MAX_TOKEN_SIZE); the size is checked here.
+    let token: [u8; 16] = unsafe { std::mem::transmute(info.token) };
+    ObjectKey(token)
+}
+
+/// The key of the named datatype `dtype` is (one of a file's, or a dataset's or attribute's
+/// type that is one); None for any other type.
+fn named_type_key(dtype: &Type) -> Result<Option<ObjectKey>> {
+    let what = || "cannot tell whether a datatype is a named datatype".to_string();
+    if check(unsafe { H5Tcommitted(dtype.id()) }, what)? == 0 {
+        return Ok(None);
+    }
+    let mut info: H5O_info2_t = unsafe { std::mem::zeroed() };
+    check(
+        unsafe { H5Oget_info3(dtype.id(), &mut info, H5O_INFO_BASIC) },
+        what,
+    )?;
+    Ok(Some(key_of(&info)))
 }
 
 /// Link creation properties: intermediate groups are not made (a copy makes them first), the
@@ -144,9 +230,94 @@ impl File {
             H5O_type_t::H5O_TYPE_NAMED_DATATYPE => ObjectKind::NamedType,
             _ => ObjectKind::Other,
         };
-        // SAFETY: a token is 16 opaque bytes (H5O_MAX_TOKEN_SIZE); the size is checked here.
-        let token: [u8; 16] = unsafe { std::mem::transmute(info.token) };
-        Ok((kind, ObjectKey(token)))
+        Ok((kind, key_of(&info)))
+    }
+
+    /// Copies every named datatype of this file (each once, however many names it has) into
+    /// `dst`, in a temporary group of its root with a name no link of this file's root has:
+    /// see `NamedTypes`.
+    pub fn copy_named_types(&self, dst: &File) -> Result<NamedTypes> {
+        extern "C" fn collect(
+            _obj: hid_t,
+            name: *const c_char,
+            info: *const H5O_info2_t,
+            data: *mut c_void,
+        ) -> herr_t {
+            // SAFETY: HDF5 passes the info and name of the object visited, and our `data`.
+            let (info, found) = unsafe { (&*info, &mut *(data as *mut Vec<(String, ObjectKey)>)) };
+            if info.type_ == H5O_type_t::H5O_TYPE_NAMED_DATATYPE && !name.is_null() {
+                let name = unsafe { CStr::from_ptr(name) }.to_string_lossy();
+                found.push((format!("/{name}"), key_of(info)));
+            }
+            0
+        }
+        let _l = super::lock();
+        let mut found: Vec<(String, ObjectKey)> = Vec::new();
+        let visited = unsafe {
+            H5Ovisit3(
+                self.id(),
+                H5_index_t::H5_INDEX_NAME,
+                H5_iter_order_t::H5_ITER_INC,
+                Some(collect),
+                &mut found as *mut Vec<(String, ObjectKey)> as *mut c_void,
+                H5O_INFO_BASIC,
+            )
+        };
+        check(visited, || "cannot list the named datatypes".into())?;
+        if found.is_empty() {
+            return Ok(NamedTypes::default());
+        }
+        let mut group = "/.h5tile_pack_named_types".to_string();
+        while self.has_link(&group)? {
+            group.push('_');
+        }
+        let what = || format!("cannot create the temporary group '{group}'");
+        let c = cstr(&group);
+        let (d, p) = (H5P_DEFAULT, H5P_DEFAULT);
+        Object::from_id(unsafe { H5Gcreate2(dst.id(), c.as_ptr(), d, p, p) }, what)?;
+        let mut copies = HashMap::new();
+        for (k, (path, key)) in found.into_iter().enumerate() {
+            let to = format!("{group}/{k}");
+            let (from, c) = (cstr(&path), cstr(&to));
+            check(
+                unsafe { H5Ocopy(self.id(), from.as_ptr(), dst.id(), c.as_ptr(), d, d) },
+                || format!("cannot copy the named datatype '{path}'"),
+            )?;
+            copies.insert(key, to);
+        }
+        Ok(NamedTypes {
+            group: Some(group),
+            copies,
+        })
+    }
+
+    /// Opens the named datatype at `path`.
+    fn open_type(&self, path: &str) -> Result<Type> {
+        let _l = super::lock();
+        let c = cstr(path);
+        let id = unsafe { H5Topen2(self.id(), c.as_ptr(), H5P_DEFAULT) };
+        Type::from_id(id, || format!("cannot open the named datatype '{path}'"))
+    }
+
+    /// Whether this file has a link at `path` (its groups on the way there).
+    fn has_link(&self, path: &str) -> Result<bool> {
+        let _l = super::lock();
+        let c = cstr(path);
+        let found = unsafe { H5Lexists(self.id(), c.as_ptr(), H5P_DEFAULT) };
+        check(found, || format!("cannot look for '{path}'")).map(|f| f > 0)
+    }
+
+    /// The named datatype that object `name` (a dataset) is of; None for any other object.
+    fn named_type_of(&self, name: &str) -> Result<Option<ObjectKey>> {
+        let _l = super::lock();
+        let object = self.object(name)?;
+        if unsafe { H5Iget_type(object.id()) } != H5I_type_t::H5I_DATASET {
+            return Ok(None);
+        }
+        let dtype = Type::from_id(unsafe { H5Dget_type(object.id()) }, || {
+            format!("cannot read the datatype of '{name}'")
+        })?;
+        named_type_key(&dtype)
     }
 
     /// The links of group `group`, in creation order where the group tracks it, else in name
@@ -264,11 +435,14 @@ impl File {
     }
 
     /// Copies the object `link` leads to in this file into `dst` under the same path, whole
-    /// (`H5Ocopy`: data, attributes, and what a group holds).
-    pub fn copy_object(&self, link: &Link, dst: &File) -> Result<()> {
+    /// but for its attributes (`H5Ocopy`: data, creation properties, and what a group holds;
+    /// `copy_attributes` copies the attributes), of the copy in `types` of its named datatype
+    /// where it has one.
+    pub fn copy_object(&self, link: &Link, dst: &File, types: &NamedTypes) -> Result<()> {
         let _l = super::lock();
         let c = cstr(&link.path);
-        let ocpypl = Plist::create(*H5P_CLS_OBJECT_COPY)?;
+        let used = self.named_type_of(&link.path)?;
+        let ocpypl = types.copy_properties(used.as_ref())?;
         let lcpl = link_create(Some(link))?;
         check(
             unsafe {
@@ -340,14 +514,15 @@ impl File {
     }
 
     /// Copies the attributes of object `name` of this file that `keep` accepts (by name) to
-    /// object `name` of `dst`, in creation order where it is tracked. Attributes holding
-    /// object or region references are not copied (they would point into this file): their
-    /// names are returned.
+    /// object `name` of `dst`, in creation order where it is tracked; one whose type is a named
+    /// datatype is of its copy in `types`. Attributes holding object or region references are
+    /// not copied (they would point into this file): their names are returned.
     pub fn copy_attributes(
         &self,
         name: &str,
         dst: &File,
         keep: &dyn Fn(&str) -> bool,
+        types: &NamedTypes,
     ) -> Result<Vec<String>> {
         let _l = super::lock();
         let (from, to) = (self.object(name)?, dst.object(name)?);
@@ -367,8 +542,14 @@ impl File {
                 skipped.push(attribute);
                 continue;
             }
-            copy_attribute(from.id(), to.id(), &attribute)
-                .map_err(|e| e.context(&format!("object '{name}'")))?;
+            let named = named_type_key(&dtype)?;
+            let copied = match named.as_ref().and_then(|k| types.copy_of(k)) {
+                Some(at) => dst
+                    .open_type(at)
+                    .and_then(|t| copy_attribute_as(from.id(), to.id(), &attribute, &t)),
+                None => copy_attribute(from.id(), to.id(), &attribute),
+            };
+            copied.map_err(|e| e.context(&format!("object '{name}'")))?;
         }
         Ok(skipped)
     }
@@ -385,15 +566,25 @@ impl File {
     }
 
     /// Creates, in this file at `link`'s path, the contiguous stand-in for dataset `src`
-    /// (virtual, or any other): its type (a private copy when it is a named datatype of
-    /// another file), its extent (with no room to grow: contiguous storage cannot), the fill
-    /// value its writer set, and its attribute order tracking. Its storage is never filled:
-    /// every element is to be written.
-    pub fn create_contiguous_like(&self, link: &Link, src: &Dataset) -> Result<Dataset> {
+    /// (virtual, or any other): its type (the copy in `types` of its named datatype, where it
+    /// has one; else a private copy), its extent (with no room to grow: contiguous storage
+    /// cannot), the fill value its writer set, and its attribute order tracking. Its storage
+    /// is never filled: every element is to be written.
+    pub fn create_contiguous_like(
+        &self,
+        link: &Link,
+        src: &Dataset,
+        types: &NamedTypes,
+    ) -> Result<Dataset> {
         let _l = super::lock();
         let name = &link.path;
         let what = || format!("cannot create dataset '{name}'");
-        let dtype = Type::from_id(unsafe { H5Tcopy(src.dtype()?.id()) }, what)?;
+        let stored = src.dtype()?;
+        let named = named_type_key(&stored)?;
+        let dtype = match named.as_ref().and_then(|k| types.copy_of(k)) {
+            Some(at) => self.open_type(at)?,
+            None => Type::from_id(unsafe { H5Tcopy(stored.id()) }, what)?,
+        };
         let space = Space::from_id(unsafe { H5Scopy(src.space()?.id()) }, what)?;
         if unsafe { H5Sget_simple_extent_type(space.id()) } == H5S_class_t::H5S_SIMPLE {
             let dims = space.dims()?;
@@ -527,6 +718,32 @@ impl Dataset {
     }
 }
 
+/// Copies attribute `name` of the object `from` to the object `to` as `copy_attribute` does,
+/// but of type `dtype`: the copy, in `to`'s file, of the named datatype it is of.
+fn copy_attribute_as(from: hid_t, to: hid_t, name: &str, dtype: &Type) -> Result<()> {
+    let what = || format!("cannot copy attribute '{name}'");
+    let c = cstr(name);
+    let attr = Attribute::from_id(unsafe { H5Aopen(from, c.as_ptr(), H5P_DEFAULT) }, what)?;
+    let acpl = Plist::from_id(unsafe { H5Aget_create_plist(attr.id()) }, what)?;
+    let stored = Type::from_id(unsafe { H5Aget_type(attr.id()) }, what)?;
+    let space = Space::from_id(unsafe { H5Aget_space(attr.id()) }, what)?;
+    let mut value = vec![0u8; space.points()? as usize * stored.size()];
+    let buf = value.as_mut_ptr().cast::<c_void>();
+    check(unsafe { H5Aread(attr.id(), stored.id(), buf) }, what)?;
+    let (t, s, a) = (dtype.id(), space.id(), acpl.id());
+    let copy = Attribute::from_id(
+        unsafe { H5Acreate2(to, c.as_ptr(), t, s, a, H5P_DEFAULT) },
+        what,
+    );
+    let written = copy
+        .and_then(|copy| check(unsafe { H5Awrite(copy.id(), stored.id(), buf) }, what).map(|_| ()));
+    // Variable-length parts were allocated by HDF5 when read (nothing to free otherwise).
+    if unsafe { H5Treclaim(stored.id(), space.id(), H5P_DEFAULT, buf) } < 0 {
+        super::take_error_stack();
+    }
+    written
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -583,9 +800,10 @@ mod tests {
         let dst = File::create_for_copy(&b, &src).unwrap();
         dst.create_group_like(&root[1], &src).unwrap();
         let x = Dataset::open(&src, "/g/x").unwrap();
-        let out = dst.create_contiguous_like(&g[0], &x).unwrap();
+        let types = NamedTypes::default();
+        let out = dst.create_contiguous_like(&g[0], &x, &types).unwrap();
         let skipped = src
-            .copy_attributes("/g/x", &dst, &|n| !n.starts_with("h5tile_"))
+            .copy_attributes("/g/x", &dst, &|n| !n.starts_with("h5tile_"), &types)
             .unwrap();
         assert!(skipped.is_empty());
         let first: Vec<u8> = values[..6].iter().flat_map(|v| v.to_ne_bytes()).collect();

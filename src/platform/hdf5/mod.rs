@@ -12,7 +12,7 @@ mod relocate;
 mod types;
 
 #[cfg(any(test, feature = "internals"))]
-pub use copy::{Link, LinkTarget, ObjectKey};
+pub use copy::{Link, LinkTarget, NamedTypes, ObjectKey};
 pub use handle::{is_hdf5, Attribute, Dataset, File, ObjectKind, Plist, Space, Storage, Type};
 
 use crate::status::{

@@ -1,0 +1,104 @@
+//! Where a tile's bytes lie in their file, and reading a range of them in the tile's own order
+//! (the order its checksums count them in): one run (a tile file, a subfile's dataset), or
+//! the tile's rows within a contiguous dataset (the single-file layout), where a checksum
+//! block is gathered from the rows it covers.
+
+use super::runs::tile_runs;
+use crate::geometry::tile::Tile;
+use std::fs::File;
+use std::io;
+use std::os::unix::fs::FileExt;
+
+/// Where a tile's bytes are in the file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Placement {
+    /// One run from this byte (the tools check tile files and subfiles so).
+    #[cfg_attr(not(any(test, feature = "internals")), allow(dead_code))]
+    Run(u64),
+    /// Rows: (byte in the file, byte in the tile, length), in the tile's order.
+    Rows(Vec<(u64, u64, usize)>),
+}
+
+impl Placement {
+    /// `tile`'s rows within a contiguous row-major dataset of shape `global` whose data start
+    /// at byte `data_offset`, elements of `elem` bytes.
+    pub fn rows_of(data_offset: u64, global: &[u64], tile: &Tile, elem: usize) -> Placement {
+        let rows = tile_runs(global, tile, elem)
+            .into_iter()
+            .map(|(at, from, n)| (data_offset + at, from, n))
+            .collect();
+        Placement::Rows(rows)
+    }
+
+    /// Reads the tile's bytes `start..start + buf.len()` from `file` into `buf`.
+    pub fn read(&self, file: &File, start: u64, buf: &mut [u8]) -> io::Result<()> {
+        match self {
+            Placement::Run(at) => file.read_exact_at(buf, at + start),
+            Placement::Rows(rows) => {
+                let end = start + buf.len() as u64;
+                // The first row that ends past `start`: rows are in the tile's order.
+                let first = rows.partition_point(|&(_, from, n)| from + n as u64 <= start);
+                for &(at, from, n) in &rows[first..] {
+                    if from >= end {
+                        break;
+                    }
+                    let (a, b) = (from.max(start), (from + n as u64).min(end));
+                    let into = &mut buf[(a - start) as usize..(b - start) as usize];
+                    file.read_exact_at(into, at + (a - from))?;
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// The bytes of the file that hold the tile's bytes `start..end`, from the first to the
+    /// last (rows between them may hold other tiles' bytes), as the tools report them.
+    #[cfg_attr(not(any(test, feature = "internals")), allow(dead_code))]
+    pub fn file_range(&self, start: u64, end: u64) -> (u64, u64) {
+        match self {
+            Placement::Run(at) => (at + start, at + end),
+            Placement::Rows(rows) => {
+                let byte = |k: u64| {
+                    let i = rows.partition_point(|&(_, from, n)| from + n as u64 <= k);
+                    rows.get(i).map_or(0, |&(at, from, _)| at + (k - from))
+                };
+                (byte(start), byte(end.saturating_sub(1)) + 1)
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rows_give_the_tile_s_bytes_in_its_own_order_from_anywhere() {
+        // A 6 x 5 dataset of 2-byte elements from byte 100; the tile is rows 1..4, columns 1..4.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("f");
+        let file_bytes: Vec<u8> = (0..100 + 60).map(|i| (i % 251) as u8).collect();
+        std::fs::write(&path, &file_bytes).unwrap();
+        let file = File::open(&path).unwrap();
+        let tile = Tile::new(vec![1, 1], vec![3, 3]);
+        let place = Placement::rows_of(100, &[6, 5], &tile, 2);
+        let mut whole = Vec::new();
+        for r in 1..4 {
+            let at = 100 + (r * 5 + 1) * 2;
+            whole.extend_from_slice(&file_bytes[at..at + 6]);
+        }
+        for start in 0..whole.len() {
+            for end in start..=whole.len() {
+                let mut got = vec![0u8; end - start];
+                place.read(&file, start as u64, &mut got).unwrap();
+                assert_eq!(got, whole[start..end], "bytes {start}..{end}");
+            }
+        }
+        // Tile bytes 4..8 lie in the first row's last two bytes and the second row's first two.
+        assert_eq!(place.file_range(4, 8), (100 + 12 + 4, 100 + 22 + 2));
+        assert_eq!(Placement::Run(7).file_range(4, 8), (11, 15));
+        let mut past = vec![0u8; 4];
+        let short = Placement::Run(158).read(&file, 0, &mut past).unwrap_err();
+        assert_eq!(short.kind(), io::ErrorKind::UnexpectedEof);
+    }
+}
