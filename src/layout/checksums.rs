@@ -17,7 +17,6 @@
 //!   (uint64, tiles; `NONE` where nothing was recorded): see `extremes`.
 
 use super::extremes::{Accumulator, Extremes};
-use super::placement::Placement;
 use crate::dtype::Dtype;
 use crate::platform::hdf5::Dataset;
 use crate::status::Result;
@@ -38,22 +37,6 @@ pub(crate) const NONE: u64 = u64::MAX;
 /// The checksum of one block.
 pub fn block_sum(bytes: &[u8]) -> u64 {
     twox_hash::XxHash3_64::oneshot(bytes)
-}
-
-/// Reads block `k` (of `block` bytes, the last one shorter) of a tile's `len` bytes, placed in
-/// `file` as `place` says, into `scratch`, and says whether it matches `sum`.
-pub fn block_matches(
-    file: &std::fs::File,
-    place: &Placement,
-    (len, block): (u64, u64),
-    k: u64,
-    sum: u64,
-    scratch: &mut Vec<u8>,
-) -> std::io::Result<bool> {
-    let start = k * block;
-    scratch.resize(block.min(len - start) as usize, 0);
-    place.read(file, start, scratch)?;
-    Ok(block_sum(scratch) == sum)
 }
 
 /// The checksum of one block given in pieces: `block_sum` of the pieces joined.

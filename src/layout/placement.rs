@@ -30,25 +30,36 @@ impl Placement {
         Placement::Rows(rows)
     }
 
-    /// Reads the tile's bytes `start..start + buf.len()` from `file` into `buf`.
-    pub fn read(&self, file: &File, start: u64, buf: &mut [u8]) -> io::Result<()> {
+    /// The runs of the file, (first byte, length) in the tile's order, that hold the tile's
+    /// bytes `start..end`.
+    pub fn ranges(&self, start: u64, end: u64) -> Vec<(u64, usize)> {
         match self {
-            Placement::Run(at) => file.read_exact_at(buf, at + start),
+            Placement::Run(at) => vec![(at + start, (end - start) as usize)],
             Placement::Rows(rows) => {
-                let end = start + buf.len() as u64;
                 // The first row that ends past `start`: rows are in the tile's order.
                 let first = rows.partition_point(|&(_, from, n)| from + n as u64 <= start);
-                for &(at, from, n) in &rows[first..] {
-                    if from >= end {
-                        break;
-                    }
-                    let (a, b) = (from.max(start), (from + n as u64).min(end));
-                    let into = &mut buf[(a - start) as usize..(b - start) as usize];
-                    file.read_exact_at(into, at + (a - from))?;
-                }
-                Ok(())
+                rows[first..]
+                    .iter()
+                    .take_while(|&&(_, from, _)| from < end)
+                    .map(|&(at, from, n)| {
+                        let (a, b) = (from.max(start), (from + n as u64).min(end));
+                        (at + (a - from), (b - a) as usize)
+                    })
+                    .collect()
             }
         }
+    }
+
+    /// Reads the tile's bytes `start..start + buf.len()` from `file` into `buf` (as the tools
+    /// check a tile's blocks).
+    #[cfg_attr(not(any(test, feature = "internals")), allow(dead_code))]
+    pub fn read(&self, file: &File, start: u64, buf: &mut [u8]) -> io::Result<()> {
+        let mut done = 0;
+        for (at, n) in self.ranges(start, start + buf.len() as u64) {
+            file.read_exact_at(&mut buf[done..done + n], at)?;
+            done += n;
+        }
+        Ok(())
     }
 
     /// The bytes of the file that hold the tile's bytes `start..end`, from the first to the

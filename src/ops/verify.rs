@@ -6,7 +6,8 @@
 
 use super::inspect::{DatasetInfo, TileInfo, VirtualInfo};
 use crate::geometry::tile::Tile;
-use crate::layout::checksums::block_matches;
+use crate::layout::checksums::block_sum;
+use crate::layout::placement::Placement;
 use crate::layout::subfile_generation;
 use crate::layout::subfiles::check_stamp;
 use crate::platform::hdf5::{self, Dataset, File};
@@ -307,4 +308,20 @@ pub fn verify_checksums(
     }
     flush(&mut bad, &mut problems);
     problems
+}
+
+/// Reads block `k` (of `block` bytes, the last one shorter) of a tile's `len` bytes, placed in
+/// `file` as `place` says, into `scratch`, and says whether it matches `sum`.
+fn block_matches(
+    file: &std::fs::File,
+    place: &Placement,
+    (len, block): (u64, u64),
+    k: u64,
+    sum: u64,
+    scratch: &mut Vec<u8>,
+) -> std::io::Result<bool> {
+    let start = k * block;
+    scratch.resize(block.min(len - start) as usize, 0);
+    place.read(file, start, scratch)?;
+    Ok(block_sum(scratch) == sum)
 }

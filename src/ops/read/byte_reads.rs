@@ -4,7 +4,7 @@
 //! are shared among `io_threads()` workers, so a chunk made of many short rows reads as fast
 //! as one long run.
 
-use crate::layout::checksums::block_sum;
+use crate::layout::checksums::BlockSum;
 use crate::platform::device::io_threads;
 use std::fs::File;
 use std::io;
@@ -33,16 +33,27 @@ enum Run {
         row: usize,
         dsts: Vec<usize>,
     },
-    /// One checksummed block, read whole and summed while still in the cache, compared with
-    /// `sum`, and its `parts` delivered: straight into the buffer when one part is the whole
-    /// block, else through scratch. No parts: the block is only checked (HDF5 reads it).
+    /// One checksummed block of `len` bytes, lying in the file as `ranges` (one run, or a
+    /// tile's rows in the single-file layout), read whole and summed piece by piece while
+    /// still in the cache, compared with `sum`, and its `parts` delivered: a range that lies
+    /// within one part is read straight into its place, the others through scratch. No parts:
+    /// the block is only checked (HDF5 reads it). `label` names it in a `Mismatch`.
     Verified {
         file: usize,
-        at: u64,
+        ranges: Vec<(u64, usize)>,
         len: usize,
         sum: u64,
         parts: Vec<Part>,
+        label: BlockLabel,
     },
+}
+
+/// Which block a checked run is, for its caller's error: the caller's number for the tile and
+/// the block's bytes within the tile.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct BlockLabel {
+    pub tile: usize,
+    pub in_tile: (u64, u64),
 }
 
 impl Run {
@@ -62,15 +73,19 @@ pub(crate) type Part = (usize, usize, usize);
 /// caller to name the tile (`io::Error::get_ref` downcast).
 #[derive(Debug)]
 pub(crate) struct Mismatch {
-    /// The block's first byte in the file and its length.
+    /// The bytes of the file holding the block, from its first to its last.
     pub at: u64,
-    pub len: usize,
+    pub end: u64,
+    pub label: BlockLabel,
 }
 
 impl std::fmt::Display for Mismatch {
     fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        let end = self.at + self.len as u64;
-        write!(f, "bytes {}..{} do not match their checksum", self.at, end)
+        write!(
+            f,
+            "bytes {}..{} do not match their checksum",
+            self.at, self.end
+        )
     }
 }
 
@@ -139,18 +154,28 @@ impl ByteReads {
         });
     }
 
-    /// The block of `len` bytes at `at` of `file`, checked against `sum`, with `parts` of it
-    /// to the buffer.
-    pub fn verified(&mut self, file: usize, at: u64, len: usize, sum: u64, parts: Vec<Part>) {
+    /// The block lying at `ranges` of `file`, checked against `sum`, with `parts` of it (in
+    /// the block's order) to the buffer; `label` names it if it does not match.
+    pub fn verified(
+        &mut self,
+        file: usize,
+        ranges: Vec<(u64, usize)>,
+        sum: u64,
+        parts: Vec<Part>,
+        label: BlockLabel,
+    ) {
+        let len = ranges.iter().map(|r| r.1).sum();
         debug_assert!(parts
             .iter()
             .all(|&(o, d, n)| o + n <= len && d + n <= self.total));
+        debug_assert!(parts.windows(2).all(|w| w[0].0 + w[0].2 <= w[1].0));
         self.runs.push(Run::Verified {
             file,
-            at,
+            ranges,
             len,
             sum,
             parts,
+            label,
         });
     }
 
@@ -241,10 +266,13 @@ impl ByteReads {
                     pieces.push((*file, run, *at, ranges));
                 }
                 Run::Verified {
-                    file, at, parts, ..
+                    file,
+                    ranges: at,
+                    parts,
+                    ..
                 } => {
                     let ranges = parts.iter().map(|&(_, d, n)| (d, n)).collect();
-                    pieces.push((*file, run, *at, ranges));
+                    pieces.push((*file, run, at.first().map_or(0, |r| r.0), ranges));
                 }
             }
         }
@@ -327,31 +355,57 @@ impl ByteReads {
             }
             Run::Verified {
                 file,
+                ranges,
                 len,
                 sum,
                 parts,
-                ..
+                label,
             } => {
                 let file = &self.files[*file].0;
                 let mut dsts = dsts;
-                let whole = matches!(parts[..], [(0, _, n)] if n == *len);
-                let got = match whole {
-                    true => {
-                        file.read_exact_at(dsts[0], at)?;
-                        block_sum(dsts[0])
-                    }
-                    false => {
-                        scratch.resize(*len, 0);
-                        file.read_exact_at(scratch, at)?;
-                        for (out, &(from, _, n)) in dsts.iter_mut().zip(parts) {
-                            out.copy_from_slice(&scratch[from..from + n]);
+                let mut summed = BlockSum::new();
+                // Block bytes (offset, length) read into scratch rather than into place.
+                let mut staged: Vec<(usize, usize)> = Vec::new();
+                let mut o = 0;
+                for &(at, n) in ranges {
+                    let p = parts.partition_point(|&(from, _, m)| from + m <= o);
+                    let into = match parts.get(p) {
+                        Some(&(from, _, m)) if from <= o && o + n <= from + m => {
+                            &mut dsts[p][o - from..o - from + n]
                         }
-                        block_sum(scratch)
+                        _ => {
+                            scratch.resize(*len, 0);
+                            staged.push((o, n));
+                            &mut scratch[o..o + n]
+                        }
+                    };
+                    file.read_exact_at(into, at)?;
+                    summed.add(into);
+                    o += n;
+                }
+                // What of the parts went through scratch goes to its place: both lists are in
+                // the block's order.
+                let mut j = 0;
+                for &(s, n) in &staged {
+                    while j < parts.len() && parts[j].0 + parts[j].2 <= s {
+                        j += 1;
                     }
-                };
-                match got == *sum {
+                    let mut k = j;
+                    while k < parts.len() && parts[k].0 < s + n {
+                        let (from, _, m) = parts[k];
+                        let (a, b) = (from.max(s), (from + m).min(s + n));
+                        dsts[k][a - from..b - from].copy_from_slice(&scratch[a..b]);
+                        k += 1;
+                    }
+                }
+                match summed.finish() == *sum {
                     true => Ok(()),
-                    false => Err(io::Error::other(Mismatch { at, len: *len })),
+                    false => {
+                        let first = ranges.first().map_or(0, |r| r.0);
+                        let end = ranges.last().map_or(0, |r| r.0 + r.1 as u64);
+                        let (at, label) = (first, *label);
+                        Err(io::Error::other(Mismatch { at, end, label }))
+                    }
                 }
             }
         }
@@ -413,6 +467,49 @@ mod tests {
         assert_eq!(&buf[16 << 20..34 << 20], &data[1 << 20..19 << 20]);
         assert_eq!(&buf[(34 << 20) + 50..][..10], &data[100..110]);
         assert_eq!(&buf[34 << 20..][..10], &data[110..120]);
+    }
+
+    /// A checked block gathered from ranges apart in the file: ranges within a part are read
+    /// straight into place, the others through scratch, and every delivered byte is the
+    /// block's; a changed byte in any range, delivered or not, is a `Mismatch` with its label.
+    #[test]
+    fn a_block_in_ranges_is_checked_whole_and_delivered_in_parts() {
+        let d = tempfile::tempdir().unwrap();
+        let mut data: Vec<u8> = (0..4096u32).map(|i| (i * 7 % 251) as u8).collect();
+        let (f, p) = file_of(d.path(), "rows", &data);
+        // The block: 4 rows of 100 bytes, 1000 bytes apart in the file.
+        let ranges: Vec<(u64, usize)> = (0..4).map(|r| (50 + 1000 * r, 100)).collect();
+        let block: Vec<u8> = ranges
+            .iter()
+            .flat_map(|&(at, n)| data[at as usize..at as usize + n].to_vec())
+            .collect();
+        let sum = crate::layout::checksums::block_sum(&block);
+        let label = BlockLabel {
+            tile: 7,
+            in_tile: (400, 800),
+        };
+        // Parts: rows 0 and 1 whole as one (straight into place), half of row 2, none of row 3.
+        let parts = vec![(0, 1000, 200), (250, 10, 30)];
+        let mut plan = ByteReads::new(1200);
+        let a = plan.add_file(f, p.clone(), 0, "rows".into());
+        plan.verified(a, ranges.clone(), sum, parts.clone(), label);
+        let mut buf = vec![0xEEu8; 1200];
+        plan.execute_on(1, &mut buf, |_, _, e| e).unwrap();
+        assert_eq!(&buf[1000..1200], &block[..200]);
+        assert_eq!(&buf[10..40], &block[250..280]);
+        assert!(buf[..10].iter().chain(&buf[40..1000]).all(|&b| b == 0xEE));
+        // Damage row 3, which nothing is delivered from.
+        data[3050 + 99] ^= 1;
+        std::fs::write(&p, &data).unwrap();
+        let mut plan = ByteReads::new(1200);
+        let a = plan.add_file(File::open(&p).unwrap(), p.clone(), 0, "rows".into());
+        plan.verified(a, ranges, sum, parts, label);
+        let e = plan.execute_on(1, &mut buf, |_, _, e| e).unwrap_err();
+        let m = e
+            .get_ref()
+            .and_then(|e| e.downcast_ref::<Mismatch>())
+            .unwrap();
+        assert_eq!((m.at, m.end, m.label), (50, 3150, label));
     }
 
     /// Reading past the end of a file is an error naming the file, on one worker or several.

@@ -2,7 +2,7 @@
 //! only the sources a read needs are opened, a missing one is reported by name, and the tiles
 //! h5tile wrote are read from the bytes their master records, without HDF5.
 
-use super::byte_reads::{ByteReads, Mismatch, Part};
+use super::byte_reads::{BlockLabel, ByteReads, Mismatch, Part};
 use super::mappings::{
     corrupt, locate_source, missing_tile, read_tile_bytes, resolve_source, BlockMapping,
 };
@@ -75,15 +75,15 @@ fn gather(plan: &mut ByteReads, f: usize, at: u64, row: usize, dsts: Vec<usize>)
 }
 
 /// Plans reading a checksummed tile's blocks that rows of `row` bytes touch, each row given
-/// as (its byte in the tile, its byte in the buffer), the tile's `tile_len` bytes starting at
-/// `data_offset` of file `f`, in blocks of `block` bytes whose checksums are `sums`. Every
+/// as (its byte in the tile, its byte in the buffer), the tile's (number `tile`) `tile_len`
+/// bytes starting at `data_offset` of file `f`, in blocks of `block` bytes whose checksums are `sums`. Every
 /// touched block is read whole and checked; with `to_buffer` the rows' bytes in it go to
 /// their places (parts continuing each other joined, so a block wholly wanted in order is read
 /// straight into place).
 #[allow(clippy::too_many_arguments)]
 fn plan_blocks(
     plan: &mut ByteReads,
-    f: usize,
+    (f, tile): (usize, usize),
     data_offset: u64,
     tile_len: u64,
     block: u64,
@@ -113,7 +113,10 @@ fn plan_blocks(
     for (k, parts) in blocks {
         let len = block.min(tile_len - k * block) as usize;
         let parts = if to_buffer { parts } else { Vec::new() };
-        plan.verified(f, data_offset + k * block, len, sums[k as usize], parts);
+        let at = data_offset + k * block;
+        let in_tile = (k * block, k * block + len as u64);
+        let label = BlockLabel { tile, in_tile };
+        plan.verified(f, vec![(at, len)], sums[k as usize], parts, label);
     }
 }
 
@@ -357,7 +360,7 @@ impl DirectReader {
             let to_buffer = deliver.is_some();
             plan_blocks(
                 plan,
-                f,
+                (f, i),
                 bytes.data_offset,
                 tile_len,
                 block,

@@ -5,9 +5,10 @@
 //! from those checked blocks (`read_checked`: each byte read once); elsewhere HDF5 reads the
 //! elements as for any contiguous dataset, and `check` reads the touched blocks a second time.
 
+use super::byte_reads::{BlockLabel, ByteReads, Mismatch, Part};
 use crate::dtype::Dtype;
 use crate::geometry::tile::Tile;
-use crate::layout::checksums::{block_matches, Recorded};
+use crate::layout::checksums::Recorded;
 use crate::layout::placement::Placement;
 use crate::layout::runs::box_runs;
 use crate::layout::single::recorded_tiles;
@@ -63,71 +64,22 @@ impl TileChecks {
         })
     }
 
-    /// Checks every recorded block `want` touches.
+    /// Checks every recorded block `want` touches (after HDF5 has read it).
     pub fn check(&self, want: &Tile) -> Result<()> {
-        let block = self.checksums.block;
-        let mut scratch = Vec::new();
-        for (i, tile) in self.tiles.iter().enumerate() {
-            let (Some(_), Some(common)) = (self.checksums.tile(i), want.intersection(tile)) else {
-                continue;
-            };
-            let sums = self.sums(i, tile)?;
-            let len = tile.volume() as u64 * self.elem as u64;
-            let place = Placement::rows_of(self.data_offset, &self.global, tile, self.elem);
-            for k in touched_blocks(tile, &common, self.elem as u64, block) {
-                let sum = sums[k as usize];
-                if !block_matches(&self.file, &place, (len, block), k, sum, &mut scratch)
-                    .map_err(|e| self.unreadable(e))?
-                {
-                    return Err(self.mismatch(tile, k, len));
-                }
-            }
-        }
-        Ok(())
-    }
-
-    /// Tile `i`'s recorded checksums (the caller knows it has some), as many as its bytes
-    /// have blocks.
-    fn sums(&self, i: usize, tile: &Tile) -> Result<&[u64]> {
-        let sums = self.checksums.tile(i).unwrap_or_default();
-        let len = tile.volume() as u64 * self.elem as u64;
-        match sums.len() as u64 == len.div_ceil(self.checksums.block) {
-            true => Ok(sums),
-            false => {
-                let why = format!("records {} checksums for its {len} bytes", sums.len());
-                Err(self.corrupt(tile, &why))
-            }
-        }
-    }
-
-    /// Block `k` of `tile`'s `len` bytes does not match its checksum.
-    fn mismatch(&self, tile: &Tile, k: u64, len: u64) -> Error {
-        let block = self.checksums.block;
-        let (start, end) = (k * block, len.min((k + 1) * block));
-        let why = format!(
-            "bytes {start}..{end} of the tile (counted row by row within it) do not match \
-             their checksum"
-        );
-        self.corrupt(tile, &why)
-    }
-
-    fn unreadable(&self, e: std::io::Error) -> Error {
-        Error::new(
-            H5TILE_ERR_MISSING_TILE,
-            format!(
-                "cannot read '{}' to check its checksums ({e})",
-                self.path.display()
-            ),
-        )
+        let parts: Vec<(usize, Tile)> = (0..self.tiles.len())
+            .filter(|&i| self.checksums.tile(i).is_some())
+            .filter_map(|i| Some((i, want.intersection(&self.tiles[i])?)))
+            .collect();
+        self.execute(self.plan(want, &parts, false)?, &mut [])
     }
 
     /// Reads `want` as `dtype` into `buf` (dense, row-major) from the checked blocks: each
-    /// block the read touches is read once, checked, and its part of `want` copied out.
+    /// block the read touches is read once, checked, and its part of `want` delivered (rows
+    /// of the file that lie within what `want` takes of a block go straight to their place).
     /// Returns false, having read nothing, unless every element of `want` lies in exactly one
     /// checksummed tile and the file stores `dtype` itself; then HDF5 reads, and `check`.
     pub fn read_checked(&self, want: &Tile, dtype: Dtype, buf: &mut [u8]) -> Result<bool> {
-        let block = self.checksums.block;
-        if self.raw != Some(dtype) || !block.is_multiple_of(self.elem as u64) {
+        if self.raw != Some(dtype) || !self.checksums.block.is_multiple_of(self.elem as u64) {
             return Ok(false);
         }
         let mut parts: Vec<(usize, Tile)> = Vec::new();
@@ -148,41 +100,106 @@ impl TileChecks {
         if covered != want.volume() || !parts.iter().enumerate().all(apart) {
             return Ok(false);
         }
-        let cannot = |e: std::io::Error| self.unreadable(e);
-        let elem = self.elem;
-        let mut scratch = Vec::new();
-        for (i, common) in &parts {
+        self.execute(self.plan(want, &parts, true)?, buf)?;
+        Ok(true)
+    }
+
+    /// The reads of every block that the parts of `want` (tile number, its common box with
+    /// `want`) touch, each checked, and with `deliver` the parts' bytes to their places in
+    /// `want`'s buffer.
+    fn plan(&self, want: &Tile, parts: &[(usize, Tile)], deliver: bool) -> Result<ByteReads> {
+        let total = if deliver {
+            want.volume() as usize * self.elem
+        } else {
+            0
+        };
+        let mut plan = ByteReads::new(total);
+        let file = self.file.try_clone().map_err(|e| self.unreadable(e))?;
+        let f = plan.add_file(file, self.path.clone(), 0, String::new());
+        let (elem, block) = (self.elem, self.checksums.block);
+        for (i, common) in parts {
             let tile = &self.tiles[*i];
             let sums = self.sums(*i, tile)?;
             let len = tile.volume() as u64 * elem as u64;
             let place = Placement::rows_of(self.data_offset, &self.global, tile, elem);
-            let (in_tile, in_want) = (common.offset_in(tile), common.offset_in(want));
-            // (byte in the tile, byte in `buf`, length), in the tile's order.
-            let runs = box_runs(
-                &tile.shape,
-                &in_tile,
-                &want.shape,
-                &in_want,
-                &common.shape,
-                elem,
-            );
+            // (byte in the tile, byte in the buffer, length), in the tile's order.
+            let runs = match deliver {
+                true => box_runs(
+                    &tile.shape,
+                    &common.offset_in(tile),
+                    &want.shape,
+                    &common.offset_in(want),
+                    &common.shape,
+                    elem,
+                ),
+                false => Vec::new(),
+            };
             for k in touched_blocks(tile, common, elem as u64, block) {
-                let sum = sums[k as usize];
-                if !block_matches(&self.file, &place, (len, block), k, sum, &mut scratch)
-                    .map_err(cannot)?
-                {
-                    return Err(self.mismatch(tile, k, len));
-                }
                 let (start, end) = (k * block, len.min((k + 1) * block));
                 let first = runs.partition_point(|&(s, _, n)| s + n as u64 <= start);
-                for &(s, d, n) in runs[first..].iter().take_while(|r| r.0 < end) {
-                    let (a, b) = (s.max(start), (s + n as u64).min(end));
-                    let to = (d + (a - s)) as usize..(d + (b - s)) as usize;
-                    buf[to].copy_from_slice(&scratch[(a - start) as usize..(b - start) as usize]);
-                }
+                let parts: Vec<Part> = runs[first..]
+                    .iter()
+                    .take_while(|r| r.0 < end)
+                    .map(|&(s, d, n)| {
+                        let (a, b) = (s.max(start), (s + n as u64).min(end));
+                        (
+                            (a - start) as usize,
+                            (d + (a - s)) as usize,
+                            (b - a) as usize,
+                        )
+                    })
+                    .collect();
+                let label = BlockLabel {
+                    tile: *i,
+                    in_tile: (start, end),
+                };
+                let ranges = place.ranges(start, end);
+                plan.verified(f, ranges, sums[k as usize], parts, label);
             }
         }
-        Ok(true)
+        Ok(plan)
+    }
+
+    fn execute(&self, plan: ByteReads, buf: &mut [u8]) -> Result<()> {
+        plan.execute(buf, |_, _, e| {
+            match e.get_ref().and_then(|e| e.downcast_ref::<Mismatch>()) {
+                Some(m) => self.mismatch(&self.tiles[m.label.tile], m.label.in_tile),
+                None => self.unreadable(e),
+            }
+        })
+    }
+
+    /// Tile `i`'s recorded checksums (the caller knows it has some), as many as its bytes
+    /// have blocks.
+    fn sums(&self, i: usize, tile: &Tile) -> Result<&[u64]> {
+        let sums = self.checksums.tile(i).unwrap_or_default();
+        let len = tile.volume() as u64 * self.elem as u64;
+        match sums.len() as u64 == len.div_ceil(self.checksums.block) {
+            true => Ok(sums),
+            false => {
+                let why = format!("records {} checksums for its {len} bytes", sums.len());
+                Err(self.corrupt(tile, &why))
+            }
+        }
+    }
+
+    /// Bytes `start..end` of `tile` do not match their checksum.
+    fn mismatch(&self, tile: &Tile, (start, end): (u64, u64)) -> Error {
+        let why = format!(
+            "bytes {start}..{end} of the tile (counted row by row within it) do not match \
+             their checksum"
+        );
+        self.corrupt(tile, &why)
+    }
+
+    fn unreadable(&self, e: std::io::Error) -> Error {
+        Error::new(
+            H5TILE_ERR_MISSING_TILE,
+            format!(
+                "cannot read '{}' to check its checksums ({e})",
+                self.path.display()
+            ),
+        )
     }
 
     fn corrupt(&self, tile: &Tile, why: &str) -> Error {
