@@ -34,7 +34,9 @@ pub const NAN_ATTRIBUTE: &str = "h5tile_tile_nan";
 /// In `h5tile_tile_nan`, and in a rank's report, marks what was not recorded.
 pub(crate) const NONE: u64 = u64::MAX;
 
-/// The checksum of one block.
+/// The checksum of one block (the tools' check; the library sums blocks as they pass, with
+/// `BlockSum`).
+#[cfg_attr(not(any(test, feature = "internals")), allow(dead_code))]
 pub fn block_sum(bytes: &[u8]) -> u64 {
     twox_hash::XxHash3_64::oneshot(bytes)
 }
@@ -140,20 +142,11 @@ impl Summary {
     /// The summary of a tile's `bytes`, elements of `dtype`: one pass, block by block, each
     /// block's extremes taken while it is still in the cache from being summed.
     pub fn of(dtype: Dtype, bytes: &[u8]) -> Summary {
-        let mut extremes = Accumulator::new(dtype);
-        let sums = bytes
+        let mut summing = Summing::new(dtype);
+        bytes
             .chunks(BLOCK_BYTES as usize)
-            .map(|block| {
-                if let Some(acc) = extremes.as_mut() {
-                    acc.add(block);
-                }
-                block_sum(block)
-            })
-            .collect();
-        Summary {
-            sums: Some(sums),
-            extremes: extremes.and_then(Accumulator::finish),
-        }
+            .for_each(|block| summing.add(block));
+        summing.finish()
     }
 
     /// Appends the summary to a rank's report to rank 0: the count of checksums (`NONE`:

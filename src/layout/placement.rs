@@ -66,15 +66,10 @@ impl Placement {
     /// last (rows between them may hold other tiles' bytes), as the tools report them.
     #[cfg_attr(not(any(test, feature = "internals")), allow(dead_code))]
     pub fn file_range(&self, start: u64, end: u64) -> (u64, u64) {
-        match self {
-            Placement::Run(at) => (at + start, at + end),
-            Placement::Rows(rows) => {
-                let byte = |k: u64| {
-                    let i = rows.partition_point(|&(_, from, n)| from + n as u64 <= k);
-                    rows.get(i).map_or(0, |&(at, from, _)| at + (k - from))
-                };
-                (byte(start), byte(end.saturating_sub(1)) + 1)
-            }
+        let ranges = self.ranges(start, end);
+        match (ranges.first(), ranges.last()) {
+            (Some(&(first, _)), Some(&(last, n))) => (first, last + n as u64),
+            _ => (0, 0),
         }
     }
 }

@@ -76,8 +76,8 @@ fn gather(plan: &mut ByteReads, f: usize, at: u64, row: usize, dsts: Vec<usize>)
 
 /// Plans reading a checksummed tile's blocks that rows of `row` bytes touch, each row given
 /// as (its byte in the tile, its byte in the buffer), the tile's (number `tile`) `tile_len`
-/// bytes starting at `data_offset` of file `f`, in blocks of `block` bytes whose checksums are `sums`. Every
-/// touched block is read whole and checked; with `to_buffer` the rows' bytes in it go to
+/// bytes starting at `data_offset` of file `f`, in blocks of `block` bytes whose checksums
+/// are `sums`. Every touched block is read whole and checked; with `to_buffer` the rows' bytes in it go to
 /// their places (parts continuing each other joined, so a block wholly wanted in order is read
 /// straight into place).
 #[allow(clippy::too_many_arguments)]
