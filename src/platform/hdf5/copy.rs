@@ -12,9 +12,7 @@ use super::relocate::{
 use super::{check, cstr, Attribute, Dataset, File, ObjectKind, Plist, Space, Type};
 use crate::status::Result;
 use hdf5_sys::h5::{herr_t, hsize_t, H5_index_t, H5_iter_order_t};
-use hdf5_sys::h5a::{
-    H5Acreate2, H5Aget_create_plist, H5Aget_space, H5Aget_type, H5Aopen, H5Aread, H5Awrite,
-};
+use hdf5_sys::h5a::{H5Aget_type, H5Aopen};
 use hdf5_sys::h5d::{H5D_fill_time_t, H5D_layout_t, H5Dcreate2, H5Dget_type};
 use hdf5_sys::h5f::{H5F_libver_t, H5F_LIBVER_LATEST};
 use hdf5_sys::h5g::{H5Gcreate2, H5Gget_create_plist};
@@ -546,8 +544,8 @@ impl File {
             let copied = match named.as_ref().and_then(|k| types.copy_of(k)) {
                 Some(at) => dst
                     .open_type(at)
-                    .and_then(|t| copy_attribute_as(from.id(), to.id(), &attribute, &t)),
-                None => copy_attribute(from.id(), to.id(), &attribute),
+                    .and_then(|t| copy_attribute(from.id(), to.id(), &attribute, Some(&t))),
+                None => copy_attribute(from.id(), to.id(), &attribute, None),
             };
             copied.map_err(|e| e.context(&format!("object '{name}'")))?;
         }
@@ -716,32 +714,6 @@ impl Dataset {
         }
         written
     }
-}
-
-/// Copies attribute `name` of the object `from` to the object `to` as `copy_attribute` does,
-/// but of type `dtype`: the copy, in `to`'s file, of the named datatype it is of.
-fn copy_attribute_as(from: hid_t, to: hid_t, name: &str, dtype: &Type) -> Result<()> {
-    let what = || format!("cannot copy attribute '{name}'");
-    let c = cstr(name);
-    let attr = Attribute::from_id(unsafe { H5Aopen(from, c.as_ptr(), H5P_DEFAULT) }, what)?;
-    let acpl = Plist::from_id(unsafe { H5Aget_create_plist(attr.id()) }, what)?;
-    let stored = Type::from_id(unsafe { H5Aget_type(attr.id()) }, what)?;
-    let space = Space::from_id(unsafe { H5Aget_space(attr.id()) }, what)?;
-    let mut value = vec![0u8; space.points()? as usize * stored.size()];
-    let buf = value.as_mut_ptr().cast::<c_void>();
-    check(unsafe { H5Aread(attr.id(), stored.id(), buf) }, what)?;
-    let (t, s, a) = (dtype.id(), space.id(), acpl.id());
-    let copy = Attribute::from_id(
-        unsafe { H5Acreate2(to, c.as_ptr(), t, s, a, H5P_DEFAULT) },
-        what,
-    );
-    let written = copy
-        .and_then(|copy| check(unsafe { H5Awrite(copy.id(), stored.id(), buf) }, what).map(|_| ()));
-    // Variable-length parts were allocated by HDF5 when read (nothing to free otherwise).
-    if unsafe { H5Treclaim(stored.id(), space.id(), H5P_DEFAULT, buf) } < 0 {
-        super::take_error_stack();
-    }
-    written
 }
 
 #[cfg(test)]

@@ -57,7 +57,7 @@ impl File {
         let new = Dataset::create(self, &temporary, &dtype, &old.space()?, &dcpl)?;
         let tracked = creation_order_tracked(&old_dcpl);
         for attribute in attribute_names(old.id(), tracked, name)? {
-            copy_attribute(old.id(), new.id(), &attribute).map_err(|e| {
+            copy_attribute(old.id(), new.id(), &attribute, None).map_err(|e| {
                 e.context(&format!("cannot copy attribute '{attribute}' of '{name}'"))
             })?;
         }
@@ -155,9 +155,15 @@ pub(super) fn attribute_names(loc: hid_t, tracked: bool, name: &str) -> Result<V
     Ok(names)
 }
 
-/// Copies attribute `name` of the object `from` to the object `to`: its type, dataspace, value
-/// and name encoding as stored.
-pub(super) fn copy_attribute(from: hid_t, to: hid_t, name: &str) -> Result<()> {
+/// Copies attribute `name` of the object `from` to the object `to`: its type (or `as_type`,
+/// the copy in `to`'s file of the named datatype it is of), dataspace, value and name encoding
+/// as stored.
+pub(super) fn copy_attribute(
+    from: hid_t,
+    to: hid_t,
+    name: &str,
+    as_type: Option<&Type>,
+) -> Result<()> {
     let what = || format!("cannot copy attribute '{name}'");
     let c = cstr(name);
     let attr = Attribute::from_id(unsafe { H5Aopen(from, c.as_ptr(), H5P_DEFAULT) }, what)?;
@@ -176,7 +182,7 @@ pub(super) fn copy_attribute(from: hid_t, to: hid_t, name: &str) -> Result<()> {
             H5Acreate2(
                 to,
                 c.as_ptr(),
-                dtype.id(),
+                as_type.unwrap_or(&dtype).id(),
                 space.id(),
                 acpl.id(),
                 H5P_DEFAULT,
