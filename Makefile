@@ -8,7 +8,8 @@
 #   make test-valgrind        the core single-process C tests under valgrind memcheck
 #   make test-rust-asan       every Rust test under AddressSanitizer (nightly; skips without it)
 #   make test-scale           many ranks (16, 64, SCALE_RANKS=256): each collective step's time
-#   make install PREFIX=dir   lib/libh5tile.so, include/h5tile.h, CMake config, pkg-config file
+#   make install PREFIX=dir   lib/libh5tile.so.0, include/h5tile.h, CMake config, pkg-config file,
+#                             the plugin, bin/h5tile, and the HDF5 built into .deps/ (lib/h5tile/hdf5)
 #   make header               regenerate include/h5tile.h after changing the C API
 #   make bench                h5tile beside POSIX and h5py: throughput, memory, tile count
 #   make plugin-cross         each HDF5 line's plugin in the other line's HDF5 program
@@ -91,7 +92,8 @@ stage: build
 install: $(if $(SKIP_BUILD),,build)
 	$(CMAKE) -S cmake -B $(BUILD)/install-$(notdir $(PREFIX)) -DCMAKE_INSTALL_PREFIX=$(PREFIX) \
 	  -DH5TILE_LIBRARY=$(LIB) -DH5TILE_PLUGIN=$(PLUGIN) -DH5TILE_CLI=$(CLI) \
-	  -DHDF5_DIR=$(HDF5_DIR) -DH5TILE_MPI="$(MPI_NAME)" \
+	  -DHDF5_DIR=$(HDF5_DIR) -DH5TILE_BUNDLE_HDF5=$(if $(filter custom,$(HDF5_TAG)),OFF,ON) \
+	  -DH5TILE_MPI="$(MPI_NAME)" \
 	  -DH5TILE_MPI_COMPILERS="$(MPICC);$(MPICXX);$(MPIFC)" \
 	  -DH5TILE_VERSION=$$(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1) >/dev/null
 	$(CMAKE) --install $(BUILD)/install-$(notdir $(PREFIX))
@@ -123,7 +125,8 @@ test-c: stage
 # every allocation. Left out, as nothing instrumented runs in them:
 #   h5py_check_interop*, plugin_h5py,  Python and h5py only (h5py_make_files still runs: a fixture);
 #   cli_installed                      the tool, uninstrumented, is Rust
-#   pkgconfig_build, mpi_mismatch      shell scripts building a fresh, uninstrumented program
+#   pkgconfig_build, mpi_mismatch,     shell scripts building a fresh, uninstrumented program
+#   install_standalone
 #   cxx_consumer_*                     a separate CMake project built by ctest --build-and-test
 #   fault_*                            Python preloading fault_shim (LD_PRELOAD) into the
 #                                      programs: ASan's runtime must come first, and the shim's
@@ -131,7 +134,7 @@ test-c: stage
 #   mpi_scale_np64, mpi_subfiles_np64  64 instrumented ranks on a small machine; their code paths
 #                                      run instrumented in mpi_roundtrip, mpi_batches, mpi_errors
 #                                      and mpi_subfiles_np3
-ASAN_EXCLUDE := ^(h5py_check_interop.*|cli_installed|plugin_h5py|pkgconfig_build|mpi_mismatch|cxx_consumer_.*|fault_.*|mpi_scale_np64|mpi_subfiles_np64)$$
+ASAN_EXCLUDE := ^(h5py_check_interop.*|cli_installed|plugin_h5py|pkgconfig_build|mpi_mismatch|install_standalone|cxx_consumer_.*|fault_.*|mpi_scale_np64|mpi_subfiles_np64)$$
 # A leak fails the test (Open MPI's own, kept until exit, are suppressed in lsan.supp); the slow
 # unwinder follows MPI, HDF5 and Rust frames built without frame pointers, so a report names
 # the real allocation site and suppressions match whole stacks; a report ends the process with

@@ -1,9 +1,11 @@
 //! Generates the C header from the crate's exported items (the committed copy in `include/`
 //! is checked against it by the `header_is_current` test); generates, from the one list of
 //! status codes (the `h5tile_status` enum in `src/status.rs`), the Rust table of every status
-//! with its name and the Fortran module's status parameters (checked like the header); and
+//! with its name and the Fortran module's status parameters (checked like the header); gives
+//! the shared library its soname, `libh5tile.so.0` (what programs linked to it record); and
 //! records the HDF5 library's folder as an rpath so programs linking libh5tile find that
-//! libhdf5 with no other setting.
+//! libhdf5 with no other setting (`make install` makes it relative where it carries that HDF5:
+//! cmake/CMakeLists.txt).
 
 use std::env;
 use std::path::PathBuf;
@@ -41,6 +43,8 @@ fn main() {
     )
     .unwrap();
 
+    // The name programs linked to libh5tile record (the cdylib only, not the tests or the tool).
+    println!("cargo:rustc-cdylib-link-arg=-Wl,-soname,libh5tile.so.0");
     if let Ok(dir) = env::var("HDF5_DIR") {
         println!("cargo:rustc-link-arg=-Wl,-rpath,{dir}/lib");
     }

@@ -105,6 +105,15 @@ int main(int argc, char **argv) {
     memset(&rzero, 0, sizeof rzero);
     EXPECT_STATUS(h5tile_read(MPI_COMM_NULL, path, "/x", H5TILE_FLOAT64, 2, ZERO, G, back, &rzero),
                   H5TILE_ERR_INVALID_ARGUMENT);
+    /* Garbage in size (an uninitialised struct) is refused as such, its bytes never read. */
+    h5tile_write_options garbage = h5tile_write_options_default();
+    garbage.size = (size_t)0xdeadbeefcafe;
+    EXPECT_STATUS(write_with(path, &garbage), H5TILE_ERR_INVALID_ARGUMENT);
+    CHECK_MSG(strstr(h5tile_last_error(), "larger than any version of the struct") != NULL &&
+                  strstr(h5tile_last_error(), "not started from h5tile_write_options_default()") != NULL,
+              "%s", h5tile_last_error());
+    CHECK(hash_file(path) == before);
+    EXPECT_STATUS(h5tile_write_options_init(&now, (size_t)0xdeadbeefcafe), H5TILE_ERR_INVALID_ARGUMENT);
     /* init refuses NULL and a size below the first version. */
     EXPECT_STATUS(h5tile_write_options_init(NULL, sizeof now), H5TILE_ERR_INVALID_ARGUMENT);
     EXPECT_STATUS(h5tile_write_options_init(&now, sizeof(size_t)), H5TILE_ERR_INVALID_ARGUMENT);

@@ -184,6 +184,45 @@ static void conversions(const char *scratch) {
         for (int i = 0; i < NR * NC; i++) found_high |= v[i] >= 128;
         CHECK(found_high); /* values above 127 prove no sign mix-up */
     }
+    /* float32 file -> int8 narrows: refused unless asked for, with the buffer untouched */
+    {
+        PATHF(path, "%s/conv_narrow.h5", scratch);
+        const float v[4] = {182461.0f, -3.75f, 100.0f, -1e9f};
+        const uint64_t n[1] = {4}, o[1] = {0};
+        EXPECT_OK(h5tile_write(MPI_COMM_NULL, path, "/f", H5TILE_FLOAT32, 1, n, o, n, v, NULL));
+        int8_t b[4] = {7, 7, 7, 7};
+        EXPECT_STATUS(h5tile_read(MPI_COMM_NULL, path, "/f", H5TILE_INT8, 1, o, n, b, NULL),
+                      H5TILE_ERR_DTYPE);
+        CHECK_MSG(strstr(h5tile_last_error(), "holds float32, as int8 can lose values") != NULL &&
+                      strstr(h5tile_last_error(), "H5TILE_READ_NARROWING") != NULL,
+                  "%s", h5tile_last_error());
+        for (int i = 0; i < 4; i++) CHECK(b[i] == 7);
+        /* the same for float64 -> float32 and int64 -> int32, and for batches */
+        float f[4];
+        double d[4];
+        EXPECT_OK(h5tile_read(MPI_COMM_NULL, path, "/f", H5TILE_FLOAT64, 1, o, n, d, NULL));
+        h5tile_write_options keep = h5tile_write_options_default();
+        keep.flags = H5TILE_KEEP_OTHERS;
+        EXPECT_OK(h5tile_write(MPI_COMM_NULL, path, "/d", H5TILE_FLOAT64, 1, n, o, n, d, &keep));
+        EXPECT_STATUS(h5tile_read(MPI_COMM_NULL, path, "/d", H5TILE_FLOAT32, 1, o, n, f, NULL),
+                      H5TILE_ERR_DTYPE);
+        h5tile_read_options ro = h5tile_read_options_default();
+        ro.dtype = H5TILE_UINT32;
+        h5tile_batches *it = NULL;
+        EXPECT_STATUS(h5tile_batches_open(MPI_COMM_NULL, path, "/f", 1, n, &ro, &it), H5TILE_ERR_DTYPE);
+        CHECK(it == NULL);
+        /* with the flag, HDF5 converts as it does (saturating) */
+        ro = h5tile_read_options_default();
+        ro.flags = H5TILE_READ_NARROWING;
+        EXPECT_OK(h5tile_read(MPI_COMM_NULL, path, "/f", H5TILE_INT8, 1, o, n, b, &ro));
+        CHECK_MSG(b[0] == 127 && b[1] == -3 && b[2] == 100 && b[3] == -128, "%d %d %d %d", b[0], b[1],
+                  b[2], b[3]);
+        EXPECT_OK(h5tile_read(MPI_COMM_NULL, path, "/d", H5TILE_FLOAT32, 1, o, n, f, &ro));
+        for (int i = 0; i < 4; i++) CHECK(f[i] == v[i]);
+        ro.dtype = H5TILE_UINT32;
+        EXPECT_OK(h5tile_batches_open(MPI_COMM_NULL, path, "/f", 1, n, &ro, &it));
+        h5tile_batches_free(it);
+    }
     /* complex64 file -> complex128 */
     {
         PATHF(path, "%s/conv_complex64.h5", scratch);

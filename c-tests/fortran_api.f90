@@ -382,7 +382,8 @@ contains
     call check(got == nchunks_all, "every chunk delivered once")
   end subroutine
 
-  ! MPI_COMM_NULL: this process gets every chunk; converted to int32 (opts%dtype) and seen
+  ! MPI_COMM_NULL: this process gets every chunk; converted to int32 (opts%dtype), which
+  ! narrows the float64 data and so is refused without H5TILE_READ_NARROWING, and seen
   ! without a copy (batches_next_view).
   subroutine test_batches_alone()
     integer(c_int64_t), parameter :: chunk(3) = [4, 4, 4]
@@ -395,6 +396,9 @@ contains
     logical :: done
     ro = h5tile_read_options_default()
     ro%dtype = H5TILE_INT32
+    call expect(h5tile_batches_open(MPI_COMM_NULL, at("single.h5"), "/field", chunk, it, ro), &
+      H5TILE_ERR_DTYPE, "batches_open alone, narrowing without the flag")
+    ro%flags = H5TILE_READ_NARROWING
     call expect(h5tile_batches_open(MPI_COMM_NULL, at("single.h5"), "/field", chunk, it, ro), &
       H5TILE_OK, "batches_open alone")
     call expect(h5tile_batches_info(it, nchunks=nchunks), H5TILE_OK, "batches_info count")

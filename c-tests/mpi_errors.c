@@ -213,8 +213,25 @@ static void write_cases(const char *scratch) {
 
     /* ranks disagreeing on shape, element type, dataset, path, ndim (rank 1 differs) */
     {
+        h5tile_write_options single_layout = o;
+        single_layout.layout = H5TILE_LAYOUT_SINGLE;
         const uint64_t g_other[2] = {8, 7}; /* rank 1's tile still fits */
         WRITE_CASE(H5TILE_ERR_INVALID_ARGUMENT, good, "/data", H5TILE_FLOAT64, 2, rank == 1 ? g_other : G, my_off, my_shp, my_buf, &o);
+        /* every rank is told which argument differs, rank 0's value and the first other one */
+        EXPECT_STATUS(h5tile_write(MPI_COMM_WORLD, good, "/data", H5TILE_FLOAT64, 2, rank == 1 ? g_other : G,
+                                   my_off, my_shp, my_buf, &o),
+                      H5TILE_ERR_INVALID_ARGUMENT);
+        const char *want_shape = "ranks disagree on the global shape: rank 0 passes [8, 6], rank 1 passes [8, 7]";
+        CHECK_MSG(strncmp(h5tile_last_error(), want_shape, strlen(want_shape)) == 0,
+                  "the message \"%s\" does not start \"%s\"", h5tile_last_error(), want_shape);
+        EXPECT_STATUS(h5tile_write(MPI_COMM_WORLD, good, "/data", H5TILE_FLOAT64, 2, G, my_off, my_shp, my_buf,
+                                   rank == 1 ? &single_layout : &o),
+                      H5TILE_ERR_INVALID_ARGUMENT);
+        const char *want_layout = "ranks disagree on the layout: rank 0 passes H5TILE_LAYOUT_VDS, rank 1 passes "
+                                  "H5TILE_LAYOUT_SINGLE";
+        CHECK_MSG(strncmp(h5tile_last_error(), want_layout, strlen(want_layout)) == 0,
+                  "the message \"%s\" does not start \"%s\"", h5tile_last_error(), want_layout);
+        expect_good_untouched(__LINE__);
         float *fbuf = (float *)xmalloc((size_t)volume(2, my_shp) * sizeof(float));
         memset(fbuf, 0, (size_t)volume(2, my_shp) * sizeof(float));
         WRITE_CASE(H5TILE_ERR_INVALID_ARGUMENT, good, "/data", rank == 1 ? H5TILE_FLOAT32 : H5TILE_FLOAT64, 2, G, my_off, my_shp, rank == 1 ? (void *)fbuf : (void *)my_buf, &o);
@@ -288,6 +305,12 @@ static void write_cases(const char *scratch) {
         uint64_t before = hash_file(reg);
         WRITE_CASE(H5TILE_ERR_IO, path, "/data", H5TILE_FLOAT64, 2, G, my_off, my_shp, my_buf, &o);
         CHECK(hash_file(reg) == before);
+        EXPECT_STATUS(h5tile_write(MPI_COMM_WORLD, path, "/data", H5TILE_FLOAT64, 2, G, my_off, my_shp, my_buf, &o),
+                      H5TILE_ERR_IO);
+        char want[4200];
+        PATHF(want, "'%s' is a file, not a folder", reg);
+        CHECK_MSG(strstr(h5tile_last_error(), want) != NULL, "the message \"%s\" lacks \"%s\"",
+                  h5tile_last_error(), want);
         PATHF(path, "%s/x.h5", reg);
         WRITE_CASE(H5TILE_ERR_IO, path, "/data", H5TILE_FLOAT64, 2, G, my_off, my_shp, my_buf, &o);
         CHECK(hash_file(reg) == before);
@@ -355,7 +378,7 @@ static void read_cases(const char *scratch) {
     h5tile_read_options bad = ro;
     bad.flags = 1u << 5;
     READ_CASE(H5TILE_ERR_INVALID_ARGUMENT, good, "/data", H5TILE_FLOAT64, 2, zero, G, buf, &bad);
-    bad.flags = rank == 1 ? (H5TILE_READ_FILL_MISSING | 4u) : 0;
+    bad.flags = rank == 1 ? (H5TILE_READ_FILL_MISSING | 8u) : 0;
     READ_CASE(H5TILE_ERR_INVALID_ARGUMENT, good, "/data", H5TILE_FLOAT64, 2, zero, G, buf, &bad);
 
     /* h5tile_inspect (not collective) */

@@ -41,6 +41,7 @@ module h5tile
   ! Read flags (h5tile_read_options%flags).
   integer(c_int), parameter, public :: H5TILE_READ_FILL_MISSING = 1
   integer(c_int), parameter, public :: H5TILE_READ_NO_VERIFY = 2
+  integer(c_int), parameter, public :: H5TILE_READ_NARROWING = 4
   ! h5tile_read_options%dtype: deliver elements in the dataset's own type.
   integer(c_int), parameter, public :: H5TILE_AS_STORED = -1
   ! How device memory moves (the options' gds field).
@@ -60,7 +61,8 @@ module h5tile
   end type
 
   !> Options of h5tile_read and h5tile_batches_open: h5tile_read_options of h5tile.h. Start
-  !> from h5tile_read_options_default(), then set flags (H5TILE_READ_FILL_MISSING, H5TILE_READ_NO_VERIFY), dtype
+  !> from h5tile_read_options_default(), then set flags (H5TILE_READ_FILL_MISSING, H5TILE_READ_NO_VERIFY,
+  !> H5TILE_READ_NARROWING), dtype
   !> (the type batches deliver; H5TILE_AS_STORED by default) or gds; never change size.
   type, bind(C), public :: h5tile_read_options
     integer(c_size_t) :: size

@@ -50,6 +50,12 @@
 // (checked by default; a mismatch is `H5TILE_ERR_CORRUPT`).
 #define H5TILE_READ_NO_VERIFY 2
 
+// Read flag: allow a conversion that can lose values (numpy's "unsafe" casts: float to
+// integer, a wider type to a narrower one, signed to unsigned, complex to real). Without it
+// such a read is `H5TILE_ERR_DTYPE`; lossless ones (int32 or int64 to float64, float32 to
+// float64, bool to anything) need no flag.
+#define H5TILE_READ_NARROWING 4
+
 // Options field `gds`: take `H5TILE_GDS` from the environment (else `auto`).
 #define H5TILE_GDS_FROM_ENVIRONMENT 0
 
@@ -139,7 +145,8 @@ typedef struct {
   // `sizeof(h5tile_read_options)` as the caller compiled it; set by
   // `h5tile_read_options_default()` (do not change it).
   size_t size;
-  // Bitwise OR of `H5TILE_READ_FILL_MISSING` and `H5TILE_READ_NO_VERIFY` (default 0).
+  // Bitwise OR of `H5TILE_READ_FILL_MISSING`, `H5TILE_READ_NO_VERIFY` and
+  // `H5TILE_READ_NARROWING` (default 0).
   uint32_t flags;
   // Element type `h5tile_batches_next` delivers: `H5TILE_AS_STORED` (the default) for the
   // dataset's own type, or a type HDF5 converts to. `h5tile_read` takes its type as an

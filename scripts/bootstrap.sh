@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Installs everything h5tile needs on a fresh Debian 12 machine, once:
 #   - Debian packages: Open MPI and MPICH (make ... MPI=mpich), libclang (rsmpi's bindgen), zlib, pkg-config, gfortran,
-#     valgrind, and HDF5 1.10's tools (hdf5-tools: h5dump and h5ls, to check that older HDF5 reads
-#     h5tile's files; h5tile itself never links that HDF5);
+#     Debian's own CMake 3.25 (a test builds a user's project with it; make uses the venv's),
+#     valgrind, patchelf (make install sets the installed files' rpath with it), and HDF5 1.10's
+#     tools (hdf5-tools: h5dump and h5ls, to check that older HDF5 reads h5tile's files; h5tile
+#     itself never links that HDF5);
 #   - a project-local Python venv (.deps/venv) with CMake >= 3.26, h5py, numpy and matplotlib
 #     (for make bench's plot) from PyPI;
 #   - HDF5 as a shared library with deflate, built from the source the published crate
@@ -14,7 +16,7 @@ deps="$root/.deps"
 mkdir -p "$deps"
 
 pkgs=(libopenmpi-dev openmpi-bin libmpich-dev mpich libclang-dev clang zlib1g-dev pkg-config gfortran valgrind
-      python3-venv hdf5-tools)
+      patchelf python3-venv hdf5-tools cmake)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")

@@ -37,7 +37,7 @@ if [ "${1:-}" = --pack ]; then
   STAGE=${STAGE:-$ROOT/build/hdf5-2.2.0/prefix}
   MPI_INC=$(mpicc --showme:incdirs | awk '{print $1}')
   rm -rf "$CARRY" && mkdir -p "$CARRY/lib/plugins" "$CARRY/include"
-  cp -L "$STAGE/lib/libh5tile.so" "$CARRY/lib/"
+  cp -L "$STAGE/lib/libh5tile.so.0" "$CARRY/lib/" # under its soname, which programs record
   for f in "$HDF5"/lib/libhdf5.so.*; do # the soname only (libhdf5.so.320), not its target
     case ${f##*/} in libhdf5.so.*.*) ;; *) cp -L "$f" "$CARRY/lib/" ;; esac
   done
@@ -65,7 +65,7 @@ if [ -z "$BUILD_ONLY" ] && { ! command -v nvidia-smi >/dev/null || ! nvidia-smi 
   echo "gpu-check: no NVIDIA GPU on this machine: the device checks are skipped (not run)."
   exit 0
 fi
-[ -e "$CARRY/lib/libh5tile.so" ] || { echo "gpu-check: $CARRY is missing (run --pack where h5tile was built)"; exit 2; }
+[ -e "$CARRY/lib/libh5tile.so.0" ] || { echo "gpu-check: $CARRY is missing (run --pack where h5tile was built)"; exit 2; }
 
 if [ -n "$BUILD_ONLY" ] && ! command -v nvcc >/dev/null; then
   if ! "$TOOLKIT/bin/python" -c 'import nvidia.cu13, nvidia.cufile' 2>/dev/null; then

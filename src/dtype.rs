@@ -111,9 +111,85 @@ impl Dtype {
     }
 }
 
+/// What a value of a type is, for numpy's casting rules: its kind and bits (a complex type's
+/// bits are those of each part).
+#[derive(Clone, Copy)]
+enum Kind {
+    Bool,
+    Signed(u32),
+    Unsigned(u32),
+    Float(u32),
+    Complex(u32),
+}
+
+impl Dtype {
+    fn kind(self) -> Kind {
+        let bits = 8 * self.size() as u32;
+        match self {
+            Bool => Kind::Bool,
+            Int8 | Int16 | Int32 | Int64 => Kind::Signed(bits),
+            UInt8 | UInt16 | UInt32 | UInt64 => Kind::Unsigned(bits),
+            Float16 | Float32 | Float64 => Kind::Float(bits),
+            Complex64 | Complex128 => Kind::Complex(bits / 2),
+        }
+    }
+
+    /// Whether every value of `self` converts to `to` without loss, as numpy's
+    /// `np.can_cast(self, to, "safe")` says (int64 to float64 included, as there). Any other
+    /// conversion narrows: float to integer, wider to narrower, signed to unsigned, complex to
+    /// real, anything but bool to bool.
+    pub fn casts_safely_to(self, to: Dtype) -> bool {
+        use Kind::*;
+        match (self.kind(), to.kind()) {
+            _ if self == to => true,
+            (Bool, _) => true,
+            (Signed(a), Signed(b)) | (Unsigned(a), Unsigned(b)) => b >= a,
+            (Unsigned(a), Signed(b)) => b > a,
+            // A float of more bits holds every integer of fewer; numpy allows 64 to 64 too.
+            (Signed(a) | Unsigned(a), Float(b) | Complex(b)) => b > a || b == 64,
+            (Float(a), Float(b) | Complex(b)) | (Complex(a), Complex(b)) => b >= a,
+            _ => false,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// numpy's table (`np.can_cast(a, b, "safe")` for the 14 types), row by
+    /// row in `Dtype::ALL`'s order: '1' where the cast is safe (printed by numpy 2.4.6).
+    #[test]
+    fn safe_casts_are_numpys() {
+        const TABLE: [&str; 14] = [
+            "11111111111111", // bool
+            "01111000011111", // int8
+            "00111000001111", // int16
+            "00011000000101", // int32
+            "00001000000101", // int64
+            "00111111111111", // uint8
+            "00011011101111", // uint16
+            "00001001100101", // uint32
+            "00000000100101", // uint64
+            "00000000011111", // float16
+            "00000000001111", // float32
+            "00000000000101", // float64
+            "00000000000011", // complex64
+            "00000000000001", // complex128
+        ];
+        for (i, from) in Dtype::ALL.iter().enumerate() {
+            for (j, to) in Dtype::ALL.iter().enumerate() {
+                let want = TABLE[i].as_bytes()[j] == b'1';
+                assert_eq!(
+                    from.casts_safely_to(*to),
+                    want,
+                    "{} to {}",
+                    from.name(),
+                    to.name()
+                );
+            }
+        }
+    }
 
     #[test]
     fn codes_map_both_ways() {

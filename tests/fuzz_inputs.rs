@@ -544,8 +544,9 @@ proptest! {
 
         // Converted: through HDF5, whatever the records.
         let mut out = vec![f32::NAN; want.volume() as usize];
+        let narrowing = ReadOptions { narrowing: true, ..unchecked };
         read(&solo(), &master, "/g", Dtype::Float32, &want, host_bytes_mut(&mut out),
-            unchecked).map_err(|e| TestCaseError::fail(e.message))?;
+            narrowing).map_err(|e| TestCaseError::fail(e.message))?;
         let written: Vec<f32> = elements(&want).map(|(i, j)| value(i, j, 0.0) as f32).collect();
         prop_assert_eq!(out, written);
 
@@ -947,7 +948,10 @@ fn child_process_entry() {
         Dtype::Float32,
         &all,
         host_bytes_mut(&mut out),
-        ReadOptions::default(),
+        ReadOptions {
+            narrowing: true,
+            ..ReadOptions::default()
+        },
     );
     print(
         "read32",

@@ -1,7 +1,8 @@
 //! `HDF5_VDS_PREFIX` set to arbitrary values: h5tile looks up a virtual dataset's relative
-//! sources as HDF5 does (each folder of the variable, then the master's folder, then the
-//! working directory), so whatever the value, a read gives what HDF5's own read of the same
-//! virtual dataset gives, and never panics. HDF5 reads the variable when it starts (and again
+//! sources as HDF5 does (each folder of the variable, then the master's folder; HDF5's last
+//! resort, the working directory, is left out by h5tile and holds no tiles here), so whatever
+//! the value, a read gives what HDF5's own read of the same virtual dataset gives, and never
+//! panics. HDF5 reads the variable when it starts (and again
 //! at each lookup), so each case runs in a child process started with the variable set: the
 //! test never changes its own environment.
 //!

@@ -203,10 +203,13 @@ fn default_threads() -> usize {
 }
 
 fn print_text(checks: &[FileCheck], fast: bool) {
-    for check in checks {
+    // The first file that cannot be opened is the failure's message (stderr): not shown twice.
+    let first_unopened = checks.iter().position(|c| c.datasets.is_err());
+    for (k, check) in checks.iter().enumerate() {
         let master = check.file.display();
         let datasets = match &check.datasets {
             Ok(datasets) => datasets,
+            Err(_) if Some(k) == first_unopened => continue,
             Err(why) => {
                 println!("{why}");
                 continue;
@@ -227,7 +230,10 @@ fn print_text(checks: &[FileCheck], fast: bool) {
         let sums = match (checksummed, fast) {
             (false, _) => "not checksummed".to_string(),
             (true, true) => "checksums not read (--fast)".to_string(),
-            (true, false) => format!("{} verified against checksums", show::bytes(verified)),
+            (true, false) => format!(
+                "{} of tile data verified against checksums",
+                show::bytes(verified)
+            ),
         };
         let single = tiled
             .iter()

@@ -89,9 +89,11 @@ impl Drop for Undo {
     }
 }
 
-/// Where SRC goes when given DST: into DST when it is a folder, under SRC's name; else DST.
+/// Where SRC goes when given DST: into DST when it is a folder or ends with '/' (a folder
+/// to be created, as in `h5tile cp run/out.h5 archive/`), under SRC's name; else DST.
 pub(crate) fn destination(src: &Path, dst: &Path) -> PathBuf {
-    match dst.is_dir() {
+    use std::os::unix::ffi::OsStrExt;
+    match dst.is_dir() || dst.as_os_str().as_bytes().ends_with(b"/") {
         true => dst.join(src.file_name().unwrap_or_default()),
         false => dst.to_path_buf(),
     }
@@ -619,8 +621,8 @@ fn print_text(r: &Report) {
         .filter(|c| c.verified == "checksums")
         .count();
     println!(
-        "copied '{}' to '{}' with {} source file{} ({}): {} verified against checksums, {} byte \
-         for byte",
+        "copied '{}' to '{}' with {} source file{} ({} of files, HDF5 metadata included): {} \
+         verified against checksums, {} byte for byte",
         r.source,
         r.destination,
         r.copied.len(),

@@ -316,7 +316,9 @@ fn ls_describes_subfiles_and_plain_files() {
     );
     let (out, _) = run(&["check", s(&plain)], 0);
     assert!(
-        out.contains("ok (1 single-file dataset, 4 tiles, 240 B verified against checksums)"),
+        out.contains(
+            "ok (1 single-file dataset, 4 tiles, 240 B of tile data verified against checksums)"
+        ),
         "{out}"
     );
 }
@@ -369,7 +371,7 @@ fn check_passes_clean_files_of_both_layouts() {
     write_grid(&b, "/g", Layout::Subfiles, false);
     let (out, _) = run(&["check", s(&a), s(&b)], 0);
     assert!(
-        out.contains("a.h5: ok (1 virtual dataset, 4 tiles, 240 B verified"),
+        out.contains("a.h5: ok (1 virtual dataset, 4 tiles, 240 B of tile data verified"),
         "{out}"
     );
     assert!(out.contains("b.h5: ok"), "{out}");
@@ -527,6 +529,40 @@ fn check_and_fast_check_name_a_deleted_tile_file() {
     }
 }
 
+/// A tile file or subfile whose HDF5 signature is overwritten: h5tile's reads go to the
+/// recorded bytes and would not notice, but HDF5, h5py and h5dump cannot open the file, so
+/// `check` (with `--fast` too) opens every source with HDF5 and names the file and what failed.
+#[test]
+fn check_opens_every_source_with_hdf5_as_other_readers_do() {
+    for layout in [Layout::Vds, Layout::Subfiles] {
+        let d = tempfile::tempdir().unwrap();
+        let m = d.path().join("grid.h5");
+        write_grid(&m, "/g", layout, false);
+        let damaged = tile_files(&m)[0].clone();
+        let mut bytes = std::fs::read(&damaged).unwrap();
+        // At byte 0, or after a subfile's stamp (its user block).
+        let signature = bytes
+            .windows(8)
+            .position(|w| w == b"\x89HDF\r\n\x1a\n")
+            .unwrap();
+        bytes[signature] ^= 0xff;
+        std::fs::write(&damaged, bytes).unwrap();
+        for fast in [false, true] {
+            let mut args = vec!["check", s(&m)];
+            if fast {
+                args.push("--fast");
+            }
+            let (out, _) = run(&args, 1);
+            let line = out.lines().next().unwrap();
+            assert!(
+                line.contains(&format!("'{}'", s(&damaged)))
+                    && line.contains("cannot be opened with HDF5"),
+                "{out}"
+            );
+        }
+    }
+}
+
 #[test]
 fn check_names_a_truncated_subfile_by_its_size() {
     let d = tempfile::tempdir().unwrap();
@@ -585,6 +621,68 @@ fn cp_copies_a_master_with_its_tiles_and_leaves_the_original_untouched() {
         run(&["check", s(&dst)], 0);
         let v = &run_json(&["ls", s(&dst), "/g"], 0)["datasets"][0]["virtual"];
         assert!(v["layout"].as_str().unwrap().starts_with("h5tile-"), "{v}");
+    }
+}
+
+/// Runs the tool in folder `cwd`; expects exit status `code`; returns (stdout, stderr).
+fn run_in(cwd: &Path, args: &[&str], code: i32) -> (String, String) {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_h5tile"));
+    command.args(args).current_dir(cwd);
+    let o = output_of(command);
+    let (out, err) = text(&o);
+    assert_eq!(
+        o.status.code(),
+        Some(code),
+        "h5tile {args:?} in {cwd:?}\nstdout:\n{out}\nstderr:\n{err}"
+    );
+    (out, err)
+}
+
+/// The README's `h5tile cp run/out.h5 archive/` with no `archive/` yet, then a tile lost from
+/// the copy: the copy's tiles are looked up beside it only, never under the working folder
+/// (which holds the original's, under the same relative names, as HDF5's last resort would
+/// find them), so check, cp and pack of the damaged copy fail from any folder.
+#[test]
+fn a_copy_that_lost_a_tile_never_borrows_it_from_the_working_directory() {
+    for layout in [Layout::Vds, Layout::Subfiles] {
+        let d = tempfile::tempdir().unwrap();
+        let run_dir = d.path().join("run");
+        write_grid(&run_dir.join("ckpt.h5"), "/g", layout, false);
+        let (out, _) = run_in(&run_dir, &["cp", "ckpt.h5", "miss/"], 0);
+        assert!(out.contains("miss/ckpt.h5"), "{out}");
+        run_in(&run_dir, &["check", "miss/ckpt.h5"], 0);
+        let lost = tile_files(&run_dir.join("miss/ckpt.h5")).pop().unwrap();
+        std::fs::remove_file(&lost).unwrap();
+        let name = lost.file_name().unwrap().to_str().unwrap();
+        for cwd in [run_dir.as_path(), Path::new("/")] {
+            let master = match cwd == run_dir {
+                true => PathBuf::from("miss/ckpt.h5"),
+                false => run_dir.join("miss/ckpt.h5"),
+            };
+            let (out, _) = run_in(cwd, &["check", s(&master)], 1);
+            assert!(
+                out.contains(name) && out.contains("does not exist"),
+                "{out}"
+            );
+        }
+        let (out, _) = run_in(&run_dir, &["rm", "--dry-run", "miss/ckpt.h5"], 0);
+        assert!(
+            out.contains(&format!(
+                "missing '{}'",
+                s(&Path::new("miss/ckpt.h5.tiles").join(name))
+            )) && !out.contains(&format!("would remove 'miss/ckpt.h5.tiles/{name}'")),
+            "{out}"
+        );
+        let before = snapshot(d.path());
+        let (_, err) = run_in(&run_dir, &["cp", "miss/ckpt.h5", "x/"], 1);
+        assert!(err.contains(name), "{err}");
+        let (_, err) = run_in(&run_dir, &["pack", "miss/ckpt.h5", "packed.h5"], 1);
+        assert!(err.contains(name), "{err}");
+        assert_eq!(
+            snapshot(d.path()),
+            before,
+            "nothing was made of the damaged copy"
+        );
     }
 }
 
@@ -818,7 +916,7 @@ fn bad_inputs_exit_2_naming_the_path() {
             format!("h5tile: cannot open '{}': no such file\n", s(&missing)),
             "{command}"
         );
-        let (_, err) = run(&[command, s(&text_file)], 2);
+        let (out, err) = run(&[command, s(&text_file)], 2);
         assert!(
             err.starts_with(&format!(
                 "h5tile: cannot open '{}': not an HDF5 file",
@@ -826,6 +924,9 @@ fn bad_inputs_exit_2_naming_the_path() {
             )),
             "{command}: {err}"
         );
+        // Said once, on stderr.
+        assert_eq!(err.lines().count(), 1, "{command}: {err}");
+        assert!(!out.contains("not an HDF5 file"), "{command}: {out}");
         let (_, err) = run(&[command, s(d.path())], 2);
         assert!(err.contains("is a directory"), "{command}: {err}");
     }

@@ -53,6 +53,11 @@ pub const H5TILE_READ_FILL_MISSING: u32 = 1;
 /// Read flag: do not check tile bytes against the checksums recorded when h5tile wrote them
 /// (checked by default; a mismatch is `H5TILE_ERR_CORRUPT`).
 pub const H5TILE_READ_NO_VERIFY: u32 = 2;
+/// Read flag: allow a conversion that can lose values (numpy's "unsafe" casts: float to
+/// integer, a wider type to a narrower one, signed to unsigned, complex to real). Without it
+/// such a read is `H5TILE_ERR_DTYPE`; lossless ones (int32 or int64 to float64, float32 to
+/// float64, bool to anything) need no flag.
+pub const H5TILE_READ_NARROWING: u32 = 4;
 /// `h5tile_read_options.dtype`: deliver elements in the type the dataset stores.
 pub const H5TILE_AS_STORED: h5tile_dtype = -1;
 
@@ -90,7 +95,8 @@ pub struct h5tile_read_options {
     /// `sizeof(h5tile_read_options)` as the caller compiled it; set by
     /// `h5tile_read_options_default()` (do not change it).
     pub size: usize,
-    /// Bitwise OR of `H5TILE_READ_FILL_MISSING` and `H5TILE_READ_NO_VERIFY` (default 0).
+    /// Bitwise OR of `H5TILE_READ_FILL_MISSING`, `H5TILE_READ_NO_VERIFY` and
+    /// `H5TILE_READ_NARROWING` (default 0).
     pub flags: u32,
     /// Element type `h5tile_batches_next` delivers: `H5TILE_AS_STORED` (the default) for the
     /// dataset's own type, or a type HDF5 converts to. `h5tile_read` takes its type as an
@@ -174,7 +180,8 @@ impl h5tile_read_options {
     pub unsafe fn parse(opts: *const h5tile_read_options) -> Result<ReadOptions> {
         let defaults = h5tile_read_options::defaults();
         let o = read_sized(opts, defaults, "h5tile_read_options", FIRST_READ)?;
-        if o.flags & !(H5TILE_READ_FILL_MISSING | H5TILE_READ_NO_VERIFY) != 0 {
+        let known = H5TILE_READ_FILL_MISSING | H5TILE_READ_NO_VERIFY | H5TILE_READ_NARROWING;
+        if o.flags & !known != 0 {
             return fail(
                 H5TILE_ERR_INVALID_ARGUMENT,
                 format!("unknown read flags {:#x}", o.flags),
@@ -187,6 +194,7 @@ impl h5tile_read_options {
         Ok(ReadOptions {
             fill_missing: o.flags & H5TILE_READ_FILL_MISSING != 0,
             no_verify: o.flags & H5TILE_READ_NO_VERIFY != 0,
+            narrowing: o.flags & H5TILE_READ_NARROWING != 0,
             dtype,
             gds: mode_from_options(o.gds)?,
         })
@@ -299,12 +307,18 @@ unsafe fn read_sized<T: Copy>(p: *const T, defaults: T, what: &str, smallest: us
         return Ok(defaults);
     };
     let (size, known) = (*first, std::mem::size_of::<T>());
-    if size < smallest {
+    if size < smallest || size > LARGEST_OPTIONS {
+        let bound = match size < smallest {
+            true => format!("smaller than any version of the struct ({smallest} bytes)"),
+            false => {
+                format!("larger than any version of the struct can be ({LARGEST_OPTIONS} bytes)")
+            }
+        };
         return fail(
             H5TILE_ERR_INVALID_ARGUMENT,
             format!(
-                "{what}.size is {size}, smaller than any version of the struct ({smallest}): \
-                 start from {what}_default()"
+                "{what}.size is {size}, {bound}: the struct was not started from \
+                 {what}_default()"
             ),
         );
     }
@@ -314,7 +328,8 @@ unsafe fn read_sized<T: Copy>(p: *const T, defaults: T, what: &str, smallest: us
             H5TILE_ERR_INVALID_ARGUMENT,
             format!(
                 "{what} has {size} bytes and byte {} is set, a field this version of h5tile \
-                 ({}) does not know: link the h5tile the program was compiled against",
+                 ({}) does not know: start the struct from {what}_default(), and link the \
+                 h5tile whose h5tile.h the program was compiled with",
                 known + i,
                 env!("CARGO_PKG_VERSION")
             ),
@@ -332,6 +347,10 @@ unsafe fn read_sized<T: Copy>(p: *const T, defaults: T, what: &str, smallest: us
     Ok(out)
 }
 
+/// No options struct of any version grows past this: a larger `size` is garbage (an
+/// uninitialised struct), and reading that many bytes could run off the caller's memory.
+const LARGEST_OPTIONS: usize = 1024;
+
 /// Writes this version's `defaults` into a caller's struct of `size` bytes: as much of them as
 /// fits, zeros beyond, and `size` in the first field.
 ///
@@ -341,10 +360,13 @@ unsafe fn write_sized<T: Copy>(p: *mut T, size: usize, defaults: T, smallest: us
     if p.is_null() {
         return fail(H5TILE_ERR_INVALID_ARGUMENT, "opts is NULL");
     }
-    if size < smallest {
+    if size < smallest || size > LARGEST_OPTIONS {
         return fail(
             H5TILE_ERR_INVALID_ARGUMENT,
-            format!("size {size} is smaller than any version of the options struct ({smallest})"),
+            format!(
+                "size {size} is not that of any version of the options struct ({smallest} to \
+                 {LARGEST_OPTIONS} bytes): pass sizeof the struct"
+            ),
         );
     }
     let known = std::mem::size_of::<T>();

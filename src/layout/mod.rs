@@ -156,8 +156,24 @@ pub fn prepare_target(path: &Path, no_overwrite: bool) -> Result<()> {
         _ => {}
     }
     if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-        std::fs::create_dir_all(parent)
-            .map_err(|e| Error::io("cannot create directory", parent, &e))?;
+        if let Err(e) = std::fs::create_dir_all(parent) {
+            // A file in the way gives EEXIST or ENOTDIR: name it, not the OS's words for it.
+            let in_the_way = parent
+                .ancestors()
+                .find(|a| !a.as_os_str().is_empty() && a.exists() && !a.is_dir());
+            return match in_the_way {
+                Some(file) => fail(
+                    H5TILE_ERR_IO,
+                    format!(
+                        "cannot create folder '{}' for '{}': '{}' is a file, not a folder",
+                        parent.display(),
+                        path.display(),
+                        file.display()
+                    ),
+                ),
+                None => Err(Error::io("cannot create folder", parent, &e)),
+            };
+        }
     }
     Ok(())
 }

@@ -9,7 +9,7 @@
 use crate::dtype::Dtype;
 use crate::geometry::tile::Tile;
 use crate::ops::read::source::Source;
-use crate::ops::read::{on_one_version, open_dataset, OpenDataset, ReadOptions};
+use crate::ops::read::{check_conversion, on_one_version, open_dataset, OpenDataset, ReadOptions};
 use crate::platform::comm::Comm;
 use crate::platform::hdf5::{self, Dataset, Plist, Storage};
 use crate::status::*;
@@ -172,16 +172,8 @@ impl Batches {
                 Some(d) => d,
                 None => Dtype::of_hdf5(&open.dataset.dtype()?)?,
             };
-            if !open.dataset.dtype()?.converts_to(&dtype.hdf5_type()?) {
-                return fail(
-                    H5TILE_ERR_DTYPE,
-                    format!(
-                        "'{dataset}' in '{}' cannot be converted to {}",
-                        path.display(),
-                        dtype.name()
-                    ),
-                );
-            }
+            let file_type = open.dataset.dtype()?;
+            check_conversion(&file_type, dtype, path, dataset, options.narrowing)?;
             let range = grid.share(comm.rank(), comm.size());
             let region = grid.bounds(&range);
             let source =

@@ -83,9 +83,10 @@ struct SourceFile {
 
 /// Checks that every source of virtual dataset `info` is there: present; where
 /// the master records the tile's bytes, of the recorded size (and, for a subfile, stamped by
-/// the write its name says), which is all a read relies on; elsewhere opened with HDF5,
-/// holding the mapped dataset with a shape that holds the mapped box and a type HDF5
-/// converts to the dataset's. Sources named by patterns are left to HDF5.
+/// the write its name says), which is all h5tile's reads rely on; and, as other readers
+/// (HDF5, h5py) need, opened with HDF5, holding the mapped dataset with a shape that holds
+/// the mapped box and a type HDF5 converts to the dataset's. Sources named by patterns are
+/// left to HDF5.
 pub fn check_sources(info: &DatasetInfo) -> Vec<Problem> {
     let Some(vds) = &info.virtual_info else {
         return Vec::new();
@@ -119,9 +120,11 @@ pub fn check_sources(info: &DatasetInfo) -> Vec<Problem> {
         if let (Some(_), Some(recorded)) = (tile.data_offset, tile.file_size) {
             if let Some(why) = recorded_bytes_fit(tile, info.element_bytes, size, recorded) {
                 problems.push(Problem::new(tile, why));
+                continue;
             }
-            continue;
         }
+        // Even where h5tile reads the recorded bytes directly, HDF5, h5py and h5dump read
+        // the file's own metadata: a damaged superblock or object header fails them.
         let file = source.hdf5.get_or_insert_with(|| {
             File::open_read(&tile.path)
                 .map_err(|e| format!("cannot be opened with HDF5 ({})", e.message))

@@ -40,6 +40,17 @@ pub enum Layout {
     Subfiles,
 }
 
+impl Layout {
+    /// The name the C API gives it.
+    pub fn c_name(self) -> &'static str {
+        match self {
+            Layout::Vds => "H5TILE_LAYOUT_VDS",
+            Layout::Single => "H5TILE_LAYOUT_SINGLE",
+            Layout::Subfiles => "H5TILE_LAYOUT_SUBFILES",
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct WriteOptions {
     pub layout: Layout,
@@ -56,31 +67,6 @@ pub struct WriteOptions {
     pub ranks_per_file: Option<usize>,
     /// How tiles in device memory move.
     pub gds: crate::platform::device::Gds,
-}
-
-impl WriteOptions {
-    /// The options ranks must agree on, as a user would name them.
-    fn describe(&self) -> String {
-        let o = self;
-        let flags: Vec<&str> = [
-            (o.no_overwrite, "H5TILE_NO_OVERWRITE"),
-            (o.allow_partial, "H5TILE_ALLOW_PARTIAL"),
-            (o.keep_others, "H5TILE_KEEP_OTHERS"),
-            (o.no_sync, "H5TILE_NO_SYNC"),
-        ]
-        .iter()
-        .filter_map(|&(set, name)| set.then_some(name))
-        .collect();
-        let per_file = match o.ranks_per_file {
-            Some(k) => format!(", {k} ranks per file"),
-            None => String::new(),
-        };
-        let flags = match flags.is_empty() {
-            true => "no flags".to_string(),
-            false => flags.join("|"),
-        };
-        format!("{:?} layout, {flags}{per_file}", o.layout)
-    }
 }
 
 impl Default for WriteOptions {
@@ -519,39 +505,79 @@ pub fn validate_dataset_name(dataset: &str) -> Result<()> {
     Ok(())
 }
 
+/// What each rank must pass alike, in users' words: (what it is, this rank's value).
+fn arguments_alike(args: &WriteArgs) -> [(&'static str, String); 7] {
+    let o = &args.options;
+    let flags: Vec<&str> = [
+        (o.no_overwrite, "H5TILE_NO_OVERWRITE"),
+        (o.allow_partial, "H5TILE_ALLOW_PARTIAL"),
+        (o.keep_others, "H5TILE_KEEP_OTHERS"),
+        (o.no_sync, "H5TILE_NO_SYNC"),
+    ]
+    .iter()
+    .filter_map(|&(set, name)| set.then_some(name))
+    .collect();
+    [
+        ("path", format!("'{}'", args.path.display())),
+        ("dataset", format!("'{}'", args.dataset)),
+        ("element type", args.dtype.name().to_string()),
+        ("global shape", format!("{:?}", args.global)),
+        ("layout", o.layout.c_name().to_string()),
+        (
+            "write flags",
+            match flags.is_empty() {
+                true => "no flags".to_string(),
+                false => flags.join("|"),
+            },
+        ),
+        (
+            "ranks per file",
+            match o.ranks_per_file {
+                Some(k) => format!("{k} ranks per file"),
+                None => "the whole node per file".to_string(),
+            },
+        ),
+    ]
+}
+
 /// Every rank must name the same file, dataset, element type, shape and options; compared
-/// through a hash so the check costs one small allreduce whatever the number of ranks.
+/// through a hash of each so the check costs one small allreduce whatever the number of
+/// ranks. When they differ, the error (on every rank) names the first argument that differs,
+/// rank 0's value and that of the first rank passing another.
 fn agree_same_arguments(comm: &Comm, args: &WriteArgs) -> Result<()> {
-    let mut h = Fnv::default();
-    h.bytes(args.path.as_os_str().as_encoded_bytes());
-    h.bytes(args.dataset.as_bytes());
-    h.u64(args.dtype.code() as u64);
-    h.u64(args.global.len() as u64);
-    args.global.iter().for_each(|&d| h.u64(d));
-    h.u64(args.options.layout as u64);
-    h.u64(args.options.no_overwrite as u64);
-    h.u64(args.options.allow_partial as u64);
-    h.u64(args.options.keep_others as u64);
-    h.u64(args.options.no_sync as u64);
-    h.u64(args.options.ranks_per_file.map_or(0, |k| k as u64));
-    let mut v = [h.value(), !h.value()];
+    let fields = arguments_alike(args);
+    let mut v: Vec<u64> = fields
+        .iter()
+        .flat_map(|(_, value)| {
+            let mut h = Fnv::default();
+            h.bytes(value.as_bytes());
+            [h.value(), !h.value()]
+        })
+        .collect();
     comm.all_min(&mut v);
-    if v[0] != !v[1] {
-        return fail(
-            H5TILE_ERR_INVALID_ARGUMENT,
-            format!(
-                "ranks disagree on path, dataset, dtype, shape or options; rank {} has path '{}', \
-                 dataset '{}', dtype {}, shape {:?}, options {}",
-                comm.rank(),
-                args.path.display(),
-                args.dataset,
-                args.dtype.name(),
-                args.global,
-                args.options.describe()
-            ),
-        );
-    }
-    Ok(())
+    // Alike everywhere, min(h) and min(!h) are h and !h.
+    let Some(i) = (0..fields.len()).find(|&i| v[2 * i] != !v[2 * i + 1]) else {
+        return Ok(());
+    };
+    let (what, mine) = &fields[i];
+    let mut first = mine.clone();
+    comm.broadcast_text(0, &mut first);
+    let mut at = [match *mine != first {
+        true => comm.rank() as u64,
+        false => u64::MAX,
+    }];
+    comm.all_min(&mut at);
+    let other_rank = at[0].min(comm.size() as u64 - 1) as usize;
+    let mut other = mine.clone();
+    comm.broadcast_text(other_rank, &mut other);
+    fail(
+        H5TILE_ERR_INVALID_ARGUMENT,
+        format!(
+            "ranks disagree on the {what}: rank 0 passes {first}, rank {other_rank} passes \
+             {other} (every rank must pass the same path, dataset, element type, global shape \
+             and options)"
+        ),
+    )
 }
 
 /// Every tile of every rank, as (rank, index on that rank, tile); known on rank 0 only.
@@ -1087,7 +1113,10 @@ pub(crate) mod tests {
             Dtype::Float32,
             &Tile::new(vec![0, 0], vec![6, 4]),
             host_bytes_mut(&mut out),
-            ReadOptions::default(),
+            ReadOptions {
+                narrowing: true,
+                ..ReadOptions::default()
+            },
         )
         .unwrap_err();
         assert_eq!(e.status, H5TILE_ERR_MISSING_TILE, "{}", e.message);

@@ -32,6 +32,7 @@ impl Comm {
         if raw == mpi::ffi::RSMPI_COMM_NULL {
             return Ok(Comm::Solo);
         }
+        check_same_mpi()?;
         let (mut initialized, mut finalized) = (0, 0);
         mpi::ffi::MPI_Initialized(&mut initialized);
         mpi::ffi::MPI_Finalized(&mut finalized);
@@ -106,6 +107,19 @@ impl Comm {
         self.broadcast(&mut len);
         values.resize(len[0] as usize, 0);
         self.broadcast(values);
+    }
+
+    /// Rank `root`'s `text` on every rank.
+    pub fn broadcast_text(&self, root: usize, text: &mut String) {
+        if let Comm::Mpi(c) = self {
+            let from = c.process_at_rank(root as i32);
+            let mut len = [text.len() as u64];
+            from.broadcast_into(&mut len[..]);
+            let mut bytes = std::mem::take(text).into_bytes();
+            bytes.resize(len[0] as usize, 0);
+            from.broadcast_into(&mut bytes[..]);
+            *text = String::from_utf8_lossy(&bytes).into_owned();
+        }
     }
 
     /// The ranks that write one subfile together: those of this rank's node (processes that
@@ -265,10 +279,29 @@ fn fortran_comm_null() -> MPI_Fint {
 /// The C communicator for Fortran handle `comm`. `MPI_Comm_f2c` may only be called once MPI is
 /// initialised; before that only `MPI_COMM_NULL` (this process alone) makes sense.
 pub fn comm_from_fortran(comm: MPI_Fint) -> Result<MPI_Comm> {
+    // The handle's value, even MPI_COMM_NULL's, means something only to h5tile's own MPI.
+    check_same_mpi()?;
     let mut initialized = 0;
     unsafe { mpi::ffi::MPI_Initialized(&mut initialized) };
     if initialized != 0 {
-        Ok(unsafe { mpi::ffi::RSMPI_Comm_f2c(comm) })
+        let c = unsafe { mpi::ffi::RSMPI_Comm_f2c(comm) };
+        if !is_our_fortran_handle(comm, c) {
+            let built = match built_with_open_mpi() {
+                true => "Open MPI",
+                false => "MPICH",
+            };
+            return fail(
+                H5TILE_ERR_MPI,
+                format!(
+                    "the Fortran communicator {comm} is not one of {built}'s, the MPI libh5tile \
+                     was built with: the program's Fortran MPI (its `mpi` module or mpif.h) is \
+                     another MPI; compile the program and include/h5tile.f90 with {built}'s \
+                     mpif90 (CMake's find_package(H5Tile) picks it), or install an h5tile built \
+                     with the program's MPI"
+                ),
+            );
+        }
+        Ok(c)
     } else if comm == fortran_comm_null() {
         Ok(unsafe { mpi::ffi::RSMPI_COMM_NULL })
     } else {
@@ -278,6 +311,112 @@ pub fn comm_from_fortran(comm: MPI_Fint) -> Result<MPI_Comm> {
              MPI_COMM_NULL to work on this process alone)",
         )
     }
+}
+
+/// The MPI family h5tile was compiled against: Open MPI's handles are pointers, those of
+/// MPICH and its derivatives (Intel MPI, Cray MPICH, MVAPICH) are `int`s.
+fn built_with_open_mpi() -> bool {
+    std::mem::size_of::<MPI_Comm>() == std::mem::size_of::<*const ()>()
+}
+
+/// `H5TILE_ERR_MPI` when the MPI library that h5tile's MPI calls reach is not of the family
+/// h5tile was built with. A program built with another MPI's wrapper loads both libraries,
+/// its own first, so h5tile's calls land in the program's MPI with handles that mean nothing
+/// there: a crash inside MPI, never an error, unless refused here. Safe before `MPI_Init`
+/// (`MPI_Get_library_version` may be called any time); decided once per process.
+pub fn check_same_mpi() -> Result<()> {
+    static VERDICT: std::sync::OnceLock<std::result::Result<(), String>> =
+        std::sync::OnceLock::new();
+    let verdict = VERDICT.get_or_init(|| {
+        // MPICH's longest version string is 8192 bytes, Open MPI's 256.
+        let mut text = vec![0 as std::ffi::c_char; 8192];
+        let mut len = 0;
+        unsafe { mpi::ffi::MPI_Get_library_version(text.as_mut_ptr(), &mut len) };
+        let version = unsafe { std::ffi::CStr::from_ptr(text.as_ptr()) }.to_string_lossy();
+        let version = version.lines().next().unwrap_or("");
+        let version = version.split_whitespace().collect::<Vec<_>>().join(" ");
+        if version.contains("Open MPI") == built_with_open_mpi() {
+            return Ok(());
+        }
+        let reached = library_of(mpi::ffi::MPI_Get_library_version as *const ());
+        let others: Vec<String> = loaded_mpi_libraries()
+            .into_iter()
+            .filter(|l| *l != reached)
+            .collect();
+        // An h5tile for the program's MPI is made with the other family's make flag.
+        let (built, make_other) = match built_with_open_mpi() {
+            true => ("Open MPI", "MPI=mpich"),
+            false => ("MPICH", "MPI=openmpi"),
+        };
+        let built_files = match others.is_empty() {
+            true => "not loaded".to_string(),
+            false => others.join(", "),
+        };
+        Err(format!(
+            "this program runs another MPI than libh5tile's: its MPI calls reach '{version}' \
+             ({reached}), but libh5tile was built with {built} ({built_files}); build the \
+             program with {built}'s compiler wrapper (`pkg-config --variable=mpicc h5tile`; \
+             CMake's find_package(H5Tile) picks it), or install an h5tile built with the \
+             program's MPI (make install {make_other})"
+        ))
+    });
+    verdict
+        .clone()
+        .map_err(|message| Error::new(H5TILE_ERR_MPI, message))
+}
+
+/// Whether Fortran handle `f`, converted to `c`, is a communicator of h5tile's MPI. Another
+/// MPI's `mpi` module gives other numbers (MPICH's MPI_COMM_WORLD is 0x44000000, Open MPI's
+/// 0): Open MPI's `MPI_Comm_f2c` answers NULL for an index it has no communicator at (as
+/// MPI-2 4.12.4 asks, no error handler); MPICH's handles carry their kind in bits 26-29
+/// (1 for communicators: MPI_COMM_NULL is 0x04000000), which its f2c, a cast, keeps.
+fn is_our_fortran_handle(f: MPI_Fint, c: MPI_Comm) -> bool {
+    if built_with_open_mpi() {
+        // Same size (checked by `built_with_open_mpi`): a pointer, NULL for no communicator.
+        let pointer: usize = unsafe { std::mem::transmute_copy(&c) };
+        pointer != 0
+    } else {
+        (f as u32 & 0x3c00_0000) == 0x0400_0000
+    }
+}
+
+/// The file of the loaded library holding the code at `address`.
+fn library_of(address: *const ()) -> String {
+    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+    match unsafe { libc::dladdr(address as *const libc::c_void, &mut info) } {
+        0 => "an unknown library".to_string(),
+        _ if info.dli_fname.is_null() => "an unknown library".to_string(),
+        _ => unsafe { std::ffi::CStr::from_ptr(info.dli_fname) }
+            .to_string_lossy()
+            .into_owned(),
+    }
+}
+
+/// The MPI libraries loaded in this process (`libmpi.so.*`, `libmpich.so.*`, ...).
+fn loaded_mpi_libraries() -> Vec<String> {
+    unsafe extern "C" fn each(
+        info: *mut libc::dl_phdr_info,
+        _size: libc::size_t,
+        out: *mut libc::c_void,
+    ) -> libc::c_int {
+        let out = &mut *(out as *mut Vec<String>);
+        if !(*info).dlpi_name.is_null() {
+            let name = std::ffi::CStr::from_ptr((*info).dlpi_name).to_string_lossy();
+            let file = name.rsplit('/').next().unwrap_or("");
+            if file.starts_with("libmpi.so") || file.starts_with("libmpich.so") {
+                out.push(name.into_owned());
+            }
+        }
+        0
+    }
+    let mut out: Vec<String> = Vec::new();
+    unsafe {
+        libc::dl_iterate_phdr(
+            Some(each),
+            &mut out as *mut Vec<String> as *mut libc::c_void,
+        )
+    };
+    out
 }
 
 #[cfg(test)]

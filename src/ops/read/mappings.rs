@@ -53,11 +53,13 @@ pub fn sources(dset: &Dataset, ndim: usize) -> Result<Vec<Mapping>> {
         .collect())
 }
 
-/// Where HDF5 looks for source `file` of a VDS whose master is `master` (as its
-/// `H5F_prefix_open_file` does): an absolute name as is; then the name — for an absolute one,
-/// its last component — under each folder of `HDF5_VDS_PREFIX` (a `${ORIGIN}` that starts it
-/// meaning the master's folder), under the master's folder, and under the working directory. Returns the
-/// first candidate that exists, or the first candidate (for the message) when none does.
+/// Where h5tile looks for source `file` of a VDS whose master is `master`, in HDF5's order
+/// (`H5F_prefix_open_file`): an absolute name as is; then the name — for an absolute one, its
+/// last component — under each folder of `HDF5_VDS_PREFIX` (a `${ORIGIN}` that starts it
+/// meaning the master's folder) and under the master's folder. HDF5 then tries the working
+/// directory as a last resort; h5tile does not, so a tile missing beside its master is missing
+/// wherever the reader runs (a copy that lost a tile never borrows the original's). Returns
+/// the first candidate that exists, or the first candidate (for the message) when none does.
 pub fn resolve_source(master: &Path, file: &str) -> (PathBuf, bool) {
     let origin = master
         .parent()
@@ -83,7 +85,6 @@ pub fn resolve_source(master: &Path, file: &str) -> (PathBuf, bool) {
         }
     }
     candidates.push(origin.join(name));
-    candidates.push(name.to_path_buf());
     match candidates.iter().find(|c| c.is_file()) {
         Some(c) => (c.clone(), true),
         None => (candidates.swap_remove(0), false),
@@ -293,7 +294,7 @@ mod tests {
     }
 
     #[test]
-    fn relative_sources_resolve_beside_the_master_then_in_the_working_directory() {
+    fn relative_sources_resolve_beside_the_master_and_never_in_the_working_directory() {
         let d = tempfile::tempdir().unwrap();
         let master = d.path().join("m.h5");
         std::fs::create_dir(d.path().join("m.h5.tiles")).unwrap();
@@ -305,6 +306,14 @@ mod tests {
         let (p, found) = resolve_source(&master, "m.h5.tiles/missing.h5");
         assert!(!found);
         assert_eq!(p, d.path().join("m.h5.tiles/missing.h5"));
+        // A file of the same relative name under the working directory is not taken: the
+        // master's copy lacks it. (The test's working directory is the crate's, where a
+        // `Cargo.toml` always exists; a master elsewhere naming it finds nothing.)
+        assert!(Path::new("Cargo.toml").is_file());
+        assert_eq!(
+            resolve_source(&master, "Cargo.toml"),
+            (d.path().join("Cargo.toml"), false)
+        );
     }
 
     #[test]

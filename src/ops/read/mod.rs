@@ -28,6 +28,8 @@ pub struct ReadOptions {
     pub fill_missing: bool,
     /// Skip checking the bytes of tiles h5tile checksummed (`H5TILE_READ_NO_VERIFY`).
     pub no_verify: bool,
+    /// Allow conversions that can lose values (`H5TILE_READ_NARROWING`).
+    pub narrowing: bool,
     /// Element type to deliver when the call takes none (batches); None: as stored.
     pub dtype: Option<Dtype>,
     /// How reads into device memory move.
@@ -280,19 +282,7 @@ fn read_rank(
             return read_into_device(open, path, dataset, dtype, tile, dst, &route, options);
         }
     };
-    if !file_type.converts_to(&mem_type) {
-        let stored = Dtype::of_hdf5(&file_type)
-            .map(|d| d.name())
-            .unwrap_or("an unsupported type");
-        return fail(
-            H5TILE_ERR_DTYPE,
-            format!(
-                "'{dataset}' in '{}' holds {stored}, which HDF5 cannot convert to {}",
-                path.display(),
-                dtype.name()
-            ),
-        );
-    }
+    check_conversion(&file_type, dtype, path, dataset, options.narrowing)?;
     if tile.is_empty() {
         return Ok(());
     }
@@ -300,6 +290,42 @@ fn read_rank(
     // bytes while other threads' h5tile calls go on.
     drop(lock);
     read_host(open, path, dataset, dtype, tile, buf, options)
+}
+
+/// `H5TILE_ERR_DTYPE` unless elements stored as `file_type` convert to `dtype`: HDF5 must
+/// know how, and a conversion that can lose values (numpy's "unsafe" casts) needs
+/// `narrowing` (`H5TILE_READ_NARROWING`), so a mistyped dtype is never read silently.
+pub(crate) fn check_conversion(
+    file_type: &hdf5::Type,
+    dtype: Dtype,
+    path: &Path,
+    dataset: &str,
+    narrowing: bool,
+) -> Result<()> {
+    let stored = Dtype::of_hdf5(file_type).ok();
+    let name = stored.map_or("an unsupported type", |d| d.name());
+    if !file_type.converts_to(&dtype.hdf5_type()?) {
+        return fail(
+            H5TILE_ERR_DTYPE,
+            format!(
+                "'{dataset}' in '{}' holds {name}, which HDF5 cannot convert to {}",
+                path.display(),
+                dtype.name()
+            ),
+        );
+    }
+    match stored {
+        Some(stored) if !narrowing && !stored.casts_safely_to(dtype) => fail(
+            H5TILE_ERR_DTYPE,
+            format!(
+                "reading '{dataset}' in '{}', which holds {name}, as {} can lose values \
+                 (a narrowing conversion): read it as {name}, or pass H5TILE_READ_NARROWING",
+                path.display(),
+                dtype.name()
+            ),
+        ),
+        _ => Ok(()),
+    }
 }
 
 /// The read itself, into host memory, the checks done.
