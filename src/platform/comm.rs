@@ -320,8 +320,10 @@ fn built_with_open_mpi() -> bool {
 }
 
 /// `H5TILE_ERR_MPI` when the MPI library that h5tile's MPI calls reach is not of the family
-/// h5tile was built with. A program built with another MPI's wrapper loads both libraries,
-/// its own first, so h5tile's calls land in the program's MPI with handles that mean nothing
+/// h5tile was built with, as its version string says. (Where handles live cannot tell: a
+/// program's copy relocations move Open MPI's `ompi_mpi_comm_world` into the program.) A
+/// program built with another MPI's wrapper loads both libraries, its own first, so
+/// h5tile's calls land in the program's MPI with handles that mean nothing
 /// there: a crash inside MPI, never an error, unless refused here. Safe before `MPI_Init`
 /// (`MPI_Get_library_version` may be called any time); decided once per process.
 pub fn check_same_mpi() -> Result<()> {
@@ -335,6 +337,8 @@ pub fn check_same_mpi() -> Result<()> {
         let version = unsafe { std::ffi::CStr::from_ptr(text.as_ptr()) }.to_string_lossy();
         let version = version.lines().next().unwrap_or("");
         let version = version.split_whitespace().collect::<Vec<_>>().join(" ");
+        // The MPICH family (Intel MPI, Cray MPICH, MVAPICH) never names Open MPI; an Open MPI
+        // derivative whose string does not name it would be refused (docs/reliability.md).
         if version.contains("Open MPI") == built_with_open_mpi() {
             return Ok(());
         }
