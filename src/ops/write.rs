@@ -548,9 +548,14 @@ fn agree_same_arguments(comm: &Comm, args: &WriteArgs) -> Result<()> {
     let fields = arguments_alike(args);
     let mut v: Vec<u64> = fields
         .iter()
-        .flat_map(|(_, value)| {
+        .enumerate()
+        .flat_map(|(i, (_, value))| {
             let mut h = Fnv::default();
-            h.bytes(value.as_bytes());
+            // The path as its bytes: two names shown alike (not UTF-8) may still differ.
+            match i {
+                0 => h.bytes(args.path.as_os_str().as_encoded_bytes()),
+                _ => h.bytes(value.as_bytes()),
+            }
             [h.value(), !h.value()]
         })
         .collect();
@@ -562,6 +567,7 @@ fn agree_same_arguments(comm: &Comm, args: &WriteArgs) -> Result<()> {
     let (what, mine) = &fields[i];
     let mut first = mine.clone();
     comm.broadcast_text(0, &mut first);
+    // Paths that differ only in bytes shown alike differ in no text: the last rank is named.
     let mut at = [match *mine != first {
         true => comm.rank() as u64,
         false => u64::MAX,
