@@ -100,37 +100,6 @@ check_ldd "$copy/bin/h5tile" -
 
 # 1. A program built against the copy with pkg-config.
 mkdir -p "$tmp/data-visible" "$tmp/data-hidden"
-cat > "$tmp/standalone.c" <<'EOF'
-#include <h5tile.h>
-#include <stdio.h>
-#include <string.h>
-
-int main(int argc, char **argv) {
-    char path[4096];
-    if (argc < 2 || snprintf(path, sizeof path, "%s/standalone.h5", argv[1]) >= (int)sizeof path)
-        return 2;
-    const uint64_t shape[2] = {5, 3}, zero[2] = {0, 0};
-    double out[15], in[15];
-    for (int i = 0; i < 15; i++) out[i] = 0.25 * i - 2.0;
-    h5tile_status s = h5tile_write(MPI_COMM_NULL, path, "/standalone", H5TILE_FLOAT64, 2, shape,
-                                   zero, shape, out, NULL);
-    if (s != H5TILE_OK) {
-        printf("write: %s: %s\n", h5tile_status_name(s), h5tile_last_error());
-        return 1;
-    }
-    s = h5tile_read(MPI_COMM_NULL, path, "/standalone", H5TILE_FLOAT64, 2, zero, shape, in, NULL);
-    if (s != H5TILE_OK) {
-        printf("read: %s: %s\n", h5tile_status_name(s), h5tile_last_error());
-        return 1;
-    }
-    if (memcmp(in, out, sizeof in) != 0) {
-        printf("values differ\n");
-        return 1;
-    }
-    printf("OK %s\n", h5tile_version());
-    return 0;
-}
-EOF
 PKG_CONFIG_PATH="$copy/lib/pkgconfig"
 export PKG_CONFIG_PATH
 flags=$("$pkgconfig" --cflags --libs h5tile) || fail "pkg-config --cflags --libs h5tile failed"
@@ -140,7 +109,7 @@ case "$flags" in *"$copy/"*) ;; *) fail "pkg-config's flags do not name the copy
 case "$flags" in *"$prefix"* | *"$clone"*) fail "pkg-config's flags name the original: $flags" ;; esac
 prog=$tmp/standalone
 # shellcheck disable=SC2086  # the flags are meant to split
-if ! "$mpicc" -std=c11 -Wall -Wextra -Werror -o "$prog" "$tmp/standalone.c" $flags; then
+if ! "$mpicc" -std=c11 -Wall -Wextra -Werror -o "$prog" "$(dirname "$0")/pkgconfig_hello.c" $flags; then
     fail "$mpicc could not build a program against the copy"
     exit 1
 fi
@@ -156,8 +125,8 @@ expect_ok() { # what, output (its stderr is in $tmp/stderr)
 }
 out=$(env -u LD_LIBRARY_PATH "$prog" "$tmp/data-visible" 2>"$tmp/stderr")
 expect_ok "the program (clone visible)" "$out"
-if ! env -u LD_LIBRARY_PATH "$copy/bin/h5tile" ls "$tmp/data-visible/standalone.h5" 2>"$tmp/stderr" |
-    grep -q "/standalone"; then
+if ! env -u LD_LIBRARY_PATH "$copy/bin/h5tile" ls "$tmp/data-visible/hello.h5" 2>"$tmp/stderr" |
+    grep -q "/hello"; then
     fail "the copy's h5tile ls failed (clone visible)"
     cat "$tmp/stderr" >&2
 fi
@@ -181,14 +150,14 @@ else
     out=$(hidden "$prog" "$tmp/data-hidden")
     echo "the program (clone and prefix hidden): $out"
     expect_ok "the program (clone and prefix hidden)" "$out"
-    out=$(hidden "$copy/bin/h5tile" ls "$tmp/data-hidden/standalone.h5")
+    out=$(hidden "$copy/bin/h5tile" ls "$tmp/data-hidden/hello.h5")
     rc=$?
     echo "h5tile ls (clone and prefix hidden): $out"
-    if [ $rc -ne 0 ] || ! echo "$out" | grep -q "/standalone"; then
+    if [ $rc -ne 0 ] || ! echo "$out" | grep -q "/hello"; then
         fail "the copy's h5tile ls failed with the clone hidden (exit $rc): $out"
         cat "$tmp/stderr" >&2
     fi
-    [ -e "$tmp/data-hidden/standalone.h5" ] || fail "the program wrote nothing with the clone hidden"
+    [ -e "$tmp/data-hidden/hello.h5" ] || fail "the program wrote nothing with the clone hidden"
 fi
 
 if [ "$failed" -ne 0 ]; then

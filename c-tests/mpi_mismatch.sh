@@ -36,6 +36,25 @@ grep -q "libh5tile was built with $("$pkgconfig" --variable=mpi h5tile) but this
 echo "pkg-config + $other_mpicc refused:"
 grep "#error" "$work/pkgconfig.log" | head -1
 
+# A CMake project in DIR whose LANG uses WRAPPER (another MPI's) must fail to configure with
+# a message matching PATTERN (CMake wraps messages: matched with its lines joined).
+# usage: cmake_refuses DIR LANG WRAPPER PATTERN
+cmake_refuses() {
+    log="$work/cmake-$2.log"
+    if "$cmake" -S "$1" -B "$1-build" -DCMAKE_PREFIX_PATH="$prefix" -DMPI_$2_COMPILER="$3" \
+            > "$log" 2>&1; then
+        echo "mpi_mismatch: a $2 project that found $3's MPI configured against h5tile" >&2
+        exit 1
+    fi
+    tr -s ' \n' '  ' < "$log" | grep -q "$4" || {
+        echo "mpi_mismatch: the $2 project failed without the package's message ($4):" >&2
+        cat "$log" >&2
+        exit 1
+    }
+    echo "find_package(H5Tile) in a $2 project with -DMPI_$2_COMPILER=$3 refused:"
+    grep -A3 "libh5tile was built with" "$log" | head -4
+}
+
 cat > "$work/project/CMakeLists.txt" <<'SRC'
 cmake_minimum_required(VERSION 3.25)
 project(mismatch LANGUAGES C)
@@ -44,18 +63,7 @@ find_package(H5Tile REQUIRED)
 add_executable(mismatch main.c)
 target_link_libraries(mismatch PRIVATE H5Tile::h5tile)
 SRC
-if "$cmake" -S "$work/project" -B "$work/build" -DCMAKE_PREFIX_PATH="$prefix" \
-        -DMPI_C_COMPILER="$other_mpicc" > "$work/cmake.log" 2>&1; then
-    echo "mpi_mismatch: a project that found $other_mpicc's MPI configured against h5tile" >&2
-    exit 1
-fi
-grep -q "libh5tile was built with" "$work/cmake.log" || {
-    echo "mpi_mismatch: configuring failed without the package's message:" >&2
-    cat "$work/cmake.log" >&2
-    exit 1
-}
-echo "find_package(H5Tile) after FindMPI found $other_mpicc's MPI refused:"
-grep -A3 "libh5tile was built with" "$work/cmake.log" | head -4
+cmake_refuses "$work/project" C "$other_mpicc" "libh5tile was built with"
 
 # The C++ project: the refusal names the C++ wrapper.
 other_mpicxx=$(echo "$other_mpicc" | sed 's/mpicc/mpicxx/')
@@ -63,17 +71,7 @@ mkdir -p "$work/cxx"
 cp "$work/main.c" "$work/cxx/main.cpp"
 sed -e 's/LANGUAGES C)/LANGUAGES CXX)/' -e 's/COMPONENTS C)/COMPONENTS CXX)/' -e 's/main.c)/main.cpp)/' \
     "$work/project/CMakeLists.txt" > "$work/cxx/CMakeLists.txt"
-if "$cmake" -S "$work/cxx" -B "$work/build-cxx" -DCMAKE_PREFIX_PATH="$prefix" \
-        -DMPI_CXX_COMPILER="$other_mpicxx" > "$work/cmake-cxx.log" 2>&1; then
-    echo "mpi_mismatch: a C++ project that found $other_mpicxx's MPI configured against h5tile" >&2
-    exit 1
-fi
-tr -s ' \n' '  ' < "$work/cmake-cxx.log" | grep -q "configure with -DMPI_CXX_COMPILER=[^ ]*mpicxx" || {
-    echo "mpi_mismatch: the C++ project's refusal does not name the C++ wrapper:" >&2
-    cat "$work/cmake-cxx.log" >&2
-    exit 1
-}
-echo "find_package(H5Tile) in a C++ project with $other_mpicxx refused, naming mpicxx"
+cmake_refuses "$work/cxx" CXX "$other_mpicxx" "configure with -DMPI_CXX_COMPILER=[^ ]*mpicxx"
 
 # The documented Fortran recipe, with the other MPI's mpif90 (and C enabled too, whose MPI is
 # the right one): refused for Fortran.
@@ -92,18 +90,7 @@ find_package(H5Tile REQUIRED)
 add_executable(mismatch main.f90)
 target_link_libraries(mismatch PRIVATE H5Tile::fortran)
 SRC
-if "$cmake" -S "$work/fortran" -B "$work/build-fortran" -DCMAKE_PREFIX_PATH="$prefix" \
-        -DMPI_Fortran_COMPILER="$other_mpif90" > "$work/cmake-fortran.log" 2>&1; then
-    echo "mpi_mismatch: a Fortran project that found $other_mpif90's MPI configured against h5tile" >&2
-    exit 1
-fi
-# CMake wraps the message: compared with its lines joined.
-tr -s ' \n' '  ' < "$work/cmake-fortran.log" | grep -q "this project's Fortran found another MPI" || {
-    echo "mpi_mismatch: the Fortran project failed without the package's message:" >&2
-    cat "$work/cmake-fortran.log" >&2
-    exit 1
-}
-echo "find_package(H5Tile) with -DMPI_Fortran_COMPILER=$other_mpif90 refused"
+cmake_refuses "$work/fortran" Fortran "$other_mpif90" "this project's Fortran found another MPI"
 
 # Past the build checks: the first h5tile call refuses, naming both MPIs, instead of crashing.
 cat > "$work/runtime.c" <<'SRC'

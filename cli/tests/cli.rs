@@ -503,6 +503,15 @@ fn check_names_a_flipped_bit_and_its_byte_range_and_fast_does_not_read_bytes() {
     }
 }
 
+/// `h5tile check MASTER`'s output, then `check --fast`'s, each expected to exit 1.
+fn check_finding_problems(master: &Path) -> [String; 2] {
+    [&[][..], &["--fast"][..]].map(|more| {
+        let mut args = vec!["check", s(master)];
+        args.extend_from_slice(more);
+        run(&args, 1).0
+    })
+}
+
 #[test]
 fn check_and_fast_check_name_a_deleted_tile_file() {
     let d = tempfile::tempdir().unwrap();
@@ -510,12 +519,7 @@ fn check_and_fast_check_name_a_deleted_tile_file() {
     write_grid(&m, "/g", Layout::Vds, false);
     let gone = tile_files(&m)[2].clone();
     std::fs::remove_file(&gone).unwrap();
-    for fast in [false, true] {
-        let mut args = vec!["check", s(&m)];
-        if fast {
-            args.push("--fast");
-        }
-        let (out, _) = run(&args, 1);
+    for out in check_finding_problems(&m) {
         let line = out.lines().next().unwrap();
         assert!(
             line.contains(s(&gone)) && line.ends_with("does not exist"),
@@ -547,12 +551,7 @@ fn check_opens_every_source_with_hdf5_as_other_readers_do() {
             .unwrap();
         bytes[signature] ^= 0xff;
         std::fs::write(&damaged, bytes).unwrap();
-        for fast in [false, true] {
-            let mut args = vec!["check", s(&m)];
-            if fast {
-                args.push("--fast");
-            }
-            let (out, _) = run(&args, 1);
+        for out in check_finding_problems(&m) {
             let line = out.lines().next().unwrap();
             assert!(
                 line.contains(&format!("'{}'", s(&damaged)))
