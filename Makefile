@@ -110,15 +110,16 @@ test-rust: setup
 test-c: stage
 	$(CMAKE) -S c-tests -B $(BUILD)/c-tests -DCMAKE_PREFIX_PATH=$(STAGE) \
 	  -DPython3_EXECUTABLE=$(PYTHON) -DMPIEXEC_EXECUTABLE=$$(command -v $(MPIRUN)) \
-	  -DMPICC_EXECUTABLE=$(MPICC) -DOTHER_MPICC=$(call mpi_tool,mpicc,$(OTHER_MPI)) >/dev/null
+	  -DMPICC_EXECUTABLE=$(MPICC) -DOTHER_MPICC=$(call mpi_tool,mpicc,$(OTHER_MPI)) \
+	  "-DH5TILE_MAKE_VARS=MPI=$(MPI);HDF5_DIR=$(HDF5_DIR)$(if $(filter custom,$(HDF5_TAG)),,;HDF5_VERSION=$(HDF5_VERSION))" >/dev/null
 	$(CMAKE) --build $(BUILD)/c-tests -j2
 	cd $(BUILD)/c-tests && $(CTEST) --output-on-failure
 	@echo "--- the suite again, every file h5tile touches going through the h5tile_gds driver"
 	cd $(BUILD)/c-tests && HDF5_PLUGIN_PATH=$(STAGE)/lib/h5tile/plugins HDF5_DRIVER=h5tile_gds \
-	  $(CTEST) --output-on-failure -E '^plugin_'
+	  $(CTEST) --output-on-failure -E '^(plugin_|doc_examples$$|python_)'
 	@echo "--- and once more with O_DIRECT and parallel pieces (direct=on,threads=3)"
 	cd $(BUILD)/c-tests && HDF5_PLUGIN_PATH=$(STAGE)/lib/h5tile/plugins HDF5_DRIVER=h5tile_gds \
-	  HDF5_DRIVER_CONFIG=direct=on,threads=3,block=64KiB,bounce=128KiB $(CTEST) --output-on-failure -E '^plugin_'
+	  HDF5_DRIVER_CONFIG=direct=on,threads=3,block=64KiB,bounce=128KiB $(CTEST) --output-on-failure -E '^(plugin_|doc_examples$$|python_)'
 
 # The C, C++ and Fortran tests with AddressSanitizer + UBSan (docs/sanitizers.md): the test
 # programs are instrumented, libh5tile (Rust), MPI and HDF5 are not, though LeakSanitizer sees
@@ -126,7 +127,7 @@ test-c: stage
 #   h5py_check_interop*, plugin_h5py,  Python and h5py only (h5py_make_files still runs: a fixture);
 #   cli_installed                      the tool, uninstrumented, is Rust
 #   pkgconfig_build, mpi_mismatch,     shell scripts building a fresh, uninstrumented program
-#   install_standalone
+#   install_standalone, doc_examples
 #   cxx_consumer_*                     a separate CMake project built by ctest --build-and-test
 #   fault_*                            Python preloading fault_shim (LD_PRELOAD) into the
 #                                      programs: ASan's runtime must come first, and the shim's
@@ -134,7 +135,7 @@ test-c: stage
 #   mpi_scale_np64, mpi_subfiles_np64  64 instrumented ranks on a small machine; their code paths
 #                                      run instrumented in mpi_roundtrip, mpi_batches, mpi_errors
 #                                      and mpi_subfiles_np3
-ASAN_EXCLUDE := ^(h5py_check_interop.*|cli_installed|plugin_h5py|pkgconfig_build|mpi_mismatch|install_standalone|cxx_consumer_.*|fault_.*|mpi_scale_np64|mpi_subfiles_np64)$$
+ASAN_EXCLUDE := ^(h5py_check_interop.*|cli_installed|plugin_h5py|pkgconfig_build|mpi_mismatch|install_standalone|doc_examples|cxx_consumer_.*|fault_.*|mpi_scale_np64|mpi_subfiles_np64)$$
 # A leak fails the test (Open MPI's own, kept until exit, are suppressed in lsan.supp); the slow
 # unwinder follows MPI, HDF5 and Rust frames built without frame pointers, so a report names
 # the real allocation site and suppressions match whole stacks; a report ends the process with

@@ -4,7 +4,7 @@
 ! H5TILE_LAYOUT_SUBFILES with ranks_per_file and H5TILE_NO_SYNC,
 ! H5TILE_READ_FILL_MISSING, the dtype batches deliver); h5tile_partition's tiles covering the
 ! shape exactly once; h5tile_write / h5tile_write_tiles and their async forms read back value
-! by value; batches delivering every chunk once with its offset, shape and data; and bad calls
+! by value, with integer(c_int64_t) and with default-kind integer shapes; batches delivering every chunk once with its offset, shape and data; and bad calls
 ! returning their exact status code with a message.
 !   fortran_api SCRATCH_DIR VERSION     (VERSION: the version find_package(H5Tile) found)
 program fortran_api
@@ -54,6 +54,7 @@ program fortran_api
   call test_allow_partial()
   call test_write_tiles()
   call test_write_async()
+  call test_default_kind_shapes()
   call test_fill_missing()
   call test_batches()
   call test_batches_alone()
@@ -526,6 +527,64 @@ contains
   end subroutine
 
   ! Every rank reads the whole dataset and checks every value.
+  ! Shapes and offsets as default-kind integers: every generic taking them has that form too
+  ! (write, write_tiles, both async forms, read, batches_open), with the same effect.
+  subroutine test_default_kind_shapes()
+    integer :: g(3), off(3), ext(3), offs(3, 1), exts(3, 1), chunk(3), status
+    type(h5tile_request) :: req
+    type(c_ptr) :: bare
+    type(h5tile_batches) :: it
+    integer(c_int64_t) :: coff(3), cext(3)
+    logical :: done
+    real(c_double), allocatable, target, asynchronous :: a(:, :, :), b(:, :, :)
+    real(c_double), target :: buf(nx * ny * nz)
+    g = int(gshape)
+    off = int(my_offset)
+    ext = int(my_shape)
+    offs(:, 1) = off
+    exts(:, 1) = ext
+    allocate(a, source=5 * mine)
+    allocate(b, source=7 * mine)
+    call expect(h5tile_write(MPI_COMM_WORLD, at("kind.h5"), "/w", H5TILE_FLOAT64, g, off, ext, &
+      c_loc(a)), H5TILE_OK, "write with default-kind shapes")
+    call read_whole("kind.h5", "/w", 5.0d0, "read after write with default-kind shapes")
+    call expect(h5tile_write_tiles(MPI_COMM_WORLD, at("kind.h5"), "/w", H5TILE_FLOAT64, g, offs, &
+      exts, [c_loc(b)]), H5TILE_OK, "write_tiles with default-kind shapes")
+    call read_whole("kind.h5", "/w", 7.0d0, "read after write_tiles with default-kind shapes")
+    call expect(h5tile_write_async(MPI_COMM_WORLD, at("kind.h5"), "/w", H5TILE_FLOAT64, g, off, &
+      ext, c_loc(a), req), H5TILE_OK, "write_async with default-kind shapes")
+    call expect(h5tile_wait(req), H5TILE_OK, "wait for write_async with default-kind shapes")
+    call read_whole("kind.h5", "/w", 5.0d0, "read after write_async with default-kind shapes")
+    call expect(h5tile_write_async(MPI_COMM_WORLD, at("kind.h5"), "/w", H5TILE_FLOAT64, g, off, &
+      ext, c_loc(b), bare), H5TILE_OK, "write_async (c_ptr request) with default-kind shapes")
+    call expect(h5tile_wait(bare), H5TILE_OK, "wait for the c_ptr request")
+    call read_whole("kind.h5", "/w", 7.0d0, "read after the c_ptr request's write")
+    call expect(h5tile_write_tiles_async(MPI_COMM_WORLD, at("kind.h5"), "/w", H5TILE_FLOAT64, &
+      g, offs, exts, [c_loc(a)], req), H5TILE_OK, "write_tiles_async with default-kind shapes")
+    call expect(h5tile_wait(req), H5TILE_OK, "wait for write_tiles_async")
+    whole = -1
+    call expect(h5tile_read(MPI_COMM_WORLD, at("kind.h5"), "/w", H5TILE_FLOAT64, [0, 0, 0], g, &
+      c_loc(whole)), H5TILE_OK, "read with default-kind shapes")
+    call check_values(whole, origin, gshape, 5.0d0, "read with default-kind shapes")
+    chunk = [nx, ny, nz]
+    call expect(h5tile_batches_open(MPI_COMM_NULL, at("kind.h5"), "/w", chunk, it), H5TILE_OK, &
+      "batches_open with a default-kind chunk shape")
+    call expect(h5tile_batches_next(it, c_loc(buf), c_sizeof(buf), coff, cext, done), H5TILE_OK, &
+      "the one batch of a default-kind chunk shape")
+    call check(.not. done .and. all(coff == 0) .and. all(cext == gshape), &
+      "one batch covers the dataset")
+    call check_values(reshape(buf, [nx, ny, nz]), origin, gshape, 5.0d0, &
+      "batch with a default-kind chunk shape")
+    call h5tile_batches_free(it)
+    ! A short offset is still refused by the module, naming the counts.
+    status = h5tile_write(MPI_COMM_WORLD, at("kind.h5"), "/w", H5TILE_FLOAT64, g, off(1:2), ext, &
+      c_loc(a))
+    call expect(status, H5TILE_ERR_INVALID_ARGUMENT, "default-kind offset of 2 entries")
+    call check(index(h5tile_last_error(), "the offset and shape have 2 and 3 entries") > 0, &
+      "the module's message names the counts")
+    deallocate(a, b)
+  end subroutine
+
   subroutine read_whole(file, dataset, scale, what)
     character(len=*), intent(in) :: file, dataset, what
     real(c_double), intent(in) :: scale

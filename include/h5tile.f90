@@ -92,9 +92,31 @@ module h5tile
   public :: h5tile_batches_open, h5tile_batches_next, h5tile_batches_next_view
   public :: h5tile_batches_info, h5tile_batches_free
 
+  ! Shapes and offsets are integer(c_int64_t) or default-kind integer (c_int32_t), all
+  ! arguments of one call the same kind: every procedure taking them is a generic over both.
+  interface h5tile_write
+    module procedure write_i64, write_i32
+  end interface
+
+  interface h5tile_write_tiles
+    module procedure write_tiles_i64, write_tiles_i32
+  end interface
+
   !> The request is a type(h5tile_request); a type(c_ptr) is still accepted.
   interface h5tile_write_async
-    module procedure write_async, write_async_c_ptr
+    module procedure write_async_i64, write_async_c_ptr_i64, write_async_i32, write_async_c_ptr_i32
+  end interface
+
+  interface h5tile_write_tiles_async
+    module procedure write_tiles_async_i64, write_tiles_async_i32
+  end interface
+
+  interface h5tile_read
+    module procedure read_i64, read_i32
+  end interface
+
+  interface h5tile_batches_open
+    module procedure batches_open_i64, batches_open_i32
   end interface
 
   interface h5tile_wait
@@ -311,7 +333,7 @@ contains
 
   !> Collective: writes this rank's tile of a global array as `dataset` in the file `path`
   !> (see h5tile_write in h5tile.h). A zero extent in tile_shape means "no data".
-  integer function h5tile_write(comm, path, dataset, dtype, global_shape, tile_offset, &
+  integer function write_i64(comm, path, dataset, dtype, global_shape, tile_offset, &
       tile_shape, buf, opts) result(status)
     integer, intent(in) :: comm, dtype
     character(len=*), intent(in) :: path, dataset
@@ -331,7 +353,7 @@ contains
   !> Collective: h5tile_write with any number of tiles on this rank (0 is allowed): tile t
   !> has offset tile_offsets(:, t), shape tile_shapes(:, t) (both (ndim, ntiles) arrays in
   !> Fortran order) and buffer bufs(t); ntiles = size(bufs). See h5tile_write_tiles.
-  integer function h5tile_write_tiles(comm, path, dataset, dtype, global_shape, tile_offsets, &
+  integer function write_tiles_i64(comm, path, dataset, dtype, global_shape, tile_offsets, &
       tile_shapes, bufs, opts) result(status)
     integer, intent(in) :: comm, dtype
     character(len=*), intent(in) :: path, dataset
@@ -352,7 +374,7 @@ contains
   !> h5tile_write that returns before the data is written (see h5tile_write_async in
   !> h5tile.h): buf must stay untouched until h5tile_wait(req) or h5tile_fence completes it.
   !> The array behind buf should carry the ASYNCHRONOUS (or TARGET) attribute.
-  integer function write_async(comm, path, dataset, dtype, global_shape, tile_offset, &
+  integer function write_async_i64(comm, path, dataset, dtype, global_shape, tile_offset, &
       tile_shape, buf, req, opts) result(status)
     integer, intent(in) :: comm, dtype
     character(len=*), intent(in) :: path, dataset
@@ -360,12 +382,12 @@ contains
     type(c_ptr), intent(in) :: buf
     type(h5tile_request), intent(out) :: req
     type(h5tile_write_options), intent(in), optional :: opts
-    status = write_async_c_ptr(comm, path, dataset, dtype, global_shape, tile_offset, &
+    status = write_async_c_ptr_i64(comm, path, dataset, dtype, global_shape, tile_offset, &
       tile_shape, buf, req%ptr, opts)
   end function
 
   ! h5tile_write_async with the request as a bare type(c_ptr) (the module's first form).
-  integer function write_async_c_ptr(comm, path, dataset, dtype, global_shape, tile_offset, &
+  integer function write_async_c_ptr_i64(comm, path, dataset, dtype, global_shape, tile_offset, &
       tile_shape, buf, req, opts) result(status)
     integer, intent(in) :: comm, dtype
     character(len=*), intent(in) :: path, dataset
@@ -387,7 +409,7 @@ contains
   !> h5tile_write_tiles that returns before the data is written, as h5tile_write_async: the
   !> arrays behind bufs must stay untouched until the request completes (bufs itself may be
   !> reused at once).
-  integer function h5tile_write_tiles_async(comm, path, dataset, dtype, global_shape, &
+  integer function write_tiles_async_i64(comm, path, dataset, dtype, global_shape, &
       tile_offsets, tile_shapes, bufs, req, opts) result(status)
     integer, intent(in) :: comm, dtype
     character(len=*), intent(in) :: path, dataset
@@ -430,7 +452,7 @@ contains
 
   !> Collective: reads the tile at tile_offset (0-based) of extent tile_shape of `dataset`
   !> into buf, converting the element type where HDF5 can (see h5tile_read in h5tile.h).
-  integer function h5tile_read(comm, path, dataset, dtype, tile_offset, tile_shape, buf, &
+  integer function read_i64(comm, path, dataset, dtype, tile_offset, tile_shape, buf, &
       opts) result(status)
     integer, intent(in) :: comm, dtype
     character(len=*), intent(in) :: path, dataset
@@ -491,7 +513,7 @@ contains
   !> Collective: opens `dataset` for reading in chunks of chunk_shape (Fortran order; see
   !> h5tile_batches_open). Chunks come in Fortran order of their offsets (first axis fastest),
   !> each rank getting a contiguous, balanced run of them (all of them with MPI_COMM_NULL).
-  integer function h5tile_batches_open(comm, path, dataset, chunk_shape, it, opts) &
+  integer function batches_open_i64(comm, path, dataset, chunk_shape, it, opts) &
       result(status)
     integer, intent(in) :: comm
     character(len=*), intent(in) :: path, dataset
@@ -581,6 +603,91 @@ contains
   ! --- helpers ---
 
   ! The C address of the caller's options (a copy in `o`), or NULL when absent.
+  ! The default-kind (c_int32_t) forms of the generics above: the same calls, widened.
+
+  integer function write_i32(comm, path, dataset, dtype, global_shape, tile_offset, &
+      tile_shape, buf, opts) result(status)
+    integer, intent(in) :: comm, dtype
+    character(len=*), intent(in) :: path, dataset
+    integer(c_int32_t), intent(in) :: global_shape(:), tile_offset(:), tile_shape(:)
+    type(c_ptr), intent(in) :: buf
+    type(h5tile_write_options), intent(in), optional :: opts
+    status = write_i64(comm, path, dataset, dtype, wide(global_shape), wide(tile_offset), &
+      wide(tile_shape), buf, opts)
+  end function
+
+  integer function write_tiles_i32(comm, path, dataset, dtype, global_shape, tile_offsets, &
+      tile_shapes, bufs, opts) result(status)
+    integer, intent(in) :: comm, dtype
+    character(len=*), intent(in) :: path, dataset
+    integer(c_int32_t), intent(in) :: global_shape(:), tile_offsets(:, :), tile_shapes(:, :)
+    type(c_ptr), intent(in) :: bufs(:)
+    type(h5tile_write_options), intent(in), optional :: opts
+    status = write_tiles_i64(comm, path, dataset, dtype, wide(global_shape), &
+      int(tile_offsets, c_int64_t), int(tile_shapes, c_int64_t), bufs, opts)
+  end function
+
+  integer function write_async_i32(comm, path, dataset, dtype, global_shape, tile_offset, &
+      tile_shape, buf, req, opts) result(status)
+    integer, intent(in) :: comm, dtype
+    character(len=*), intent(in) :: path, dataset
+    integer(c_int32_t), intent(in) :: global_shape(:), tile_offset(:), tile_shape(:)
+    type(c_ptr), intent(in) :: buf
+    type(h5tile_request), intent(out) :: req
+    type(h5tile_write_options), intent(in), optional :: opts
+    status = write_async_c_ptr_i64(comm, path, dataset, dtype, wide(global_shape), &
+      wide(tile_offset), wide(tile_shape), buf, req%ptr, opts)
+  end function
+
+  integer function write_async_c_ptr_i32(comm, path, dataset, dtype, global_shape, &
+      tile_offset, tile_shape, buf, req, opts) result(status)
+    integer, intent(in) :: comm, dtype
+    character(len=*), intent(in) :: path, dataset
+    integer(c_int32_t), intent(in) :: global_shape(:), tile_offset(:), tile_shape(:)
+    type(c_ptr), intent(in) :: buf
+    type(c_ptr), intent(out) :: req
+    type(h5tile_write_options), intent(in), optional :: opts
+    status = write_async_c_ptr_i64(comm, path, dataset, dtype, wide(global_shape), &
+      wide(tile_offset), wide(tile_shape), buf, req, opts)
+  end function
+
+  integer function write_tiles_async_i32(comm, path, dataset, dtype, global_shape, &
+      tile_offsets, tile_shapes, bufs, req, opts) result(status)
+    integer, intent(in) :: comm, dtype
+    character(len=*), intent(in) :: path, dataset
+    integer(c_int32_t), intent(in) :: global_shape(:), tile_offsets(:, :), tile_shapes(:, :)
+    type(c_ptr), intent(in) :: bufs(:)
+    type(h5tile_request), intent(out) :: req
+    type(h5tile_write_options), intent(in), optional :: opts
+    status = write_tiles_async_i64(comm, path, dataset, dtype, wide(global_shape), &
+      int(tile_offsets, c_int64_t), int(tile_shapes, c_int64_t), bufs, req, opts)
+  end function
+
+  integer function read_i32(comm, path, dataset, dtype, tile_offset, tile_shape, buf, opts) &
+      result(status)
+    integer, intent(in) :: comm, dtype
+    character(len=*), intent(in) :: path, dataset
+    integer(c_int32_t), intent(in) :: tile_offset(:), tile_shape(:)
+    type(c_ptr), intent(in) :: buf
+    type(h5tile_read_options), intent(in), optional :: opts
+    status = read_i64(comm, path, dataset, dtype, wide(tile_offset), wide(tile_shape), buf, opts)
+  end function
+
+  integer function batches_open_i32(comm, path, dataset, chunk_shape, it, opts) result(status)
+    integer, intent(in) :: comm
+    character(len=*), intent(in) :: path, dataset
+    integer(c_int32_t), intent(in) :: chunk_shape(:)
+    type(h5tile_batches), intent(out) :: it
+    type(h5tile_read_options), intent(in), optional :: opts
+    status = batches_open_i64(comm, path, dataset, wide(chunk_shape), it, opts)
+  end function
+
+  pure function wide(v) result(w)
+    integer(c_int32_t), intent(in) :: v(:)
+    integer(c_int64_t) :: w(size(v))
+    w = int(v, c_int64_t)
+  end function
+
   function write_opts(opts, o) result(p)
     type(h5tile_write_options), intent(in), optional :: opts
     type(h5tile_write_options), intent(inout), target :: o
