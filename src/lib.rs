@@ -51,7 +51,10 @@ pub mod internals {
             pack, CopiedObject, KeptLink, Omitted, PackReport, PackedDataset, OWN_ATTRIBUTE_PREFIX,
         };
         pub use crate::ops::relocate::{point_at_tile_folder, source_files, Place, SourceFile};
-        pub use crate::ops::verify::{check_sources, checksummed_bytes, verify_checksums, Problem};
+        pub use crate::ops::verify::{
+            check_sources, check_sources_part, checksummed_bytes, sources_to_open,
+            verify_checksums, Problem,
+        };
     }
 
     /// The HDF5 handles and the driver registered in-process.

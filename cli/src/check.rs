@@ -3,24 +3,26 @@
 //! whether every checksummed tile's bytes match their checksums (the single-file layout's
 //! too), read on several threads.
 
+use crate::check_parts::check_sources_shared;
 use crate::failure::{Failure, EXIT_PROBLEMS, EXIT_USAGE};
 use crate::progress::{Progress, When};
 use crate::show;
 use h5tile::internals::tool::{
-    check_sources, checksummed_bytes, describe, verify_checksums, DatasetInfo, Problem, TileInfo,
-    VirtualInfo, VirtualLayout,
+    checksummed_bytes, describe, verify_checksums, DatasetInfo, Problem, TileInfo, VirtualInfo,
+    VirtualLayout,
 };
 use serde::Serialize;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 pub const LONG_ABOUT: &str = "\
 Check every virtual dataset of each FILE: that each source file it maps is present; for tiles
 h5tile wrote, that the file has the size the master records (and a subfile the stamp of the
-write its name says); for other sources (h5py's, Legate's), that the file opens with HDF5 and
-holds the mapped dataset with a shape that holds the mapped box and a type HDF5 converts.
-Then, unless --fast, every tile with recorded checksums is read and each 1 MiB block compared
+write its name says); for every source (h5tile's, h5py's, Legate's), that the file opens with
+HDF5, as other readers open it, and holds the mapped dataset with a shape that holds the
+mapped box and a type HDF5 converts. For many source files the HDF5 opens are shared among
+processes (up to --threads). Then, unless --fast, every tile with recorded checksums is read and each 1 MiB block compared
 with its XXH3-64 checksum, on several threads; so are the tiles h5tile wrote into a
 contiguous dataset in the single-file layout. A read of the dataset would fail (or, for
 sources h5tile did not write, silently read fill values) on the same problems.
@@ -50,7 +52,8 @@ pub struct Args {
     /// Do not read tile bytes to verify their checksums: check sources, sizes and stamps only
     #[arg(long)]
     fast: bool,
-    /// Threads reading tiles to verify checksums [default: the CPUs, at most 16]
+    /// Threads reading tiles to verify checksums, and processes opening source files with
+    /// HDF5 (for datasets of many files) [default: the CPUs, at most 16]
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     threads: Option<u16>,
 }
@@ -78,7 +81,11 @@ pub fn run(args: &Args, json: bool, progress: When) -> Result<(), Failure> {
         .map(|file| FileCheck {
             file: file.clone(),
             datasets: describe(file, None)
-                .map(|all| all.into_iter().map(check_dataset).collect())
+                .map(|all| {
+                    let processes = args.threads.map_or_else(default_threads, usize::from);
+                    let check = |info| check_dataset(file, info, processes);
+                    all.into_iter().map(check).collect()
+                })
                 .map_err(|e| e.message),
         })
         .collect();
@@ -125,8 +132,8 @@ pub fn run(args: &Args, json: bool, progress: When) -> Result<(), Failure> {
     }
 }
 
-fn check_dataset(info: DatasetInfo) -> DatasetCheck {
-    let problems = check_sources(&info);
+fn check_dataset(file: &Path, info: DatasetInfo, processes: usize) -> DatasetCheck {
+    let problems = check_sources_shared(file, &info, processes);
     DatasetCheck {
         info,
         problems,

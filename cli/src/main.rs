@@ -4,6 +4,7 @@
 //! on stdout (text, or one JSON document with `--json`) or a `Failure`.
 
 mod check;
+mod check_parts;
 mod cp;
 mod failure;
 mod ls;
@@ -60,6 +61,9 @@ enum Command {
     /// Remove a master and the tile files it refers to
     #[command(long_about = rm::LONG_ABOUT, after_long_help = rm::EXAMPLES)]
     Rm(rm::Args),
+    /// A share of `check`'s source files, opened for a `check` that runs it (not for users)
+    #[command(hide = true)]
+    CheckPart(check_parts::PartArgs),
     /// Print a shell completion script (bash, zsh, fish, elvish, powershell)
     #[command(after_long_help = COMPLETIONS_EXAMPLES)]
     Completions {
@@ -79,6 +83,7 @@ fn main() -> ExitCode {
     let done = match &cli.command {
         Command::Ls(args) => ls::run(args, json),
         Command::Check(args) => check::run(args, json, progress),
+        Command::CheckPart(args) => check_parts::run_part(args),
         Command::Cp(args) => cp::run(args, json, progress),
         Command::Pack(args) => pack::run(args, json, progress),
         Command::Rm(args) => rm::run(args, json),

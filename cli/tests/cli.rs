@@ -562,6 +562,78 @@ fn check_opens_every_source_with_hdf5_as_other_readers_do() {
     }
 }
 
+/// For a dataset of many source files, `check` shares the HDF5 opens among processes (the
+/// hidden `check-part` command, one share each): the problems found are the same, in the same
+/// order, as one process finds, and a share finds exactly the problems of its files.
+#[test]
+fn check_shares_many_sources_among_processes_with_the_same_findings() {
+    let d = tempfile::tempdir().unwrap();
+    let m = d.path().join("many.h5");
+    let ntiles = 600u64;
+    let data: Vec<f64> = (0..4 * ntiles).map(|k| k as f64).collect();
+    let tiles = (0..ntiles)
+        .map(|t| LocalTile {
+            tile: Tile::new(vec![t, 0], vec![1, 4]),
+            buf: host_bytes(&data[4 * t as usize..4 * t as usize + 4]),
+        })
+        .collect();
+    let args = WriteArgs {
+        path: &m,
+        dataset: "/m",
+        dtype: Dtype::Float64,
+        global: &[ntiles, 4],
+        tiles,
+        options: WriteOptions::default(),
+    };
+    write(&solo(), &args).unwrap();
+    let doc = run_json(&["ls", "-l", s(&m), "/m"], 0);
+    let file_of = |t: usize| {
+        let list = &doc["datasets"][0]["virtual"]["tile_list"];
+        d.path().join(list[t]["file"].as_str().unwrap())
+    };
+    // Tile 3's file (the 4th opened: odd, the second of two shares) cannot be opened by HDF5;
+    // tile 4's (the first share) is cut short; tile 10's is gone (reported by the first).
+    let unopenable = file_of(3);
+    let mut bytes = std::fs::read(&unopenable).unwrap();
+    bytes[0] ^= 0xff;
+    std::fs::write(&unopenable, bytes).unwrap();
+    let short = file_of(4);
+    let len = std::fs::metadata(&short).unwrap().len();
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&short)
+        .unwrap();
+    f.set_len(len - 8).unwrap();
+    std::fs::remove_file(file_of(10)).unwrap();
+
+    let (alone, _) = run(&["check", "--fast", "--threads", "1", s(&m)], 1);
+    let (shared, _) = run(&["check", "--fast", "--threads", "4", s(&m)], 1);
+    assert_eq!(shared, alone);
+    let lines: Vec<&str> = alone.lines().collect();
+    assert_eq!(lines.len(), 4, "{alone}");
+    for (line, (file, what)) in lines.iter().zip([
+        (&unopenable, "cannot be opened with HDF5"),
+        (&short, "bytes long; the master records"),
+        (&file_of(10), "does not exist"),
+    ]) {
+        assert!(line.contains(s(file)) && line.contains(what), "{alone}");
+    }
+
+    let (part, _) = run(&["check-part", s(&m), "/m", "1", "2", "600"], 0);
+    let found: Vec<(usize, String)> = part
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(found.len(), 1, "{part}");
+    assert_eq!(found[0].0, 3);
+    assert!(
+        found[0].1.starts_with("cannot be opened with HDF5"),
+        "{part}"
+    );
+    // A master that no longer maps what the parent saw is refused, not misread.
+    run(&["check-part", s(&m), "/m", "1", "2", "599"], 2);
+}
+
 #[test]
 fn check_names_a_truncated_subfile_by_its_size() {
     let d = tempfile::tempdir().unwrap();

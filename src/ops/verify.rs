@@ -11,7 +11,7 @@ use crate::layout::placement::Placement;
 use crate::layout::subfile_generation;
 use crate::layout::subfiles::check_stamp;
 use crate::platform::hdf5::{self, Dataset, File};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 /// Something wrong with one tile's source.
@@ -30,7 +30,8 @@ pub struct Problem {
 }
 
 impl Problem {
-    fn new(tile: &TileInfo, what: impl Into<String>) -> Problem {
+    /// `what` is wrong with `tile`'s source.
+    pub fn new(tile: &TileInfo, what: impl Into<String>) -> Problem {
         Problem {
             file: tile.path.clone(),
             region: tile.region.clone(),
@@ -86,61 +87,105 @@ struct SourceFile {
 /// the write its name says), which is all h5tile's reads rely on; and, as other readers
 /// (HDF5, h5py) need, opened with HDF5, holding the mapped dataset with a shape that holds
 /// the mapped box and a type HDF5 converts to the dataset's. Sources named by patterns are
-/// left to HDF5.
+/// left to HDF5. Problems come in the order of the master's mappings.
 pub fn check_sources(info: &DatasetInfo) -> Vec<Problem> {
+    check_sources_part(info, 0, 1)
+        .into_iter()
+        .map(|(_, p)| p)
+        .collect()
+}
+
+/// The number of distinct source files `check_sources` opens for `info`.
+pub fn sources_to_open(info: &DatasetInfo) -> usize {
+    let Some(vds) = &info.virtual_info else {
+        return 0;
+    };
+    let found = vds.tiles.iter().filter(|t| checked(t) && t.found);
+    found.map(|t| &t.path).collect::<HashSet<_>>().len()
+}
+
+/// `check_sources` for a share of the source files, so that processes can open them in
+/// parallel (HDF5 opens one file at a time in a process): the files, in the order the master
+/// first maps them, numbered from 0, and part `part` of `parts` those whose number is `part`
+/// modulo `parts`; part 0 also reports the tiles whose file does not exist. Each problem comes
+/// with its tile's index in the master's mappings, in that order.
+pub fn check_sources_part(info: &DatasetInfo, part: usize, parts: usize) -> Vec<(usize, Problem)> {
     let Some(vds) = &info.virtual_info else {
         return Vec::new();
     };
-    let _l = hdf5::lock();
-    let mut files: HashMap<PathBuf, SourceFile> = HashMap::new();
-    let mut problems = Vec::new();
-    for tile in &vds.tiles {
-        let Some(region) = &tile.region else { continue };
-        if tile.pattern {
+    // File by file, each closed before the next is opened: an open HDF5 file holds its
+    // metadata cache (about half a MiB), too much to keep for 100k tiles.
+    let mut by_file: HashMap<&Path, Vec<usize>> = HashMap::new();
+    let mut files: Vec<&Path> = Vec::new();
+    let mut problems: Vec<(usize, Problem)> = Vec::new();
+    for (t, tile) in vds.tiles.iter().enumerate() {
+        if !checked(tile) {
             continue;
         }
         if !tile.found {
-            problems.push(Problem::new(tile, "does not exist"));
+            if part == 0 {
+                problems.push((t, Problem::new(tile, "does not exist")));
+            }
             continue;
         }
-        let source = files
-            .entry(tile.path.clone())
-            .or_insert_with(|| look_at(&tile.path, &tile.file));
-        let size = match &source.size {
-            Ok(size) => *size,
-            Err(why) => {
-                problems.push(Problem::new(tile, format!("cannot be read ({why})")));
-                continue;
+        by_file
+            .entry(&tile.path)
+            .or_insert_with(|| {
+                files.push(&tile.path);
+                Vec::new()
+            })
+            .push(t);
+    }
+    let _l = hdf5::lock();
+    for path in files.into_iter().skip(part).step_by(parts.max(1)) {
+        let tiles = &by_file[path];
+        let mut source = look_at(path, &vds.tiles[tiles[0]].file);
+        for &t in tiles {
+            let tile = &vds.tiles[t];
+            if let Some(why) = check_tile_source(&mut source, tile, vds, info) {
+                problems.push((t, Problem::new(tile, why)));
             }
-        };
-        if let Some(why) = &source.stamp {
-            problems.push(Problem::new(tile, why.clone()));
-            continue;
-        }
-        if let (Some(_), Some(recorded)) = (tile.data_offset, tile.file_size) {
-            if let Some(why) = recorded_bytes_fit(tile, info.element_bytes, size, recorded) {
-                problems.push(Problem::new(tile, why));
-                continue;
-            }
-        }
-        // Even where h5tile reads the recorded bytes directly, HDF5, h5py and h5dump read
-        // the file's own metadata: a damaged superblock or object header fails them.
-        let file = source.hdf5.get_or_insert_with(|| {
-            File::open_read(&tile.path)
-                .map_err(|e| format!("cannot be opened with HDF5 ({})", e.message))
-        });
-        let file = match file {
-            Ok(file) => file,
-            Err(why) => {
-                problems.push(Problem::new(tile, why.clone()));
-                continue;
-            }
-        };
-        if let Some(why) = source_dataset_fits(file, tile, region, vds, info) {
-            problems.push(Problem::new(tile, why));
         }
     }
+    problems.sort_by_key(|(t, _)| *t);
     problems
+}
+
+/// Whether `check_sources` looks at `tile`'s source: it maps a box, from a named file.
+fn checked(tile: &TileInfo) -> bool {
+    tile.region.is_some() && !tile.pattern
+}
+
+/// Why `tile`'s bytes or dataset in its (found) source file are not as the master maps them.
+fn check_tile_source(
+    source: &mut SourceFile,
+    tile: &TileInfo,
+    vds: &VirtualInfo,
+    info: &DatasetInfo,
+) -> Option<String> {
+    let region = tile.region.as_ref()?;
+    let size = match &source.size {
+        Ok(size) => *size,
+        Err(why) => return Some(format!("cannot be read ({why})")),
+    };
+    if let Some(why) = &source.stamp {
+        return Some(why.clone());
+    }
+    if let (Some(_), Some(recorded)) = (tile.data_offset, tile.file_size) {
+        if let Some(why) = recorded_bytes_fit(tile, info.element_bytes, size, recorded) {
+            return Some(why);
+        }
+    }
+    // Even where h5tile reads the recorded bytes directly, HDF5, h5py and h5dump read
+    // the file's own metadata: a damaged superblock or object header fails them.
+    let file = source.hdf5.get_or_insert_with(|| {
+        File::open_read(&tile.path)
+            .map_err(|e| format!("cannot be opened with HDF5 ({})", e.message))
+    });
+    match file {
+        Ok(file) => source_dataset_fits(file, tile, region, vds, info),
+        Err(why) => Some(why.clone()),
+    }
 }
 
 /// The file at `path`, named `name` by the master: its size and stamp.
