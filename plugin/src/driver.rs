@@ -25,9 +25,13 @@ struct GdsFile {
 
 type Outcome<T> = Result<T, DriverError>;
 
-/// Runs a callback body; an error or a panic is pushed on the HDF5 error stack and `failed`
+/// Runs a callback body for host library slot `host`; an error or a panic is pushed on the HDF5 error stack and `failed`
 /// is returned instead.
-fn guard<T>(func: &str, failed: T, body: impl FnOnce() -> Outcome<T>) -> T {
+fn guard<T>(host: usize, func: &str, failed: T, body: impl FnOnce() -> Outcome<T>) -> T {
+    host::serving(host, || guarded(func, failed, body))
+}
+
+fn guarded<T>(func: &str, failed: T, body: impl FnOnce() -> Outcome<T>) -> T {
     match catch_unwind(AssertUnwindSafe(body)) {
         Ok(Ok(v)) => v,
         Ok(Err(error)) => {
@@ -79,13 +83,13 @@ fn check_range(f: &GdsFile, addr: haddr_t, size: usize) -> Outcome<()> {
     }
 }
 
-unsafe extern "C" fn open(
+unsafe extern "C" fn open<const H: usize>(
     name: *const c_char,
     flags: u32,
     fapl: hid_t,
     maxaddr: haddr_t,
 ) -> *mut H5FD_t {
-    guard("h5tile_gds_open", std::ptr::null_mut(), || {
+    guard(H, "h5tile_gds_open", std::ptr::null_mut(), || {
         let name = name_arg(name, "file name")?;
         if maxaddr == 0 || maxaddr == HADDR_UNDEF || maxaddr > MAXADDR {
             return Err(format!("bogus maximum address {maxaddr} opening '{name}'").into());
@@ -149,8 +153,8 @@ unsafe extern "C" fn open(
     })
 }
 
-unsafe extern "C" fn close(f: *mut H5FD_t) -> herr_t {
-    guard("h5tile_gds_close", -1, || {
+unsafe extern "C" fn close<const H: usize>(f: *mut H5FD_t) -> herr_t {
+    guard(H, "h5tile_gds_close", -1, || {
         file(f)?;
         let f = Box::from_raw(f as *mut GdsFile);
         let stats = f.file.stats;
@@ -163,7 +167,7 @@ unsafe extern "C" fn close(f: *mut H5FD_t) -> herr_t {
     })
 }
 
-unsafe extern "C" fn cmp(a: *const H5FD_t, b: *const H5FD_t) -> c_int {
+unsafe extern "C" fn cmp<const H: usize>(a: *const H5FD_t, b: *const H5FD_t) -> c_int {
     // A NULL file sorts first (HDF5 never passes one).
     let key = |f| file(f).ok().map(|f| (f.file.device, f.file.inode));
     match key(a).cmp(&key(b)) {
@@ -173,7 +177,7 @@ unsafe extern "C" fn cmp(a: *const H5FD_t, b: *const H5FD_t) -> c_int {
     }
 }
 
-unsafe extern "C" fn query(_f: *const H5FD_t, flags: *mut c_ulong) -> herr_t {
+unsafe extern "C" fn query<const H: usize>(_f: *const H5FD_t, flags: *mut c_ulong) -> herr_t {
     if !flags.is_null() {
         // HDF5 copies small raw reads and writes through its sieve buffer with memcpy, which
         // device memory would not survive: no sieving in a process where CUDA is loaded.
@@ -192,12 +196,18 @@ unsafe extern "C" fn query(_f: *const H5FD_t, flags: *mut c_ulong) -> herr_t {
     0
 }
 
-unsafe extern "C" fn get_eoa(f: *const H5FD_t, _type: H5FD_mem_t) -> haddr_t {
-    guard("h5tile_gds_get_eoa", HADDR_UNDEF, || Ok(file(f)?.file.eoa))
+unsafe extern "C" fn get_eoa<const H: usize>(f: *const H5FD_t, _type: H5FD_mem_t) -> haddr_t {
+    guard(H, "h5tile_gds_get_eoa", HADDR_UNDEF, || {
+        Ok(file(f)?.file.eoa)
+    })
 }
 
-unsafe extern "C" fn set_eoa(f: *mut H5FD_t, _type: H5FD_mem_t, addr: haddr_t) -> herr_t {
-    guard("h5tile_gds_set_eoa", -1, || {
+unsafe extern "C" fn set_eoa<const H: usize>(
+    f: *mut H5FD_t,
+    _type: H5FD_mem_t,
+    addr: haddr_t,
+) -> herr_t {
+    guard(H, "h5tile_gds_set_eoa", -1, || {
         if addr == HADDR_UNDEF || addr > MAXADDR {
             return Err(format!("bogus end of allocated space {addr}").into());
         }
@@ -206,12 +216,18 @@ unsafe extern "C" fn set_eoa(f: *mut H5FD_t, _type: H5FD_mem_t, addr: haddr_t) -
     })
 }
 
-unsafe extern "C" fn get_eof(f: *const H5FD_t, _type: H5FD_mem_t) -> haddr_t {
-    guard("h5tile_gds_get_eof", HADDR_UNDEF, || Ok(file(f)?.file.eof))
+unsafe extern "C" fn get_eof<const H: usize>(f: *const H5FD_t, _type: H5FD_mem_t) -> haddr_t {
+    guard(H, "h5tile_gds_get_eof", HADDR_UNDEF, || {
+        Ok(file(f)?.file.eof)
+    })
 }
 
-unsafe extern "C" fn get_handle(f: *mut H5FD_t, _fapl: hid_t, handle: *mut *mut c_void) -> herr_t {
-    guard("h5tile_gds_get_handle", -1, || {
+unsafe extern "C" fn get_handle<const H: usize>(
+    f: *mut H5FD_t,
+    _fapl: hid_t,
+    handle: *mut *mut c_void,
+) -> herr_t {
+    guard(H, "h5tile_gds_get_handle", -1, || {
         if handle.is_null() {
             return Err("file handle pointer is NULL".into());
         }
@@ -221,7 +237,7 @@ unsafe extern "C" fn get_handle(f: *mut H5FD_t, _fapl: hid_t, handle: *mut *mut 
     })
 }
 
-unsafe extern "C" fn read(
+unsafe extern "C" fn read<const H: usize>(
     f: *mut H5FD_t,
     kind: H5FD_mem_t,
     _dxpl: hid_t,
@@ -229,12 +245,12 @@ unsafe extern "C" fn read(
     size: usize,
     buf: *mut c_void,
 ) -> herr_t {
-    guard("h5tile_gds_read", -1, || {
+    guard(H, "h5tile_gds_read", -1, || {
         transfer(f, kind, addr, size, buf, false)
     })
 }
 
-unsafe extern "C" fn write(
+unsafe extern "C" fn write<const H: usize>(
     f: *mut H5FD_t,
     kind: H5FD_mem_t,
     _dxpl: hid_t,
@@ -242,7 +258,7 @@ unsafe extern "C" fn write(
     size: usize,
     buf: *const c_void,
 ) -> herr_t {
-    guard("h5tile_gds_write", -1, || {
+    guard(H, "h5tile_gds_write", -1, || {
         transfer(f, kind, addr, size, buf as *mut c_void, true)
     })
 }
@@ -360,7 +376,7 @@ fn vector_entry<T: Copy + PartialEq>(values: &[T], i: usize, stop: T) -> T {
 /// A vector request: the `count` entries of `types`, `addrs`, `sizes` and `bufs` moved one by
 /// one (`write`: to the file), stopping at the first failure.
 #[allow(clippy::too_many_arguments)]
-unsafe fn each_entry(
+unsafe fn each_entry<const H: usize>(
     f: *mut H5FD_t,
     dxpl: hid_t,
     count: u32,
@@ -391,8 +407,8 @@ unsafe fn each_entry(
         );
         let buf = *bufs.add(i);
         let done = match write {
-            true => self::write(f, t, dxpl, addr, size, buf),
-            false => read(f, t, dxpl, addr, size, buf),
+            true => self::write::<H>(f, t, dxpl, addr, size, buf),
+            false => read::<H>(f, t, dxpl, addr, size, buf),
         };
         if done < 0 {
             return -1;
@@ -401,7 +417,7 @@ unsafe fn each_entry(
     0
 }
 
-unsafe extern "C" fn read_vector(
+unsafe extern "C" fn read_vector<const H: usize>(
     f: *mut H5FD_t,
     dxpl: hid_t,
     count: u32,
@@ -410,10 +426,12 @@ unsafe extern "C" fn read_vector(
     sizes: *mut usize,
     bufs: *mut *mut c_void,
 ) -> herr_t {
-    each_entry(f, dxpl, count, types, addrs, sizes, bufs, false)
+    host::serving(H, || {
+        each_entry::<H>(f, dxpl, count, types, addrs, sizes, bufs, false)
+    })
 }
 
-unsafe extern "C" fn write_vector(
+unsafe extern "C" fn write_vector<const H: usize>(
     f: *mut H5FD_t,
     dxpl: hid_t,
     count: u32,
@@ -422,20 +440,18 @@ unsafe extern "C" fn write_vector(
     sizes: *mut usize,
     bufs: *mut *const c_void,
 ) -> herr_t {
-    each_entry(
-        f,
-        dxpl,
-        count,
-        types,
-        addrs,
-        sizes,
-        bufs as *const *mut c_void,
-        true,
-    )
+    let bufs = bufs as *const *mut c_void;
+    host::serving(H, || {
+        each_entry::<H>(f, dxpl, count, types, addrs, sizes, bufs, true)
+    })
 }
 
-unsafe extern "C" fn truncate(f: *mut H5FD_t, _dxpl: hid_t, _closing: bool) -> herr_t {
-    guard("h5tile_gds_truncate", -1, || {
+unsafe extern "C" fn truncate<const H: usize>(
+    f: *mut H5FD_t,
+    _dxpl: hid_t,
+    _closing: bool,
+) -> herr_t {
+    guard(H, "h5tile_gds_truncate", -1, || {
         let f = file_mut(f)?;
         f.file.truncate_to_eoa().map_err(|e| {
             let what = format!("cannot set the size to {} of", f.file.eoa);
@@ -445,8 +461,8 @@ unsafe extern "C" fn truncate(f: *mut H5FD_t, _dxpl: hid_t, _closing: bool) -> h
     })
 }
 
-unsafe extern "C" fn lock(f: *mut H5FD_t, rw: bool) -> herr_t {
-    guard("h5tile_gds_lock", -1, || {
+unsafe extern "C" fn lock<const H: usize>(f: *mut H5FD_t, rw: bool) -> herr_t {
+    guard(H, "h5tile_gds_lock", -1, || {
         let f = file(f)?;
         f.file
             .lock(rw)
@@ -455,8 +471,8 @@ unsafe extern "C" fn lock(f: *mut H5FD_t, rw: bool) -> herr_t {
     })
 }
 
-unsafe extern "C" fn unlock(f: *mut H5FD_t) -> herr_t {
-    guard("h5tile_gds_unlock", -1, || {
+unsafe extern "C" fn unlock<const H: usize>(f: *mut H5FD_t) -> herr_t {
+    guard(H, "h5tile_gds_unlock", -1, || {
         let f = file(f)?;
         f.file
             .unlock()
@@ -465,15 +481,15 @@ unsafe extern "C" fn unlock(f: *mut H5FD_t) -> herr_t {
     })
 }
 
-unsafe extern "C" fn delete(name: *const c_char, _fapl: hid_t) -> herr_t {
-    guard("h5tile_gds_delete", -1, || {
+unsafe extern "C" fn delete<const H: usize>(name: *const c_char, _fapl: hid_t) -> herr_t {
+    guard(H, "h5tile_gds_delete", -1, || {
         let name = name_arg(name, "file name")?;
         std::fs::remove_file(&name).map_err(|e| DriverError::os("cannot delete", &name, &e))?;
         Ok(0)
     })
 }
 
-unsafe extern "C" fn ctl(
+unsafe extern "C" fn ctl<const H: usize>(
     _f: *mut H5FD_t,
     op: u64,
     flags: u64,
@@ -483,60 +499,74 @@ unsafe extern "C" fn ctl(
     // No operation codes are understood; fail only when the caller asks to.
     if flags & H5FD_CTL_FAIL_IF_UNKNOWN_FLAG != 0 {
         let e = format!("unknown operation code {op}");
-        host::push_error("h5tile_gds_ctl", &DriverError::from(e));
+        host::serving(H, || {
+            host::push_error("h5tile_gds_ctl", &DriverError::from(e))
+        });
         return -1;
     }
     0
 }
 
-unsafe extern "C" fn terminate() -> herr_t {
-    host::release_error_class();
+unsafe extern "C" fn terminate<const H: usize>() -> herr_t {
+    host::serving(H, host::release_error_class);
     0
 }
 
-/// The `h5tile_gds` driver class.
-pub static CLASS: H5FD_class_t = H5FD_class_t {
-    version: H5FD_CLASS_VERSION,
-    value: H5TILE_GDS_VALUE,
-    name: c"h5tile_gds".as_ptr(),
-    maxaddr: MAXADDR,
-    fc_degree: H5F_CLOSE_WEAK,
-    terminate: Some(terminate),
-    sb_size: None,
-    sb_encode: None,
-    sb_decode: None,
-    fapl_size: std::mem::size_of::<crate::config::DriverInfo>(),
-    fapl_get: None,
-    fapl_copy: None,
-    fapl_free: None,
-    dxpl_size: 0,
-    dxpl_copy: None,
-    dxpl_free: None,
-    open: Some(open),
-    close: Some(close),
-    cmp: Some(cmp),
-    query: Some(query),
-    get_type_map: None,
-    alloc: None,
-    free: None,
-    get_eoa: Some(get_eoa),
-    set_eoa: Some(set_eoa),
-    get_eof: Some(get_eof),
-    get_handle: Some(get_handle),
-    read: Some(read),
-    write: Some(write),
-    read_vector: Some(read_vector),
-    write_vector: Some(write_vector),
-    read_selection: None,
-    write_selection: None,
-    flush: None,
-    truncate: Some(truncate),
-    lock: Some(lock),
-    unlock: Some(unlock),
-    del: Some(delete),
-    ctl: Some(ctl),
-    fl_map: H5FD_FLMAP_DICHOTOMY,
-};
+/// The `h5tile_gds` driver class, one per host library (slot `host::UNKNOWN_HOST` last): its
+/// callbacks call the libhdf5 of their slot, which is how a process holding several libhdf5s
+/// (h5py's and libh5tile's) has each served by its own.
+pub static CLASSES: [H5FD_class_t; host::MAX_HOSTS + 1] = [
+    class::<0>(),
+    class::<1>(),
+    class::<2>(),
+    class::<3>(),
+    class::<{ host::UNKNOWN_HOST }>(),
+];
+
+const fn class<const H: usize>() -> H5FD_class_t {
+    H5FD_class_t {
+        version: H5FD_CLASS_VERSION,
+        value: H5TILE_GDS_VALUE,
+        name: c"h5tile_gds".as_ptr(),
+        maxaddr: MAXADDR,
+        fc_degree: H5F_CLOSE_WEAK,
+        terminate: Some(terminate::<H>),
+        sb_size: None,
+        sb_encode: None,
+        sb_decode: None,
+        fapl_size: std::mem::size_of::<crate::config::DriverInfo>(),
+        fapl_get: None,
+        fapl_copy: None,
+        fapl_free: None,
+        dxpl_size: 0,
+        dxpl_copy: None,
+        dxpl_free: None,
+        open: Some(open::<H>),
+        close: Some(close::<H>),
+        cmp: Some(cmp::<H>),
+        query: Some(query::<H>),
+        get_type_map: None,
+        alloc: None,
+        free: None,
+        get_eoa: Some(get_eoa::<H>),
+        set_eoa: Some(set_eoa::<H>),
+        get_eof: Some(get_eof::<H>),
+        get_handle: Some(get_handle::<H>),
+        read: Some(read::<H>),
+        write: Some(write::<H>),
+        read_vector: Some(read_vector::<H>),
+        write_vector: Some(write_vector::<H>),
+        read_selection: None,
+        write_selection: None,
+        flush: None,
+        truncate: Some(truncate::<H>),
+        lock: Some(lock::<H>),
+        unlock: Some(unlock::<H>),
+        del: Some(delete::<H>),
+        ctl: Some(ctl::<H>),
+        fl_map: H5FD_FLMAP_DICHOTOMY,
+    }
+}
 
 #[cfg(test)]
 mod tests {
@@ -546,7 +576,7 @@ mod tests {
     /// not undefined behaviour.
     #[test]
     fn null_arguments_are_errors() {
-        let c = &CLASS;
+        let c = &CLASSES[host::UNKNOWN_HOST];
         let null_file = std::ptr::null_mut::<H5FD_t>();
         unsafe {
             assert_eq!(c.del.unwrap()(std::ptr::null(), 0), -1);
@@ -583,7 +613,7 @@ mod tests {
     fn null_buffers_are_errors_unless_nothing_moves() {
         let d = tempfile::tempdir().unwrap();
         let name = std::ffi::CString::new(d.path().join("f").to_str().unwrap()).unwrap();
-        let c = &CLASS;
+        let c = &CLASSES[host::UNKNOWN_HOST];
         unsafe {
             let flags = H5F_ACC_RDWR | H5F_ACC_CREAT | H5F_ACC_TRUNC;
             let f = c.open.unwrap()(name.as_ptr(), flags, 0, MAXADDR);

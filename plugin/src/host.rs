@@ -33,9 +33,97 @@ const H5E_DEFAULT: hid_t = 0;
 type FileLocking = unsafe extern "C" fn(hid_t, *mut bool, *mut bool) -> herr_t;
 type UnregisterClass = unsafe extern "C" fn(hid_t) -> herr_t;
 
-/// Address of `name` in the host's libhdf5: first through the global namespace, then in each
-/// loaded object whose name mentions hdf5 (a library loaded with RTLD_LOCAL, as Python does).
+/// How many libhdf5s one copy of the driver serves at once (a process may hold several: its
+/// own, h5py's, libh5tile's); each gets a class of its own (`driver::CLASSES`), whose callbacks
+/// call that library. One more slot serves a library that could not be told.
+pub const MAX_HOSTS: usize = 4;
+/// The slot of a host library not identified: its functions are looked up by name.
+pub const UNKNOWN_HOST: usize = MAX_HOSTS;
+
+/// The libhdf5 (a `dlopen` handle, as an address) each slot serves.
+static HOSTS: Mutex<[usize; MAX_HOSTS]> = Mutex::new([0; MAX_HOSTS]);
+
+thread_local! {
+    /// The slot whose callback runs on this thread.
+    static SERVING: std::cell::Cell<usize> = const { std::cell::Cell::new(UNKNOWN_HOST) };
+}
+
+/// Runs `body` (a callback of slot `slot`'s class) calling that slot's libhdf5.
+pub fn serving<T>(slot: usize, body: impl FnOnce() -> T) -> T {
+    let before = SERVING.with(|s| s.replace(slot));
+    let out = body();
+    SERVING.with(|s| s.set(before));
+    out
+}
+
+/// The slot of the libhdf5 that holds `address` (a function of it), given one if it has none;
+/// `UNKNOWN_HOST` when it is no libhdf5, or every slot is taken.
+pub fn slot_of_library_at(address: *const c_void) -> usize {
+    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+    if unsafe { libc::dladdr(address, &mut info) } == 0 || info.dli_fname.is_null() {
+        return UNKNOWN_HOST;
+    }
+    let flags = libc::RTLD_LAZY | libc::RTLD_NOLOAD;
+    let handle = unsafe { libc::dlopen(info.dli_fname, flags) };
+    if handle.is_null() {
+        return UNKNOWN_HOST;
+    }
+    let hdf5 = !unsafe { libc::dlsym(handle, c"H5FDregister".as_ptr()) }.is_null();
+    // RTLD_NOLOAD took a reference to an object that stays loaded anyway.
+    unsafe { libc::dlclose(handle) };
+    if !hdf5 {
+        return UNKNOWN_HOST;
+    }
+    let Ok(mut hosts) = HOSTS.lock() else {
+        return UNKNOWN_HOST;
+    };
+    let handle = handle as usize;
+    if let Some(slot) = hosts.iter().position(|&h| h == handle) {
+        return slot;
+    }
+    match hosts.iter().position(|&h| h == 0) {
+        Some(slot) => {
+            hosts[slot] = handle;
+            slot
+        }
+        None => UNKNOWN_HOST,
+    }
+}
+
+/// The slot of the library that called the function calling this (HDF5's plugin loader
+/// calling `H5PLget_plugin_info`): the first frame on the stack outside this driver's object.
+#[inline(never)]
+pub fn slot_of_caller() -> usize {
+    extern "C" {
+        // glibc's; unwinds through frames without frame pointers using their unwind tables.
+        fn backtrace(buffer: *mut *mut c_void, size: c_int) -> c_int;
+    }
+    let mut own: libc::Dl_info = unsafe { std::mem::zeroed() };
+    let here = slot_of_caller as *const c_void;
+    if unsafe { libc::dladdr(here, &mut own) } == 0 {
+        return UNKNOWN_HOST;
+    }
+    let mut frames = [std::ptr::null_mut(); 16];
+    let n = unsafe { backtrace(frames.as_mut_ptr(), frames.len() as c_int) }.max(0) as usize;
+    for &frame in &frames[..n] {
+        let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
+        if unsafe { libc::dladdr(frame, &mut info) } != 0 && info.dli_fbase != own.dli_fbase {
+            return slot_of_library_at(frame);
+        }
+    }
+    UNKNOWN_HOST
+}
+
+/// Address of `name` in the libhdf5 the running callback serves; for a library not told,
+/// first through the global namespace, then in each loaded object whose name mentions hdf5
+/// (a library loaded with RTLD_LOCAL, as Python does).
 pub fn symbol(name: &CStr) -> *mut c_void {
+    let slot = SERVING.with(|s| s.get());
+    let host = HOSTS.lock().ok().and_then(|h| h.get(slot).copied());
+    if let Some(handle) = host.filter(|&h| h != 0) {
+        // Never another library's function: its ids mean nothing to this one.
+        return unsafe { libc::dlsym(handle as *mut c_void, name.as_ptr()) };
+    }
     let p = unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) };
     if !p.is_null() {
         return p;
@@ -206,10 +294,14 @@ struct ErrorClass {
     minors: [hid_t; Kind::ALL.len()],
 }
 
-static ERROR_CLASS: Mutex<Option<ErrorClass>> = Mutex::new(None);
+/// Each host library's error class (ids are the library's own).
+static ERROR_CLASSES: Mutex<[Option<ErrorClass>; MAX_HOSTS + 1]> =
+    Mutex::new([None, None, None, None, None]);
 
 fn error_codes(kind: Kind) -> Option<(hid_t, hid_t, hid_t)> {
-    let mut guard = ERROR_CLASS.lock().ok()?;
+    let slot = SERVING.with(|s| s.get());
+    let mut classes = ERROR_CLASSES.lock().ok()?;
+    let guard = classes.get_mut(slot)?;
     if guard.is_none() {
         let (register, create) = (symbol(c"H5Eregister_class"), symbol(c"H5Ecreate_msg"));
         if register.is_null() || create.is_null() {
@@ -272,10 +364,12 @@ pub fn push_error(func: &str, error: &DriverError) {
     }
 }
 
-/// Forgets the error class (HDF5 is shutting down; its ids die with it).
+/// Forgets the running callback's library's error class (that HDF5 is shutting down; its ids
+/// die with it).
 pub fn release_error_class() {
-    if let Ok(mut guard) = ERROR_CLASS.lock() {
-        if let Some(e) = guard.take() {
+    let slot = SERVING.with(|s| s.get());
+    if let Ok(mut classes) = ERROR_CLASSES.lock() {
+        if let Some(e) = classes.get_mut(slot).and_then(Option::take) {
             let f = symbol(c"H5Eunregister_class");
             if !f.is_null() {
                 let unregister: UnregisterClass = unsafe { std::mem::transmute(f) };

@@ -37,17 +37,19 @@ pub extern "C" fn H5PLget_plugin_type() -> c_int {
     abi::H5PL_TYPE_VFD
 }
 
-/// Gives HDF5's plugin loader the driver class.
+/// Gives HDF5's plugin loader the driver class: the class whose callbacks call the libhdf5
+/// that is loading the plugin (found on the stack), not another one the process holds.
 #[no_mangle]
 pub extern "C" fn H5PLget_plugin_info() -> *const abi::H5FD_class_t {
-    &driver::CLASS
+    &driver::CLASSES[host::slot_of_caller()]
 }
 
-/// The driver class, for registering the driver in-process (`H5FDregister`): files opened
-/// through it may then carry their configuration as a value ([`config::DriverInfo`]).
-pub fn class() -> &'static abi::H5FD_class_t {
+/// The driver class, for registering the driver in-process (`H5FDregister`) in the libhdf5
+/// holding `hdf5_function` (the address of one of its functions): files opened through it may
+/// then carry their configuration as a value ([`config::DriverInfo`]).
+pub fn class(hdf5_function: *const std::ffi::c_void) -> &'static abi::H5FD_class_t {
     IN_PROCESS.store(true, std::sync::atomic::Ordering::Relaxed);
-    &driver::CLASS
+    &driver::CLASSES[host::slot_of_library_at(hdf5_function)]
 }
 
 static IN_PROCESS: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);

@@ -17,7 +17,10 @@ pub fn driver() -> Result<hid_t> {
     if let Some(&id) = ID.get() {
         return Ok(id);
     }
-    let class = h5tile_gds::class() as *const h5tile_gds::H5FD_class_t as *const H5FD_class_t;
+    // The driver's callbacks call this HDF5 (the one H5FDregister belongs to), whatever other
+    // libhdf5 the process holds (h5py's, in Python).
+    let ours = H5FDregister as *const std::ffi::c_void;
+    let class = h5tile_gds::class(ours) as *const h5tile_gds::H5FD_class_t as *const H5FD_class_t;
     let id = check(unsafe { H5FDregister(class) }, || {
         "cannot register the h5tile_gds driver".into()
     })?;
