@@ -9,7 +9,8 @@
 #   make test-rust-asan       every Rust test under AddressSanitizer (nightly; skips without it)
 #   make test-scale           many ranks (16, 64, SCALE_RANKS=256): each collective step's time
 #   make install PREFIX=dir   lib/libh5tile.so.0, include/h5tile.h, CMake config, pkg-config file,
-#                             the plugin, bin/h5tile, and the HDF5 built into .deps/ (lib/h5tile/hdf5)
+#                             the plugin, bin/h5tile, the HDF5 built into .deps/ (lib/h5tile/hdf5),
+#                             and the Python package (share/h5tile/python)
 #   make header               regenerate include/h5tile.h after changing the C API
 #   make bench                h5tile beside POSIX and h5py: throughput, memory, tile count
 #   make plugin-cross         each HDF5 line's plugin in the other line's HDF5 program
@@ -124,7 +125,8 @@ test-c: stage
 # The C, C++ and Fortran tests with AddressSanitizer + UBSan (docs/sanitizers.md): the test
 # programs are instrumented, libh5tile (Rust), MPI and HDF5 are not, though LeakSanitizer sees
 # every allocation. Left out, as nothing instrumented runs in them:
-#   h5py_check_interop*, plugin_h5py*, Python and h5py only (h5py_make_files still runs: a fixture);
+#   python_*, h5py_check_interop*,     Python and h5py only (h5py_make_files still runs: a
+#   plugin_h5py*                       fixture)
 #   cli_installed                      the tool, uninstrumented, is Rust
 #   pkgconfig_build, mpi_mismatch,     shell scripts building a fresh, uninstrumented program
 #   install_standalone, doc_examples
@@ -135,7 +137,7 @@ test-c: stage
 #   mpi_scale_np64, mpi_subfiles_np64  64 instrumented ranks on a small machine; their code paths
 #                                      run instrumented in mpi_roundtrip, mpi_batches, mpi_errors
 #                                      and mpi_subfiles_np3
-ASAN_EXCLUDE := ^(h5py_check_interop.*|cli_installed|plugin_h5py.*|pkgconfig_build|mpi_mismatch|install_standalone|doc_examples|cxx_consumer_.*|fault_.*|mpi_scale_np64|mpi_subfiles_np64)$$
+ASAN_EXCLUDE := ^(python_.*|h5py_check_interop.*|cli_installed|plugin_h5py.*|pkgconfig_build|mpi_mismatch|install_standalone|doc_examples|cxx_consumer_.*|fault_.*|mpi_scale_np64|mpi_subfiles_np64)$$
 # A leak fails the test (Open MPI's own, kept until exit, are suppressed in lsan.supp); the slow
 # unwinder follows MPI, HDF5 and Rust frames built without frame pointers, so a report names
 # the real allocation site and suppressions match whole stacks; a report ends the process with

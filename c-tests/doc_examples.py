@@ -18,7 +18,8 @@ A block may be preceded by a marker, an HTML comment the rendered page does not 
                           #include lines go to the top of the file)
     replace "OLD" "NEW" (WHY)   OLD in the block becomes NEW, for what must not run as
                           written (e.g. a path under /etc); WHY is required
-    ranks N               MPI ranks for a C or Fortran program (default 4)
+    ranks N               MPI ranks for a C or Fortran program (default 4); a Python block
+                          runs under mpirun only when given
 
 Unmarked: sh and python run as they are; a C or Fortran block must be a whole program
 (compiled with the MPI's wrapper against PREFIX through pkg-config or the Fortran module, run
@@ -52,6 +53,7 @@ class Example:
         self.harness = None
         self.replace = []
         self.ranks = 4
+        self.ranks_given = False
         # Directives are split at a ';' that a directive's name follows (a replacement may
         # hold one).
         directives = re.split(r";\s*(?=(?:skip:|file |in |given |harness |replace |ranks ))",
@@ -82,6 +84,7 @@ class Example:
                 self.replace.append((old, new))
             elif word == "ranks":
                 self.ranks = int(rest)
+                self.ranks_given = True
             else:
                 self.fail(f"unknown marker directive {directive!r}")
 
@@ -97,7 +100,8 @@ class Example:
             text = text.replace(old, new)
         if self.harness:
             frame = (HERE / self.harness).read_text()
-            marker = re.search(r"^[ \t]*(/\* EXAMPLE \*/|! EXAMPLE)[ \t]*$", frame, re.M)
+            marker = re.search(r"^[ \t]*(/\* EXAMPLE \*/|! EXAMPLE|# EXAMPLE)[ \t]*$", frame,
+                               re.M)
             if not marker:
                 self.fail(f"harness {self.harness} has no EXAMPLE line")
             # A fragment's #include lines belong at the top of the file, not in main.
@@ -153,6 +157,19 @@ class Runner:
                         PREFIX=str(self.home / "opt" / "h5tile"),
                         PKG_CONFIG_PATH=str(prefix / "lib" / "pkgconfig"))
         self.env.pop("CMAKE_PREFIX_PATH", None)
+        # Python finds the installed package, and mpi4py's wheel runs on libh5tile's MPI (the
+        # wheel asks for MPICH as libmpi.so.12, which Debian calls libmpich.so.12).
+        self.env["PYTHONPATH"] = str(prefix / "share" / "h5tile" / "python")
+        if os.environ.get("MPI") == "mpich":
+            found = re.search(r"libmpich\.so\.12 .*=> (\S+)",
+                              subprocess.run(["ldconfig", "-p"], capture_output=True,
+                                             text=True).stdout)
+            if found:
+                (tools / "libmpi.so.12").symlink_to(found.group(1))
+            self.env["MPI4PY_LIBMPI"] = "libmpich.so.12"
+            self.env["LD_LIBRARY_PATH"] = f"{tools}:{os.environ.get('LD_LIBRARY_PATH', '')}"
+        else:
+            self.env["MPI4PY_LIBMPI"] = "libmpi.so.40"
         # The Rust toolchain `make install` builds with stays the one in the real home.
         for var, default in (("RUSTUP_HOME", ".rustup"), ("CARGO_HOME", ".cargo")):
             self.env.setdefault(var, os.environ.get(var, str(Path.home() / default)))
@@ -200,7 +217,8 @@ class Runner:
         if ex.lang == "sh":
             self.run(["bash", "-euo", "pipefail", "-c", text], cwd, ex.name())
         elif ex.lang == "python":
-            self.run([sys.executable, "-c", text], cwd, ex.name())
+            launch = [self.mpirun, "-n", str(ex.ranks)] if ex.ranks_given else []
+            self.run([*launch, sys.executable, "-c", text], cwd, ex.name())
         elif ex.lang == "cmake":
             if not ex.file:
                 ex.fail("a cmake block is a file (marker: file DIR/CMakeLists.txt), built by a "

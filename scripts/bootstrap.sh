@@ -6,7 +6,8 @@
 #     tools (hdf5-tools: h5dump and h5ls, to check that older HDF5 reads h5tile's files; h5tile
 #     itself never links that HDF5);
 #   - a project-local Python venv (.deps/venv) with CMake >= 3.26, h5py, numpy and matplotlib
-#     (for make bench's plot) from PyPI;
+#     (for make bench's plot) from PyPI, and pytest, flit_core and mpi4py for the Python
+#     package's tests;
 #   - HDF5 as a shared library with deflate, built from the source the published crate
 #     hdf5-metno-src ships (scripts/build-hdf5.sh), unless HDF5_DIR already names one >= 1.14.
 # Every step is skipped when its result is already there, so a second run takes seconds.
@@ -36,6 +37,15 @@ if ! "$venv/bin/python" -c 'import h5py, numpy, cmake, matplotlib, xxhash' 2>/de
   echo "bootstrap: creating $venv (cmake, h5py, numpy, matplotlib, xxhash from PyPI)"
   python3 -m venv "$venv"
   "$venv/bin/pip" install -q --disable-pip-version-check 'cmake>=3.26' h5py numpy matplotlib xxhash
+fi
+
+# The Python package's tests (python/tests, run by ctest as python_*): pytest, mpi4py and
+# flit_core (pip builds the installed package with it, offline). mpi4py's PyPI wheel (>= 4.1)
+# runs on Open MPI and on MPICH alike, chosen at run time (MPI4PY_LIBMPI): one download serves
+# both MPI builds, nothing is compiled.
+if ! "$venv/bin/python" -c 'import pytest, flit_core, mpi4py; assert tuple(map(int, mpi4py.__version__.split(".")[:2])) >= (4, 1)' 2>/dev/null; then
+  echo "bootstrap: installing pytest, flit_core and mpi4py (binary wheel) into $venv"
+  "$venv/bin/pip" install -q --disable-pip-version-check --only-binary=mpi4py pytest 'flit_core>=3.11,<5' 'mpi4py>=4.1'
 fi
 
 "$root/scripts/build-hdf5.sh"

@@ -1,0 +1,64 @@
+"""h5tile: tiled, collective HDF5 I/O for numpy, CuPy and mpi4py programs.
+
+A thin layer over the installed C library (libh5tile, through ctypes), so that C, Fortran and
+Python code in one process share one library. See docs/python.md.
+
+    import h5tile
+    h5tile.to_file(array, "out.h5", "/data")
+    a = h5tile.from_file("out.h5", "/data")
+    for chunk, offsets in h5tile.from_file_batched("out.h5", "/data", chunk_size=(4096, 4096)):
+        ...
+"""
+
+__version__ = "0.2.0"
+
+from ._batches import BatchReader, from_file_batched
+from ._errors import (
+    CorruptError,
+    CudaError,
+    DtypeError,
+    ExistsError,
+    H5TileError,
+    HDF5Error,
+    InvalidArgumentError,
+    IOFailure,
+    IsDirectoryError,
+    MissingTileError,
+    MPIError,
+    NotADatasetError,
+    NotFoundError,
+    PanicError,
+    ShapeError,
+)
+from ._library import library_version
+from ._partition import partition
+from ._pending import fence, to_file_async
+from ._read import from_file, inspect
+from ._write import to_file
+
+__all__ = [
+    "BatchReader",
+    "CorruptError",
+    "CudaError",
+    "DtypeError",
+    "ExistsError",
+    "H5TileError",
+    "HDF5Error",
+    "IOFailure",
+    "InvalidArgumentError",
+    "IsDirectoryError",
+    "MPIError",
+    "MissingTileError",
+    "NotADatasetError",
+    "NotFoundError",
+    "PanicError",
+    "ShapeError",
+    "fence",
+    "from_file",
+    "from_file_batched",
+    "inspect",
+    "library_version",
+    "partition",
+    "to_file",
+    "to_file_async",
+]

@@ -1,0 +1,126 @@
+"""Writes that complete in the background: `to_file_async`, `fence`, and completion at exit.
+
+Each write started by `h5tile_write_async_f` gets a thread of ours that waits for it
+(`h5tile_wait`, which releases the GIL) and then settles its Future, so the Future completes
+on its own, as `concurrent.futures` users expect, and holds the array's memory until then.
+Because that wait takes the request away from the C library's own list, `fence` first waits
+for our threads, then calls `h5tile_fence_f` (for writes started by other code in this
+process, and for the agreement over the communicator), and agrees our outcomes over the
+communicator itself.
+"""
+
+from __future__ import annotations
+
+import atexit
+import ctypes
+import os
+import threading
+from concurrent.futures import Future
+from typing import Any, Sequence
+
+from ._comm import fortran_handle
+from ._library import failure, last_error, lib
+from ._write import WriteCall, prepare_write
+
+_lock = threading.Lock()
+_started: list[_Pending] = []  # since the last fence, oldest first
+
+
+class _Pending:
+    def __init__(self, request: ctypes.c_void_p, call: WriteCall, future: Future[None]) -> None:
+        self.request = request
+        self.call: WriteCall | None = call  # the array stays alive until the write ends
+        self.future = future
+        self.outcome: tuple[int, str] = (0, "")
+        # Not a daemon: the interpreter waits for it at exit, before MPI may be finalized.
+        self.thread = threading.Thread(target=self._wait, name="h5tile-wait")
+
+    def _wait(self) -> None:
+        status = lib.h5tile_wait(self.request)  # completes and frees the request
+        self.outcome = (status, last_error() if status else "")  # this thread's message
+        self.call = None
+        if status:
+            self.future.set_exception(failure(*self.outcome))
+        else:
+            self.future.set_result(None)
+
+
+def _complete_at_exit() -> None:
+    with _lock:
+        started = list(_started)
+    for pending in started:
+        pending.thread.join()
+
+
+def _keep_exit_hook_last() -> None:
+    # atexit runs last-registered first: registered again after every start, the hook runs
+    # before anything registered earlier (mpi4py's own finalization, where it uses atexit).
+    atexit.unregister(_complete_at_exit)
+    atexit.register(_complete_at_exit)
+
+
+def to_file_async(
+    array: Any,
+    path: str | os.PathLike[str] | bytes,
+    dataset_name: str,
+    *,
+    comm: Any = None,
+    global_shape: Sequence[int] | None = None,
+    offset: Sequence[int] | None = None,
+    layout: str = "vds",
+    overwrite: bool = True,
+    sync: bool = True,
+    keep_others: bool = False,
+    allow_partial: bool = False,
+    ranks_per_file: int = 0,
+    compression: Any = None,
+) -> Future[None]:
+    """`to_file` that returns at once with a `concurrent.futures.Future`, while the write runs
+    in the background (with a communicator, only where MPI runs at MPI_THREAD_MULTIPLE,
+    mpi4py's default; below it the write completes before this returns). The Future holds
+    `array` until the write ends: do not modify the array meanwhile. Its `result()` raises
+    what `to_file` would have. Arguments a rank can check alone are checked here. Writes to
+    one path run in the order they were started."""
+    options = dict(layout=layout, overwrite=overwrite, sync=sync, keep_others=keep_others,
+                   allow_partial=allow_partial, ranks_per_file=ranks_per_file,
+                   compression=compression)
+    call = prepare_write(array, path, dataset_name, comm, global_shape, offset, options,
+                         lib.h5tile_write_async_f)
+    request = ctypes.c_void_p()
+    status = lib.h5tile_write_async_f(*call.args(), ctypes.byref(request))
+    if status:
+        raise failure(status, last_error())
+    future: Future[None] = Future()
+    future.set_running_or_notify_cancel()  # a started write cannot be cancelled
+    pending = _Pending(request, call, future)
+    with _lock:
+        _started.append(pending)
+    pending.thread.start()
+    _keep_exit_hook_last()
+    return future
+
+
+def fence(comm: Any = None) -> None:
+    """Waits for every write this process started with `to_file_async` since the last fence.
+    Collective over `comm` (None: this process alone): once it has returned on every rank,
+    every file written is complete and visible to any reader. Raises the first failure among
+    the writes of any rank, the same on every rank (each write's Future keeps its own)."""
+    handle = fortran_handle(comm)
+    with _lock:
+        started = list(_started)
+        del _started[:]
+    for pending in started:
+        pending.thread.join()
+    failed = next((p.outcome for p in started if p.outcome[0]), None)
+    status = lib.h5tile_fence_f(handle)
+    if status:
+        raise failure(status, last_error())
+    if comm is not None:
+        # Each rank's own outcomes, agreed: the first failing rank's is everyone's.
+        everyone = comm.allgather(failed)
+        rank = next((r for r, f in enumerate(everyone) if f is not None), None)
+        if rank is not None:
+            status, message = everyone[rank]
+            failed = (status, message if rank == comm.Get_rank() else f"on rank {rank}: {message}")
+    if failed is not None:
+        raise failure(*failed)

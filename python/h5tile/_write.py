@@ -1,0 +1,158 @@
+"""`to_file`: one collective write of this rank's tile (the whole array for comm=None)."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+from . import _constants as C
+from ._arrays import Buffer, buffer_of
+from ._collective import poisoned, prepare_together
+from ._comm import fortran_handle, size_and_rank
+from ._errors import InvalidArgumentError
+from ._library import check, lib
+from ._options import LAYOUTS, WriteOptions
+from ._partition import partition
+from ._shapes import as_tuple, u64_array
+
+
+def encode_path(path: Any) -> bytes:
+    return os.fsencode(os.fspath(path))
+
+
+def encode_name(name: Any) -> bytes:
+    return name if isinstance(name, bytes) else str(name).encode()
+
+
+def write_options(
+    layout: str, overwrite: bool, sync: bool, keep_others: bool, allow_partial: bool,
+    ranks_per_file: int, compression: Any,
+) -> WriteOptions:
+    if compression is not None:
+        raise NotImplementedError(
+            f"compression={compression!r}: this h5tile writes uncompressed data only; "
+            "compressed writes come with a later version (pass compression=None)"
+        )
+    if layout not in LAYOUTS:
+        raise InvalidArgumentError(f"layout={layout!r}: choose one of {', '.join(map(repr, LAYOUTS))}")
+    opts = WriteOptions()
+    check(lib.h5tile_write_options_init(ctypes.byref(opts), ctypes.sizeof(opts)))
+    opts.layout = LAYOUTS[layout]
+    opts.flags = (
+        (0 if overwrite else C.H5TILE_NO_OVERWRITE)
+        | (C.H5TILE_KEEP_OTHERS if keep_others else 0)
+        | (0 if sync else C.H5TILE_NO_SYNC)
+        | (C.H5TILE_ALLOW_PARTIAL if allow_partial else 0)
+    )
+    opts.ranks_per_file = ranks_per_file
+    return opts
+
+
+@dataclass
+class WriteCall:
+    """The arguments of one `h5tile_write_f`/`h5tile_write_async_f` call, and what keeps their
+    memory alive (the array's buffer, the C arrays) for as long as the call needs it."""
+
+    handle: int
+    path: bytes
+    dataset: bytes
+    buffer: Buffer
+    global_shape: Any
+    offset: Any
+    shape: Any
+    options: WriteOptions
+
+    def args(self) -> tuple[Any, ...]:
+        return (
+            self.handle, self.path, self.dataset, self.buffer.code, len(self.buffer.shape),
+            self.global_shape, self.offset, self.shape, self.buffer.pointer,
+            ctypes.byref(self.options),
+        )
+
+
+def _prepare(
+    handle: int, array: Any, path: Any, dataset_name: Any, comm: Any,
+    global_shape: Sequence[int] | None, offset: Sequence[int] | None, options: dict[str, Any],
+) -> WriteCall:
+    opts = write_options(**options)
+    buffer = buffer_of(array)
+    ndim = len(buffer.shape)
+    if global_shape is None:
+        if comm is not None and size_and_rank(comm)[0] > 1:
+            raise InvalidArgumentError(
+                "global_shape is needed with a communicator of several ranks: each rank's "
+                "array is its tile of it"
+            )
+        global_shape = buffer.shape
+    global_shape = as_tuple(global_shape, "global_shape")
+    if offset is None:
+        offset = (0,) * len(global_shape) if comm is None else partition(global_shape, comm)[0]
+    offset = as_tuple(offset, "offset")
+    if not len(global_shape) == len(offset) == ndim:
+        raise InvalidArgumentError(
+            f"the array has {ndim} dimensions, global_shape {len(global_shape)} and offset {len(offset)}: "
+            "they must be the same"
+        )
+    return WriteCall(
+        handle, encode_path(path), encode_name(dataset_name), buffer, u64_array(global_shape),
+        u64_array(offset), u64_array(buffer.shape), opts,
+    )
+
+
+def prepare_write(
+    array: Any, path: Any, dataset_name: Any, comm: Any, global_shape: Sequence[int] | None,
+    offset: Sequence[int] | None, options: dict[str, Any], entry: Any,
+) -> WriteCall:
+    """The checked arguments of a write through `entry` (the C function the caller will
+    call); a rank that cannot make them calls `entry` refused, so that every rank fails."""
+    handle = fortran_handle(comm)
+
+    def join(error: BaseException) -> None:
+        code, ndim = poisoned(error)
+        extra = (ctypes.byref(ctypes.c_void_p()),) if entry is lib.h5tile_write_async_f else ()
+        entry(handle, b"?", b"?", code, ndim, None, None, None, None, None, *extra)
+
+    return prepare_together(
+        comm, lambda: _prepare(handle, array, path, dataset_name, comm, global_shape, offset, options),
+        join,
+    )
+
+
+def to_file(
+    array: Any,
+    path: str | os.PathLike[str] | bytes,
+    dataset_name: str,
+    *,
+    comm: Any = None,
+    global_shape: Sequence[int] | None = None,
+    offset: Sequence[int] | None = None,
+    layout: str = "vds",
+    overwrite: bool = True,
+    sync: bool = True,
+    keep_others: bool = False,
+    allow_partial: bool = False,
+    ranks_per_file: int = 0,
+    compression: Any = None,
+) -> None:
+    """Writes `array` as the dataset `dataset_name` of the file `path`.
+
+    With `comm=None` (this process alone) the array is the whole dataset. With an mpi4py
+    communicator the call is collective: `array` is this rank's tile, placed at `offset` in a
+    dataset of `global_shape` (default offset: this rank's block of `h5tile.partition`); tiles
+    must cover the shape without overlapping unless `allow_partial`.
+
+    `layout`: "vds" (one file per tile and a master, the default), "single" (one file),
+    "subfiles" (one file per node or per `ranks_per_file` ranks). An existing file is replaced
+    atomically unless `overwrite=False` (then `FileExistsError`); `keep_others` keeps the
+    file's other datasets; `sync=False` skips fsync. Missing parent folders are created.
+    When it returns, the data is on disk. Raises an `H5TileError` subclass, the same on every
+    rank.
+    """
+    options = dict(layout=layout, overwrite=overwrite, sync=sync, keep_others=keep_others,
+                   allow_partial=allow_partial, ranks_per_file=ranks_per_file,
+                   compression=compression)
+    call = prepare_write(array, path, dataset_name, comm, global_shape, offset, options,
+                         lib.h5tile_write_f)
+    check(lib.h5tile_write_f(*call.args()))

@@ -1,0 +1,296 @@
+"""h5tile on one process (comm=None, no MPI): round trips of every element type and kind of
+array, regions, conversions, batches, background writes, and bad input (the exact class and
+status, and no file harmed). h5py reads what h5tile wrote and writes what h5tile reads."""
+
+from __future__ import annotations
+
+import array
+import gc
+import sys
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+
+import h5tile
+from conftest import tree
+
+DTYPES = [np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32,
+          np.uint64, np.float16, np.float32, np.float64, np.complex64, np.complex128]
+
+
+def sample(dtype: type, shape: tuple[int, ...] = (5, 7)) -> np.ndarray:
+    values = np.arange(int(np.prod(shape))).reshape(shape)
+    if np.dtype(dtype).kind == "c":
+        return (values + 1j * values[::-1]).astype(dtype)
+    return (values % 2 == 1) if dtype is np.bool_ else values.astype(dtype)
+
+
+def test_mpi4py_is_not_needed_alone() -> None:
+    assert "mpi4py.MPI" not in sys.modules
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+def test_every_dtype_round_trips_and_h5py_reads_it(scratch: Path, dtype: type) -> None:
+    a = sample(dtype)
+    h5tile.to_file(a, scratch / "a.h5", "/data")
+    b = h5tile.from_file(scratch / "a.h5", "/data")
+    assert type(b) is np.ndarray and b.dtype == a.dtype and b.shape == a.shape
+    assert np.array_equal(a, b)
+    with h5py.File(scratch / "a.h5") as f:
+        stored = f["data"][...]
+    assert stored.dtype == a.dtype and np.array_equal(stored, a)
+
+
+@pytest.mark.parametrize("bad", [np.dtype("O"), np.dtype("U3"), np.dtype("M8[s]"),
+                                 np.dtype(np.longdouble), np.dtype([("x", "f8")])], ids=str)
+def test_other_dtypes_raise_type_error_and_write_nothing(scratch: Path, bad: np.dtype) -> None:
+    with pytest.raises(TypeError) as e:
+        h5tile.to_file(np.zeros(3, bad), scratch / "a.h5", "/data")
+    assert isinstance(e.value, h5tile.DtypeError) and e.value.status == 5
+    with pytest.raises(h5tile.DtypeError):
+        h5tile.from_file(scratch / "a.h5", "/data", dtype=bad)  # refused before the file is read
+    assert tree(scratch) == {}
+
+
+def test_arrays_of_every_kind_are_written_in_c_order(scratch: Path) -> None:
+    base = np.arange(24, dtype=np.int32).reshape(4, 6)
+    cases = {
+        "transposed": base.T,
+        "strided": base[::2, 1::2],
+        "fortran": np.asfortranarray(base),
+        "big_endian": base.astype(">i4"),
+        "bytearray": bytearray(b"\x01\x02\x03"),
+        "array_array": array.array("d", [1.5, 2.5]),
+        "memoryview": memoryview(base),
+        "list": [[1, 2], [3, 4]],
+        "dlpack": np.from_dlpack(base),  # an ndarray; the protocol itself is tested below
+    }
+    for name, obj in cases.items():
+        h5tile.to_file(obj, scratch / f"{name}.h5", "x")
+        expected = np.asarray(obj) if not isinstance(obj, (bytearray, array.array)) else np.asarray(memoryview(obj))
+        with h5py.File(scratch / f"{name}.h5") as f:
+            got = f["x"][...]
+        assert np.array_equal(got, expected), name
+        assert got.dtype == expected.dtype.newbyteorder("="), name
+
+
+class DLPackOnly:
+    """A host tensor seen only through DLPack (as a CPU torch tensor or a JAX array would be)."""
+
+    def __init__(self, a: np.ndarray) -> None:
+        self._a = a
+
+    def __dlpack__(self, **kw):
+        return self._a.__dlpack__(**kw)
+
+    def __dlpack_device__(self):
+        return self._a.__dlpack_device__()
+
+
+def test_dlpack_host_tensors_are_read_through_numpy(scratch: Path) -> None:
+    a = np.linspace(0, 1, 12).reshape(3, 4)
+    h5tile.to_file(DLPackOnly(a), scratch / "a.h5", "x")
+    assert np.array_equal(h5tile.from_file(scratch / "a.h5", "x"), a)
+
+
+class HostCudaInterface:
+    """An object exposing host memory through __cuda_array_interface__. Honest only for what it
+    checks here: that the interface's dict (shape, typestr, data, strides) is what libh5tile
+    gets. libh5tile tells memory kinds apart itself; without a GPU this memory is host memory."""
+
+    def __init__(self, a: np.ndarray, strides=None, stream=None, readonly=False) -> None:
+        self._a = a
+        self.__cuda_array_interface__ = {
+            "shape": a.shape, "typestr": a.dtype.str, "data": (a.ctypes.data, readonly),
+            "strides": strides, "version": 3, "stream": stream,
+        }
+
+
+def test_cuda_array_interface_dict_is_followed(scratch: Path) -> None:
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)
+    h5tile.to_file(HostCudaInterface(a), scratch / "a.h5", "x")
+    h5tile.to_file(HostCudaInterface(a, strides=a.strides), scratch / "b.h5", "x")
+    for name in ("a.h5", "b.h5"):
+        assert np.array_equal(h5tile.from_file(scratch / name, "x"), a)
+    out = np.zeros_like(a)
+    assert h5tile.from_file(scratch / "a.h5", "x", out=HostCudaInterface(out)).__class__ is HostCudaInterface
+    assert np.array_equal(out, a)
+    with pytest.raises(h5tile.InvalidArgumentError):
+        h5tile.from_file(scratch / "a.h5", "x", out=HostCudaInterface(out, readonly=True))
+
+
+@pytest.mark.skipif(any(Path(d, "libcudart.so").exists() for d in ("/usr/local/cuda/lib64",)),
+                    reason="a CUDA runtime is installed: the GPU check covers streams")
+def test_a_stream_to_wait_for_without_cuda_is_a_cuda_error(scratch: Path) -> None:
+    a = np.arange(4.0)
+    with pytest.raises(h5tile.CudaError) as e:
+        h5tile.to_file(HostCudaInterface(a, stream=1), scratch / "a.h5", "x")
+    assert e.value.status == 11 and "libcudart" in str(e.value)
+    assert tree(scratch) == {}
+
+
+def test_overwrite_replaces_and_parent_folders_are_created(scratch: Path) -> None:
+    path = scratch / "deep" / "er" / "a.h5"
+    h5tile.to_file(np.arange(10), path, "/g/data")
+    h5tile.to_file(np.arange(3.0), path, "/g/data")
+    assert np.array_equal(h5tile.from_file(path, "/g/data"), np.arange(3.0))
+    assert h5tile.inspect(path, "g/data") == ((3,), np.dtype(np.float64))
+
+
+def test_layouts_and_options(scratch: Path) -> None:
+    a = np.arange(20.0).reshape(4, 5)
+    for layout in ("vds", "single", "subfiles"):
+        h5tile.to_file(a, scratch / f"{layout}.h5", "d", layout=layout, sync=False)
+        assert np.array_equal(h5tile.from_file(scratch / f"{layout}.h5", "d", verify=False), a)
+    h5tile.to_file(a + 1, scratch / "vds.h5", "e", keep_others=True)
+    with h5py.File(scratch / "vds.h5") as f:
+        assert sorted(f) == ["d", "e"]
+    with pytest.raises(h5tile.InvalidArgumentError):
+        h5tile.to_file(a, scratch / "x.h5", "d", layout="chunked")
+    with pytest.raises(NotImplementedError, match="compression='zstd'"):
+        h5tile.to_file(a, scratch / "x.h5", "d", compression="zstd")
+    assert not (scratch / "x.h5").exists()
+
+
+def test_no_overwrite_raises_file_exists_and_keeps_the_file(scratch: Path) -> None:
+    h5tile.to_file(np.arange(4), scratch / "a.h5", "d")
+    before = tree(scratch)
+    with pytest.raises(FileExistsError) as e:
+        h5tile.to_file(np.arange(5), scratch / "a.h5", "d", overwrite=False)
+    assert isinstance(e.value, h5tile.ExistsError) and e.value.status == 7
+    assert e.value.name == "H5TILE_ERR_EXISTS"
+    assert tree(scratch) == before
+
+
+def test_a_directory_path_is_both_is_a_directory_and_value_error(scratch: Path) -> None:
+    (scratch / "dir").mkdir()
+    for call in (lambda: h5tile.to_file(np.arange(3), scratch / "dir", "d"),
+                 lambda: h5tile.from_file(scratch / "dir", "d"),
+                 lambda: h5tile.from_file_batched(scratch / "dir", "d", (1,))):
+        with pytest.raises(IsADirectoryError) as e:
+            call()
+        assert isinstance(e.value, ValueError) and isinstance(e.value, h5tile.IsDirectoryError)
+        assert e.value.status == 2 and "is a directory" in str(e.value)
+    assert tree(scratch) == {}
+
+
+def test_missing_things_and_groups(scratch: Path) -> None:
+    with h5py.File(scratch / "h.h5", "w") as f:
+        f["grp/x"] = np.arange(3)
+    before = tree(scratch)
+    with pytest.raises(FileNotFoundError) as e:
+        h5tile.from_file(scratch / "none.h5", "d")
+    assert e.value.status == 3 and "none.h5" in str(e.value)
+    with pytest.raises(h5tile.NotFoundError):
+        h5tile.from_file(scratch / "h.h5", "grp/y")
+    with pytest.raises(ValueError) as e:
+        h5tile.from_file(scratch / "h.h5", "grp")
+    assert isinstance(e.value, h5tile.NotADatasetError) and e.value.status == 4
+    assert tree(scratch) == before
+
+
+def test_h5py_files_are_read_with_regions_and_conversions(scratch: Path) -> None:
+    a = np.arange(60, dtype=np.int32).reshape(6, 10)
+    with h5py.File(scratch / "h.h5", "w") as f:
+        f.create_dataset("c", data=a, chunks=(4, 4), compression="gzip")
+    path = scratch / "h.h5"
+    assert np.array_equal(h5tile.from_file(path, "c", region=(slice(1, 4), slice(2, 9))), a[1:4, 2:9])
+    assert np.array_equal(h5tile.from_file(path, "c", region=(slice(-2, None),)), a[-2:])
+    assert h5tile.from_file(path, "c", region=(slice(3, 3),)).shape == (0, 10)
+    wide = h5tile.from_file(path, "c", dtype=np.float64)  # lossless: no flag needed
+    assert wide.dtype == np.float64 and np.array_equal(wide, a)
+    with pytest.raises(TypeError) as e:
+        h5tile.from_file(path, "c", dtype=np.int8)
+    assert e.value.status == 5 and "int8" in str(e.value)
+    assert np.array_equal(h5tile.from_file(path, "c", dtype=np.int8, narrowing=True), a.astype(np.int8))
+    with pytest.raises(h5tile.InvalidArgumentError):
+        h5tile.from_file(path, "c", region=(slice(0, 4, 2),))
+    with pytest.raises(TypeError):
+        h5tile.from_file(path, "c", region=(1, slice(None)))
+
+
+def test_out_and_like(scratch: Path) -> None:
+    a = np.arange(12.0).reshape(3, 4)
+    h5tile.to_file(a, scratch / "a.h5", "d")
+    out = np.empty((2, 4))
+    assert h5tile.from_file(scratch / "a.h5", "d", region=(slice(1, 3),), out=out) is out
+    assert np.array_equal(out, a[1:])
+    assert type(h5tile.from_file(scratch / "a.h5", "d", like=np.zeros(1))) is np.ndarray
+    with pytest.raises(h5tile.InvalidArgumentError):
+        h5tile.from_file(scratch / "a.h5", "d", out=np.empty((3, 5)))
+    with pytest.raises(h5tile.InvalidArgumentError):
+        h5tile.from_file(scratch / "a.h5", "d", out=np.empty((4, 3)).T)  # not C-contiguous
+    with pytest.raises(TypeError):
+        h5tile.from_file(scratch / "a.h5", "d", like=[1.0])
+
+
+def test_batches_are_clipped_at_the_edges(scratch: Path) -> None:
+    a = np.arange(5 * 7, dtype=np.int16).reshape(5, 7)
+    h5tile.to_file(a, scratch / "a.h5", "d")
+    reader = h5tile.from_file_batched(scratch / "a.h5", "d", chunk_size=(2, 3))
+    assert reader.nchunks == 9 and reader.dtype == np.int16
+    seen = np.zeros_like(a)
+    shapes = []
+    for chunk, offsets in reader:
+        seen[offsets[0]:offsets[0] + chunk.shape[0], offsets[1]:offsets[1] + chunk.shape[1]] = chunk
+        shapes.append(chunk.shape)
+    assert np.array_equal(seen, a)
+    assert shapes == [(2, 3), (2, 3), (2, 1)] * 2 + [(1, 3), (1, 3), (1, 1)]
+    # Another type, a chunk larger than the dataset, and closing early.
+    with h5tile.from_file_batched(scratch / "a.h5", "d", (4096, 4096), dtype=np.float64) as r:
+        (chunk, offsets), = list(r)
+    assert offsets == (0, 0) and chunk.dtype == np.float64 and np.array_equal(chunk, a)
+    r = h5tile.from_file_batched(scratch / "a.h5", "d", (1, 7))
+    next(r)
+    r.close()
+    assert list(r) == []
+
+
+@pytest.mark.parametrize("chunk_size", [(-1, -2), (2,), (2, 3, 4), (0, 3), (2, 0), ()], ids=str)
+def test_bad_chunk_sizes_raise_value_error_when_called(scratch: Path, chunk_size) -> None:
+    h5tile.to_file(np.zeros((5, 7)), scratch / "a.h5", "d")
+    before = tree(scratch)
+    with pytest.raises(ValueError) as e:
+        h5tile.from_file_batched(scratch / "a.h5", "d", chunk_size)  # no next() needed
+    assert isinstance(e.value, h5tile.InvalidArgumentError) and e.value.status == 1
+    with pytest.raises(TypeError):
+        h5tile.from_file_batched(scratch / "a.h5", "d", (2.5, 3))
+    assert tree(scratch) == before
+
+
+def test_async_writes_keep_their_array_and_complete(scratch: Path) -> None:
+    futures = []
+    for k in range(4):
+        futures.append(h5tile.to_file_async(np.full((64, 64), float(k)), scratch / f"{k}.h5", "d"))
+    gc.collect()  # the arrays live on in the futures' writes
+    assert [f.result(timeout=60) for f in futures] == [None] * 4
+    h5tile.fence()
+    for k in range(4):
+        assert np.array_equal(h5tile.from_file(scratch / f"{k}.h5", "d"), np.full((64, 64), float(k)))
+
+
+def test_async_failures_reach_the_future_and_the_fence(scratch: Path) -> None:
+    (scratch / "file").write_text("not a folder")
+    bad = h5tile.to_file_async(np.arange(3), scratch / "file" / "a.h5", "d")
+    good = h5tile.to_file_async(np.arange(3), scratch / "b.h5", "d")
+    with pytest.raises(h5tile.H5TileError) as e:
+        bad.result(timeout=60)
+    assert "is a file, not a folder" in str(e.value)
+    assert good.result(timeout=60) is None
+    with pytest.raises(type(e.value)) as fenced:
+        h5tile.fence()
+    assert fenced.value.status == e.value.status
+    h5tile.fence()  # each failure is reported by one fence
+    with pytest.raises(h5tile.DtypeError):  # what a rank can check alone fails at once
+        h5tile.to_file_async(np.arange(3).astype(object), scratch / "c.h5", "d")
+    with pytest.raises(IsADirectoryError):
+        h5tile.to_file_async(np.arange(3), scratch, "d").result(timeout=60)
+    with pytest.raises(IsADirectoryError):
+        h5tile.fence()
+    assert sorted(tree(scratch)) == ["b.h5", "b.h5.tiles/" + next((scratch / "b.h5.tiles").iterdir()).name, "file"]
+
+
+def test_partition_alone_is_the_whole_shape() -> None:
+    assert h5tile.partition((10, 3)) == ((0, 0), (10, 3))
