@@ -146,9 +146,12 @@ class Runner:
         tools = scratch / "tools"
         for d in (self.work, self.home, tools):
             d.mkdir(parents=True)
-        # The names the docs use, for the MPI under test (Debian's plain names may be the other).
+        # The names the docs use, for the MPI under test (Debian's plain names may be the other):
+        # scripts, not links, since MPICH's launcher finds its proxy beside the name it is run by.
         for name, target in (("mpicc", mpicc), ("mpif90", mpifc), ("mpirun", mpirun)):
-            (tools / name).symlink_to(shutil.which(target) or target)
+            target = shutil.which(target) or target
+            (tools / name).write_text(f'#!/bin/sh\nexec {shlex.quote(target)} "$@"\n')
+            (tools / name).chmod(0o755)
         (tools / "hdf5-reader").write_text(
             f"#!{sys.executable}\n" + (HERE / "hdf5_reader.py").read_text())
         (tools / "hdf5-reader").chmod(0o755)
