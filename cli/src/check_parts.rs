@@ -32,8 +32,14 @@ pub fn run_part(args: &PartArgs) -> Result<(), Failure> {
         .map_err(|e| usage(e.message))?
         .pop()
         .ok_or_else(|| usage(format!("no dataset '{}'", args.dataset)))?;
+    if args.part >= args.parts {
+        return Err(usage(format!(
+            "part {} of {} does not exist",
+            args.part, args.parts
+        )));
+    }
     let tiles = info.virtual_info.as_ref().map_or(0, |v| v.tiles.len());
-    if tiles != args.tiles || args.part >= args.parts {
+    if tiles != args.tiles {
         return Err(usage(format!(
             "'{}' {} maps {tiles} tiles, not {} (replaced meanwhile)",
             args.file.display(),
@@ -83,9 +89,9 @@ pub fn check_sources_shared(file: &Path, info: &DatasetInfo, processes: usize) -
             .collect();
         (own, shares)
     });
+    // A part whose process failed (or whose output does not fit) is checked here instead.
+    let fits = |share: &Vec<(usize, String)>| share.iter().all(|(t, _)| *t < vds.tiles.len());
     for (k, share) in shares.into_iter().enumerate() {
-        // A part whose process failed (or whose output does not fit) is checked here instead.
-        let fits = |share: &Vec<(usize, String)>| share.iter().all(|(t, _)| *t < vds.tiles.len());
         match share.filter(fits) {
             Some(share) => problems.extend(
                 share
