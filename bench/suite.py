@@ -13,6 +13,10 @@ the baselines, saved as target/bench/suite.json and drawn as target/bench/suite.
               per-rank peak memory against the tile size; with the first rank count, a write
               followed by a computation of about the same length against h5tile_write_async
               running while the computation does (how much of the shorter one is hidden)
+  python      the Python package (bench/python_contenders.py): h5tile.to_file and from_file
+              of the same row slabs with each of BENCH_RANKS ranks (mpi4py), beside the C API's
+              and h5py's; and legate.io.hdf5 on CPU (one process) where it can be imported
+              (otherwise left out, saying why)
   subfiles    the same write and read with each of BENCH_RANKS ranks in the subfiled layout
               (H5TILE_LAYOUT_SUBFILES, default grouping: one node here, so one subfile), and
               its write with H5TILE_NO_SYNC, beside the per-rank files (VDS) and h5py
@@ -80,6 +84,9 @@ class Bench:
         self.sweeps = None  # the computation of the overlap measurement, sized in round one
         self.shim = None  # the fault shim (libfault_shim.so), for the scale section's counts
         self.has_subfiles = False  # set by probe()
+        self.legate_missing = None  # why legate.io.hdf5 cannot be measured here (probe())
+        self.contenders = [sys.executable, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                                        "python_contenders.py")]
         self.round_index = 0  # the round being measured
         self.files = {}  # name -> what a write left on disk and what the shim saw
         self.scale_rows = []  # one dict per (ranks, layout) of the scale section
@@ -101,9 +108,10 @@ class Bench:
         self.runs.setdefault(name, []).append(result)
         print(f"  {name:28} {result['seconds']:8.3f} s", file=sys.stderr, flush=True)
 
-    def launch(self, mode, path, rows, cols, extra=(), ranks=None, env=None):
-        """bench_h5tile's JSON lines; `env` reaches every rank (named to the launcher too)."""
-        cmd = [self.binary, mode, path, str(rows), str(cols), *map(str, extra)]
+    def launch(self, mode, path, rows, cols, extra=(), ranks=None, env=None, program=None):
+        """bench_h5tile's JSON lines (or `program`'s, which takes the same arguments); `env`
+        reaches every rank (named to the launcher too)."""
+        cmd = [*(program or [self.binary]), mode, path, str(rows), str(cols), *map(str, extra)]
         env = env or {}
         if ranks:
             # Unbound, as one would launch a rank alone on a node: bound to one core it could
@@ -133,9 +141,9 @@ class Bench:
         if n > 0:  # np.ones writes every page
             subprocess.run([sys.executable, "-c", f"import numpy; numpy.ones({n}, dtype=numpy.uint8)"], check=True)
 
-    def h5tile(self, name, mode, file, extra=(), ranks=None, env=None):
+    def h5tile(self, name, mode, file, extra=(), ranks=None, env=None, program=None):
         self.prewarm()
-        result = self.launch(mode, self.path(file), self.rows, self.cols, extra, ranks, env)[-1]
+        result = self.launch(mode, self.path(file), self.rows, self.cols, extra, ranks, env, program)[-1]
         self.record(name, result)
         return result
 
@@ -157,6 +165,13 @@ class Bench:
         if not self.has_subfiles:
             print("bench: no H5TILE_LAYOUT_SUBFILES / H5TILE_NO_SYNC in this h5tile: the subfiled "
                   f"layout's parts are left out ({(out.stderr or out.stdout).strip()[:200]})", file=sys.stderr)
+
+    def probe_legate(self):
+        out = subprocess.run([*self.contenders, "legate_probe"], capture_output=True, text=True)
+        if out.returncode != 0:
+            self.legate_missing = (out.stdout + out.stderr).strip().splitlines()[-1][:200]
+            print(f"bench: legate.io.hdf5 cannot be imported ({self.legate_missing}): it is left out",
+                  file=sys.stderr)
 
     def timed(self, name, cmd, **extra):
         self.prewarm()
@@ -180,6 +195,23 @@ class Bench:
             reads.reverse()
         for name, env in reads:
             self.h5tile(name, "read", f"tiled{r}.h5", ranks=r, env=env)
+
+    def python_step(self, r):
+        """The Python package over the same library: h5tile.to_file and from_file of the same
+        row slabs as vds_step's C calls, under mpirun with mpi4py."""
+        self.remove(f"python{r}.h5")
+        os.sync()
+        self.h5tile(f"write python {r} ranks", "h5tile_write", f"python{r}.h5", ranks=r, program=self.contenders)
+        self.h5tile(f"read python {r} ranks", "h5tile_read", f"python{r}.h5", ranks=r, program=self.contenders)
+        self.remove(f"python{r}.h5")
+
+    def legate_step(self):
+        """legate.io.hdf5 on CPU, one process, where it can be imported."""
+        self.remove("legate.h5")
+        os.sync()
+        self.h5tile("write legate", "legate_write", "legate.h5", program=self.contenders)
+        self.h5tile("read legate", "legate_read", "legate.h5", program=self.contenders)
+        self.remove("legate.h5")
 
     def subfiles_step(self, r):
         self.remove(f"subfiles{r}.h5")
@@ -217,8 +249,11 @@ class Bench:
         os.sync()
         self.python("write h5py without fsync", H5PY_WRITE, "h5py-nosync.h5", "0")
         self.remove("h5py-nosync.h5")
+        if not self.legate_missing:
+            self.legate_step()
         for r in self.ranks:
-            steps = [self.vds_step, self.subfiles_step, self.nosync_step] if self.has_subfiles else [self.vds_step]
+            steps = [self.vds_step, self.python_step]
+            steps += [self.subfiles_step, self.nosync_step] if self.has_subfiles else []
             # The layouts compared take turns going first, round by round: on this machine the
             # disk's pace drifts, and a fixed order would hand the drift to one of them.
             for step in steps[index % len(steps):] + steps[:index % len(steps)]:
@@ -410,6 +445,8 @@ class Bench:
                     checks.append((f"{what}: files per dataset {f['on_disk']} == groups + 1 "
                                    f"({f['groups']} + 1)", f["on_disk"] == f["groups"] + 1, f["on_disk"]))
 
+        python = self.report_python(checks)
+
         whole = self.median("read whole (1 process)", "seconds_with_sum")
         print(f"\nwhole read + sum: {self.bytes / whole / GIB:.2f} GiB/s")
         ratios = {}
@@ -480,7 +517,7 @@ class Bench:
             "bytes": self.bytes, "rounds": self.rounds, "ranks": self.ranks, "tiles": self.tiles,
             "chunk": self.chunk, "throughput_GiB_s": {label: rate for label, rate, _ in rows},
             "batched_over_whole": ratios, "memory": memory, "tile_count": scaling, "overlap": overlap,
-            "subfiles": subfiles, "subfiles_files": self.files, "verify": verify,
+            "subfiles": subfiles, "subfiles_files": self.files, "verify": verify, "python": python,
             "scale": {"tile_KiB": self.scale_tile_kib, "rounds": 1, "cores": os.cpu_count(),
                       "rows": self.scale_rows},
             "targets": [{"what": w, "met": ok, "value": v} for w, ok, v in checks],
@@ -490,6 +527,38 @@ class Bench:
             json.dump(summary, f, indent=2)
         self.plot(scaling)
         print(f"\nsaved {os.path.join(self.out, 'suite.json')} and {os.path.join(self.out, 'suite.png')}")
+
+    def report_python(self, checks):
+        """The Python package beside the C API on the same bytes, beside h5py (one process,
+        written and fsynced, as h5tile.to_file returns with the data on disk) and beside
+        legate.io.hdf5 on CPU where it can be imported."""
+        print(f"\n{'Python (h5tile package, mpi4py)':34}{'GiB/s':>8}{'x C API':>9}{'x h5py':>9}   target")
+        python = {}
+        for kind in ("write", "read"):
+            for r in self.ranks:
+                name = f"{kind} python {r} ranks"
+                rate = self.rate(name)
+                x_c, x_h5py = rate / self.rate(f"{kind} h5tile {r} ranks"), rate / self.rate(f"{kind} h5py")
+                python[name] = {"GiB_s": rate, "x_c_api": x_c, "x_h5py": x_h5py}
+                checks.append((f"{name} within 5% of the C API ({x_c:.2f}x)", x_c >= 0.95, x_c))
+                goal = ">= 0.95 x C API"
+                if r == 1:
+                    checks.append((f"{name} >= 1.0x h5py, 1 process ({x_h5py:.2f}x)", x_h5py >= 1.0, x_h5py))
+                    goal += ", >= 1.0 x h5py"
+                label = f"h5tile.{'to_file' if kind == 'write' else 'from_file'}, {r} rank{'s' if r > 1 else ''}"
+                print(f"{label:34}{rate:8.2f}{x_c:9.2f}{x_h5py:9.2f}   {goal}")
+        if self.legate_missing:
+            print(f"legate.io.hdf5: not measured, it cannot be imported here ({self.legate_missing})")
+            python["legate"] = {"skipped": self.legate_missing}
+        else:
+            for kind in ("write", "read"):
+                rate, ours = self.rate(f"{kind} legate"), self.rate(f"{kind} python 1 ranks")
+                python[f"{kind} legate"] = {"GiB_s": rate, "h5tile_x_legate": ours / rate}
+                checks.append((f"{kind} python 1 rank >= 1.0x legate.io.hdf5 on CPU ({ours / rate:.2f}x)",
+                               ours >= rate, ours / rate))
+                print(f"{'legate.io.hdf5 ' + kind + ', CPU':34}{rate:8.2f}{'':>9}{rate / self.rate(kind + ' h5py'):9.2f}"
+                      f"   h5tile.{'to_file' if kind == 'write' else 'from_file'} (1 rank) is {ours / rate:.2f}x it")
+        return python
 
     def report_scale(self, checks):
         names = {"vds": "vds (per-rank files)", "single": "single (one file)", "subfiles": "subfiles (per node)",
@@ -621,6 +690,9 @@ def main():
     os.makedirs(bench.dir, exist_ok=True)
     os.makedirs(out, exist_ok=True)
     bench.probe()
+    bench.probe_legate()
+    # mpi4py's PyPI wheel runs on either MPI: it is told which one the launcher starts.
+    os.environ.setdefault("MPI4PY_LIBMPI", "libmpi.so.40" if bench.open_mpi else "libmpich.so.12")
     print(f"bench: {bench.bytes / GIB:.2f} GiB ({bench.rows}x{bench.cols} float64) in {bench.dir}, "
           f"{bench.rounds} rounds", file=sys.stderr)
     try:
@@ -630,7 +702,7 @@ def main():
         print("tile count", file=sys.stderr)
         bench.tile_count()
         readers = [n for n in bench.runs if n.startswith(("read h5py", "read h5tile", "read subfiles", "read whole",
-                                                          "batched"))]
+                                                          "read python", "read legate", "batched"))]
         sums = {run["sum"] for name in readers for run in bench.runs[name]}
         assert len(sums) == 1, f"the contenders read different data: {sums}"
         grids = [n for n in bench.runs if n.startswith("open+read") and n.endswith(f"{bench.subfile_tiles} tiles")]

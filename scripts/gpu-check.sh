@@ -24,6 +24,10 @@
 #     and in the single-file layout), with H5TILE_GDS=auto, on and off; then one flipped bit in
 #     each layout's file: where the compat path wrote the bytes (and summed them in its pinned
 #     buffers) the read must be H5TILE_ERR_CORRUPT, where cuFile did it returns the damage;
+#   - the Python package (scripts/gpu/python_device.py), where this machine's python3 has numpy:
+#     memory from cudaMalloc behind __cuda_array_interface__ v3 written while its producer's
+#     stream may still fill it, read back into device memory whole and as a box; with CuPy
+#     also like=, DLPack, a non-contiguous array and batches. Without numpy: skipped, saying so;
 #   - in every run the driver's log (H5TILE_LOG=info) must name the path asked for.
 # Results go to $OUT (or target/gpu-check): results.jsonl, one log per run, summary.txt.
 # Exit status 0 only if every run matched and took the path it was asked for.
@@ -48,6 +52,9 @@ if [ "${1:-}" = --pack ]; then
   strip --strip-debug "$CARRY"/lib/*.so* "$CARRY"/lib/plugins/*.so
   cp "$STAGE/include/h5tile.h" "$HDF5"/include/*.h "$CARRY/include/"
   cp "$MPI_INC"/mpi.h "$MPI_INC"/mpi_portable_platform.h "$MPI_INC"/mpi-ext.h "$CARRY/include/" 2>/dev/null
+  # The Python package (it finds the carried library through H5TILE_LIBRARY).
+  mkdir -p "$CARRY/python" && cp -r "$ROOT/python/h5tile" "$CARRY/python/" &&
+    rm -rf "$CARRY/python/h5tile/__pycache__"
   du -sh "$CARRY"
   echo "carry target/gpu-carry to the GPU machine and run: bash scripts/gpu-check.sh"
   exit 0
@@ -214,6 +221,15 @@ if [ -z "$GDS" ] && [ -n "${CUFILE_COMPAT:-}" ]; then
   check "plugin-64-pool-gds_on-cufile_compat" gds "$WORK/plugin_device" "$WORK/check.h5" 64 gds=on pool
   rm -rf "$WORK/h5tile" && mkdir -p "$WORK/h5tile"
   H5TILE_GDS=on check "h5tile-on-cufile_compat" gds "$WORK/h5tile_device" "$WORK/h5tile" "$GIB" gds
+fi
+if python3 -c 'import numpy' 2>/dev/null; then
+  rm -rf "$WORK/python" && mkdir -p "$WORK/python"
+  PYTHONPATH="$CARRY/python" H5TILE_LIBRARY="$CARRY/lib/libh5tile.so.0" H5TILE_GDS=auto \
+    check "python-${GIB}GiB" $auto_path python3 scripts/gpu/python_device.py "$WORK/python" $((GIB * 1024))
+  rm -rf "$WORK/python"
+else
+  echo "skip  python: this machine's python3 has no numpy, so the Python package's device check did not run" |
+    tee -a "$OUT/machine.txt"
 fi
 rm -rf "$WORK/check.h5" "$WORK/h5tile"
 echo "gpu-check: $failures failed" | tee "$OUT/summary.txt"
