@@ -64,6 +64,9 @@ impl BlockSum {
     }
 }
 
+/// Bytes taken through both passes of `Summing` at a time (a multiple of every element size).
+const FUSED_PIECE: usize = 64 << 10;
+
 /// A tile's [`Summary`] taken from its bytes given in order, in pieces of any size (the
 /// compat path's staging buffers, whose pieces need not end on a block or an element).
 pub struct Summing {
@@ -89,8 +92,15 @@ impl Summing {
         }
     }
 
-    /// The tile's next `bytes`.
-    pub fn add(&mut self, mut bytes: &[u8]) {
+    /// The tile's next `bytes`, in pieces small enough to stay in the core's cache between
+    /// the extremes' pass and the checksum's, so that memory is read once.
+    pub fn add(&mut self, bytes: &[u8]) {
+        bytes
+            .chunks(FUSED_PIECE)
+            .for_each(|piece| self.add_piece(piece));
+    }
+
+    fn add_piece(&mut self, mut bytes: &[u8]) {
         if let Some(acc) = self.extremes.as_mut() {
             let mut whole = bytes;
             if !self.carry.is_empty() {
