@@ -126,10 +126,31 @@ def buffer_of(obj: Any, *, writable: bool = False) -> Buffer:
     return _from_numpy(np.asarray(view), writable)
 
 
-def new_array(shape: tuple[int, ...], dtype: np.dtype, like: Any) -> Any:
-    """An empty array for a read: numpy, or CuPy when `like` is a CuPy array."""
-    if like is None or isinstance(like, np.ndarray):
+# Reads fill arrays from the page cache fastest when the array starts on a page: numpy's own
+# large arrays start 16 bytes past one (malloc's header), and a 1 GiB read into such an array
+# took about 20% longer here. Arrays of at least ALIGNED_FROM bytes are cut from a buffer one
+# page larger, at its first page boundary.
+PAGE = 4096
+ALIGNED_FROM = 1 << 20
+
+
+def _page_aligned_empty(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
+    count = 1
+    for n in shape:
+        count *= n
+    nbytes = count * dtype.itemsize
+    if nbytes < ALIGNED_FROM:
         return np.empty(shape, dtype)
+    raw = np.empty(nbytes + PAGE, np.uint8)
+    skip = -raw.ctypes.data % PAGE
+    return raw[skip:skip + nbytes].view(dtype).reshape(shape)
+
+
+def new_array(shape: tuple[int, ...], dtype: np.dtype, like: Any) -> Any:
+    """An empty array for a read: numpy (page-aligned when large), or CuPy when `like` is a
+    CuPy array."""
+    if like is None or isinstance(like, np.ndarray):
+        return _page_aligned_empty(shape, np.dtype(dtype))
     if type(like).__module__.split(".")[0] == "cupy":
         return _cupy().empty(shape, dtype)
     raise TypeError(f"like= takes a numpy or CuPy array, not {type(like).__name__}")
