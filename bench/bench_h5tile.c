@@ -3,6 +3,10 @@
  *
  *   bench_h5tile write       FILE ROWS COLS          each rank writes its row slab (1-D split)
  *   bench_h5tile read        FILE ROWS COLS          each rank reads its row slab, sums it
+ *   bench_h5tile pwrite      FILE ROWS COLS          each rank writes its row slab's bytes with
+ *                                                   pwrite into a new file of its own
+ *                                                   (FILE.rK), no fsync: what H5TILE_NO_SYNC
+ *                                                   writes are compared with
  *   bench_h5tile write_grid  FILE ROWS COLS NTILES   NTILES tiles (a square grid) written by the
  *                                                   ranks, each a consecutive share of the tiles
  *                                                   in row-major order (one process: all of
@@ -47,6 +51,7 @@
  * summing the data); peak_rss is the largest over the ranks. Before each write of "scale",
  * rank 0 calls sync() (outside the time), so no write pays for another's writeback. */
 #include <h5tile.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -259,6 +264,19 @@ int main(int argc, char **argv) {
         t0 = (MPI_Barrier(MPI_COMM_WORLD), MPI_Wtime()); /* filling is not writing */
         check(h5tile_write(MPI_COMM_WORLD, path, "/data", H5TILE_FLOAT64, 2, global, off, shp, buf,
                            &o), "write");
+    } else if (strcmp(mode, "pwrite") == 0) {
+        buf = filled(r0 * cols, nr * cols);
+        char file[4096];
+        snprintf(file, sizeof file, "%s.r%d", path, rank);
+        t0 = (MPI_Barrier(MPI_COMM_WORLD), MPI_Wtime());
+        int fd = open(file, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fd < 0) die("pwrite: cannot create the rank's file");
+        for (size_t done = 0; done < tile_bytes;) {
+            ssize_t w = pwrite(fd, (const char *)buf + done, tile_bytes - done, (off_t)done);
+            if (w <= 0) die("pwrite failed");
+            done += (size_t)w;
+        }
+        close(fd);
     } else if (strcmp(mode, "compute") == 0) {
         total = compute(n);
     } else if (strcmp(mode, "overlap") == 0 || strcmp(mode, "overlap_async") == 0) {
