@@ -14,6 +14,9 @@
 //!   disk here (`layout::single`'s `pwrite`s, tile files through the h5tile_gds driver).
 //! - `ops`: the operations: `write`, `read`, `batches`, `pending` (background writes).
 //! - `ffi`: the C ABI: arguments in, statuses out; the only `extern "C"` functions.
+//!
+//! Beside the layers, for tests only (and the feature `internals`): `testkit`, the fixtures
+//! every test shares.
 
 pub(crate) mod dtype;
 pub mod ffi;
@@ -22,6 +25,8 @@ pub(crate) mod layout;
 pub(crate) mod ops;
 pub(crate) mod platform;
 pub mod status;
+#[cfg(any(test, feature = "internals"))]
+pub(crate) mod testkit;
 
 /// What the integration tests in `tests/` and the command-line tool (`cli/`) drive directly
 /// (with the feature `internals`, which they turn on). Not an API: C programs use `h5tile.h`.
@@ -38,6 +43,12 @@ pub mod internals {
     pub use crate::platform::comm::Comm;
     pub use crate::platform::device::{host_bytes, host_bytes_mut};
     pub use crate::status;
+
+    /// The fixtures the tests share: the 6x5 grid, whole-array writes, reads by this process
+    /// alone, a master's tile files, child processes that hold no other test's files.
+    pub mod testkit {
+        pub use crate::testkit::*;
+    }
 
     /// What the command-line tool (`cli/`) stands on: describing a file, checking a virtual
     /// dataset's sources, the files a master refers to, and packing a file.

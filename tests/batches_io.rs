@@ -54,7 +54,7 @@ fn batched_bytes(solo: &Comm, path: &Path, chunk: [u64; 2]) -> u64 {
 
 #[test]
 fn storage_chunks_are_read_once_when_aligned_and_rarely_twice_when_not() {
-    let solo = unsafe { Comm::from_raw(mpi::ffi::RSMPI_COMM_NULL) }.unwrap();
+    let solo = Comm::solo();
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("z.h5");
     write_chunked(&path);

@@ -4,10 +4,11 @@
 //! own VDS reading keeps every source file it touched open, ~0.6 MiB each). Its own test
 //! binary, so no other test's allocations share the process.
 
+use h5tile::internals::testkit::write_tiles;
 use h5tile::internals::Comm;
 use h5tile::internals::Dtype;
 use h5tile::internals::Tile;
-use h5tile::internals::{host_bytes, write, LocalTile, WriteArgs, WriteOptions};
+use h5tile::internals::{host_bytes, LocalTile, WriteOptions};
 use h5tile::internals::{Batches, ReadOptions};
 
 const MIB: u64 = 1 << 20;
@@ -20,7 +21,7 @@ fn status_kib(field: &str) -> u64 {
 
 #[test]
 fn streaming_512_mib_in_8_mib_chunks_stays_within_two_chunks_plus_64_mib() {
-    let solo = unsafe { Comm::from_raw(mpi::ffi::RSMPI_COMM_NULL) }.unwrap();
+    let solo = Comm::solo();
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("big.h5");
     let (rows, cols, slab) = (8192u64, 8192u64, 128u64);
@@ -32,16 +33,8 @@ fn streaming_512_mib_in_8_mib_chunks_stays_within_two_chunks_plus_64_mib() {
             buf: host_bytes(&slab_values),
         })
         .collect();
-    let global = [rows, cols];
-    let args = WriteArgs {
-        path: &path,
-        dataset: "/big",
-        dtype: Dtype::Float64,
-        global: &global,
-        tiles,
-        options: WriteOptions::default(),
-    };
-    write(&solo, &args).unwrap();
+    let (global, options) = ([rows, cols], WriteOptions::default());
+    write_tiles(&path, "/big", Dtype::Float64, &global, tiles, options).unwrap();
 
     let chunk = [512u64, 2048];
     let chunk_bytes = chunk.iter().product::<u64>() * 8;

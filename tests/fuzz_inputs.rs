@@ -14,7 +14,7 @@
 //! case is printed, shrunk, with the seed; `PROPTEST_RNG_SEED` replays one.
 
 mod common;
-use common::{cases, solo, tile_files, value, write_grid, BLOCKS, GLOBAL};
+use common::{cases, tile_files, value, write_grid};
 use h5tile::ffi::{
     h5tile_last_error, h5tile_read, h5tile_write, h5tile_write_options, H5TILE_FLOAT64,
     H5TILE_GDS_FROM_ENVIRONMENT, H5TILE_LAYOUT_SINGLE, H5TILE_LAYOUT_SUBFILES, H5TILE_LAYOUT_VDS,
@@ -26,10 +26,10 @@ use h5tile::internals::status::{
     H5TILE_ERR_INVALID_ARGUMENT, H5TILE_ERR_IO, H5TILE_ERR_IS_DIRECTORY, H5TILE_ERR_MISSING_TILE,
     H5TILE_ERR_NOT_A_DATASET, H5TILE_ERR_NOT_FOUND, H5TILE_ERR_PANIC, H5TILE_ERR_SHAPE, H5TILE_OK,
 };
-use h5tile::internals::{
-    host_bytes, host_bytes_mut, read, write, Batches, Dtype, LocalTile, ReadOptions, Tile,
-    WriteArgs, WriteOptions,
+use h5tile::internals::testkit::{
+    self, read_f64, read_into, spawn_child, whole_grid, write_whole, GRID, GRID_TILES,
 };
+use h5tile::internals::{host_bytes, Batches, Comm, Dtype, ReadOptions, Tile, WriteOptions};
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 use std::collections::BTreeSet;
@@ -51,7 +51,7 @@ fn clean(e: &Error) -> Result<(), TestCaseError> {
 
 /// Which tile holds element (i, j), and its index inside the tile.
 fn tile_of(i: u64, j: u64) -> (usize, usize) {
-    BLOCKS
+    GRID_TILES
         .iter()
         .enumerate()
         .find_map(|(k, &(r, c, h, w))| {
@@ -96,9 +96,9 @@ fn c_write(path: &[u8], dataset: &[u8], layout: i32, values: &[f64]) -> Result<(
             dataset.as_ptr(),
             H5TILE_FLOAT64,
             2,
-            GLOBAL.as_ptr(),
+            GRID.as_ptr(),
             zero.as_ptr(),
-            GLOBAL.as_ptr(),
+            GRID.as_ptr(),
             values.as_ptr().cast(),
             &opts,
         )
@@ -120,7 +120,7 @@ fn c_read(path: &[u8], dataset: &[u8]) -> Result<Vec<f64>, Error> {
             H5TILE_FLOAT64,
             2,
             zero.as_ptr(),
-            GLOBAL.as_ptr(),
+            GRID.as_ptr(),
             out.as_mut_ptr().cast(),
             std::ptr::null(),
         )
@@ -321,18 +321,9 @@ proptest! {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join(std::ffi::OsStr::from_bytes(&name));
         let values: Vec<f64> = (0..30).map(|k| k as f64).collect();
-        let args = WriteArgs {
-            path: &path,
-            dataset: "/d",
-            dtype: Dtype::Float64,
-            global: &GLOBAL,
-            tiles: vec![LocalTile {
-                tile: Tile::new(vec![0, 0], GLOBAL.to_vec()),
-                buf: host_bytes(&values),
-            }],
-            options: WriteOptions::default(),
-        };
-        match write(&solo(), &args) {
+        let written = write_whole(&path, "/d", Dtype::Float64, &GRID, host_bytes(&values),
+            WriteOptions::default());
+        match written {
             Ok(()) => prop_assert!(false, "a VDS at a non-UTF-8 path was written"),
             Err(e) => {
                 clean(&e)?;
@@ -340,10 +331,7 @@ proptest! {
                 prop_assert!(listing(dir.path()).is_empty(), "{:?}", listing(dir.path()));
             }
         }
-        let mut out = vec![0f64; 30];
-        let all = Tile::new(vec![0, 0], GLOBAL.to_vec());
-        let e = read(&solo(), &path, "/d", Dtype::Float64, &all, host_bytes_mut(&mut out),
-            ReadOptions::default()).unwrap_err();
+        let e = read_f64(&path, "/d", &whole_grid()).unwrap_err();
         clean(&e)?;
         prop_assert_eq!(e.status, H5TILE_ERR_NOT_FOUND, "{}", e.message);
     }
@@ -427,7 +415,7 @@ fn expected_with_records(
 ) -> Result<Vec<bool>, ()> {
     let mut exact = Vec::new();
     for k in 0..4 {
-        let (r, c, _, w) = BLOCKS[k];
+        let (r, c, _, w) = GRID_TILES[k];
         let indices: Vec<u64> = elements(want)
             .filter(|&(i, j)| tile_of(i, j).0 == k)
             .map(|(i, j)| (i - r) * w + (j - c))
@@ -438,7 +426,7 @@ fn expected_with_records(
         let Some((offset, size)) = used.map(|u| u[k]) else {
             continue;
         };
-        let (_, _, h, w) = BLOCKS[k];
+        let (_, _, h, w) = GRID_TILES[k];
         let tile_end = offset as u128 + (h * w * 8) as u128;
         if offset == u64::MAX || size != truth[k].1 || tile_end > size as u128 {
             // Read through HDF5: no record, a changed file, or a tile that would not lie
@@ -538,20 +526,20 @@ proptest! {
         // The model is the reader's own, checksums aside (`mpi_checksums` tests those).
         let unchecked = ReadOptions { no_verify: true, ..ReadOptions::default() };
         let mut out = vec![f64::NAN; want.volume() as usize];
-        let got = read(&solo(), &master, "/g", Dtype::Float64, &want,
-            host_bytes_mut(&mut out), unchecked).map(|()| out);
+        let got = read_into(&master, "/g", Dtype::Float64, &want, &mut out, unchecked)
+            .map(|()| out);
         check_with_records("read", &want, got, expected_with_records(&want, active, &truth))?;
 
         // Converted: through HDF5, whatever the records.
         let mut out = vec![f32::NAN; want.volume() as usize];
         let narrowing = ReadOptions { narrowing: true, ..unchecked };
-        read(&solo(), &master, "/g", Dtype::Float32, &want, host_bytes_mut(&mut out),
-            narrowing).map_err(|e| TestCaseError::fail(e.message))?;
+        read_into(&master, "/g", Dtype::Float32, &want, &mut out, narrowing)
+            .map_err(|e| TestCaseError::fail(e.message))?;
         let written: Vec<f32> = elements(&want).map(|(i, j)| value(i, j, 0.0) as f32).collect();
         prop_assert_eq!(out, written);
 
         // Batched, in chunks of any shape.
-        let mut it = Batches::open(&solo(), &master, "/g", &[chunk.0, chunk.1], &unchecked)
+        let mut it = Batches::open(&Comm::solo(), &master, "/g", &[chunk.0, chunk.1], &unchecked)
             .map_err(|e| TestCaseError::fail(format!("{:?} {}", e.status, e.message)))?;
         let mut buf = vec![0u8; it.max_chunk_bytes()];
         for _ in 0..it.count() {
@@ -594,18 +582,7 @@ fn a_tile_offset_near_u64_max_reads_the_tile_through_hdf5() {
     values[0] = u64::MAX - 7; // tile 0's offset; its size stays the true one
     set_tile_bytes(&master, &[4, 2], &values);
     // Element (0, 1) is tile 0's second: offset + 8 wraps to 0.
-    let mut out = [0f64];
-    let want = Tile::new(vec![0, 1], vec![1, 1]);
-    let got = read(
-        &solo(),
-        &master,
-        "/g",
-        Dtype::Float64,
-        &want,
-        host_bytes_mut(&mut out),
-        ReadOptions::default(),
-    );
-    got.unwrap();
+    let out = read_f64(&master, "/g", &Tile::new(vec![0, 1], vec![1, 1])).unwrap();
     assert_eq!(out[0], value(0, 1, 0.0), "read {:e}", out[0]);
 }
 
@@ -669,7 +646,7 @@ fn damage() -> impl Strategy<Value = Damage> {
 /// The shape of the "other" dataset of `kind` replacing tile `tile` (None: the master).
 fn other_shape(kind: Other, tile: Option<usize>) -> (u64, u64) {
     let (h, w) = match tile {
-        Some(k) => (BLOCKS[k].2, BLOCKS[k].3),
+        Some(k) => (GRID_TILES[k].2, GRID_TILES[k].3),
         None => (4, 3),
     };
     match kind {
@@ -695,28 +672,8 @@ fn write_other(path: &Path, kind: Other, tile: Option<usize>) -> (PathBuf, Vec<f
         Other::Float32 => (Dtype::Float32, host_bytes(&s)),
         _ => (Dtype::Float64, host_bytes(&f)),
     };
-    let args = WriteArgs {
-        path,
-        dataset: "/g",
-        dtype,
-        global: &shape,
-        tiles: vec![LocalTile {
-            tile: Tile::new(vec![0, 0], shape.clone()),
-            buf,
-        }],
-        options: WriteOptions::default(),
-    };
-    write(&solo(), &args).unwrap();
-    let dir = path.with_file_name(format!(
-        "{}.tiles",
-        path.file_name().unwrap().to_str().unwrap()
-    ));
-    let tile = std::fs::read_dir(dir)
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
+    write_whole(path, "/g", dtype, &shape, buf, WriteOptions::default()).unwrap();
+    let tile = testkit::tile_files(path).remove(0);
     (tile, f)
 }
 
@@ -736,7 +693,7 @@ fn not_hdf5(mut bytes: Vec<u8>) -> Vec<u8> {
 
 /// Where the raw data of the tile file `bytes` starts (HDF5 puts it last).
 fn raw_data_start(len: usize, k: usize) -> usize {
-    let (_, _, h, w) = BLOCKS[k];
+    let (_, _, h, w) = GRID_TILES[k];
     len - (h * w) as usize * 8
 }
 
@@ -808,7 +765,7 @@ fn apply(
                 write_grid(&scratch.join("other.h5"), 2000.0);
                 let other = &tile_files(&scratch.join("other.h5"))[k];
                 std::fs::copy(other, &file).unwrap();
-                let (r, c, h, w) = BLOCKS[k];
+                let (r, c, h, w) = GRID_TILES[k];
                 let v: Vec<f64> = (0..h * w)
                     .map(|x| value(r + x / w, c + x % w, 2000.0))
                     .collect();
@@ -927,39 +884,22 @@ fn child_process_entry() {
     };
     for b in boxes.split('/').filter(|b| !b.is_empty()) {
         let want = parse_tile(b);
-        let mut out = vec![0f64; want.volume() as usize];
-        let r = read(
-            &solo(),
-            master,
-            "/g",
-            Dtype::Float64,
-            &want,
-            host_bytes_mut(&mut out),
-            ReadOptions::default(),
-        );
-        print("read", &want, r.map(|()| out));
+        print("read", &want, read_f64(master, "/g", &want));
     }
-    let all = Tile::new(vec![0, 0], GLOBAL.to_vec());
+    let all = whole_grid();
     let mut out = vec![0f32; 30];
-    let r = read(
-        &solo(),
-        master,
-        "/g",
-        Dtype::Float32,
-        &all,
-        host_bytes_mut(&mut out),
-        ReadOptions {
-            narrowing: true,
-            ..ReadOptions::default()
-        },
-    );
+    let narrowing = ReadOptions {
+        narrowing: true,
+        ..ReadOptions::default()
+    };
+    let r = read_into(master, "/g", Dtype::Float32, &all, &mut out, narrowing);
     print(
         "read32",
         &all,
         r.map(|()| out.iter().map(|&x| x as f64).collect()),
     );
     match Batches::open(
-        &solo(),
+        &Comm::solo(),
         master,
         "/g",
         &[2, 2],
@@ -1022,7 +962,7 @@ fn run_child(master: &Path, boxes: &[Tile], limit: Duration) -> Result<Vec<Outco
         .env(CHILD_ENV, spec)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null());
-    let mut child = common::spawn_child(&mut command);
+    let mut child = spawn_child(&mut command);
     // Read stdout on a thread so a full pipe never blocks the child.
     let mut stdout = child.stdout.take().unwrap();
     let reader = std::thread::spawn(move || {
@@ -1311,16 +1251,8 @@ proptest! {
 #[test]
 #[ignore = "bug (HDF5): a one-byte change of a master's global heap makes H5Dopen2 loop forever"]
 fn hdf5_hangs_on_a_master_whose_global_heap_object_size_changed() {
-    let dir = tempfile::tempdir().unwrap();
-    let master = dir.path().join("m.h5");
-    write_grid(&master, 0.0);
-    let mut bytes = std::fs::read(&master).unwrap();
-    let heap = global_heap_start(&bytes);
-    bytes[heap + 24] ^= 1; // object 1's size, low byte
-    std::fs::write(&master, bytes).unwrap();
-    let boxes = [Tile::new(vec![0, 0], vec![6, 5])];
-    let outcomes = run_child(&master, &boxes, Duration::from_secs(20)).unwrap();
-    assert!(outcomes[0].result.is_err(), "{:?}", outcomes[0]);
+    let outcome = whole_grid_read_with_heap_byte_flipped(24, 1); // object 1's size, low byte
+    assert!(outcome.result.is_err(), "{outcome:?}");
 }
 
 /// HDF5 (2.2.0 here; h5py's 2.0.0 too) dies of SIGSEGV in `H5D_close`, cleaning up after
@@ -1330,19 +1262,25 @@ fn hdf5_hangs_on_a_master_whose_global_heap_object_size_changed() {
 #[test]
 #[ignore = "bug (HDF5): a master whose VDS mapping version byte is 0x80 crashes H5Dopen2 (SIGSEGV)"]
 fn hdf5_crashes_on_a_master_whose_mapping_version_changed() {
+    let outcome = whole_grid_read_with_heap_byte_flipped(40, 0x80);
+    assert_eq!(
+        outcome.result.as_ref().unwrap_err().0,
+        H5TILE_ERR_HDF5 as u32
+    );
+}
+
+/// The child's read of the whole grid from a master whose global heap has its byte `at` (from
+/// the heap's start) XORed with `mask`.
+fn whole_grid_read_with_heap_byte_flipped(at: usize, mask: u8) -> Outcome {
     let dir = tempfile::tempdir().unwrap();
     let master = dir.path().join("m.h5");
     write_grid(&master, 0.0);
     let mut bytes = std::fs::read(&master).unwrap();
     let heap = global_heap_start(&bytes);
-    bytes[heap + 40] ^= 0x80;
+    bytes[heap + at] ^= mask;
     std::fs::write(&master, bytes).unwrap();
-    let boxes = [Tile::new(vec![0, 0], vec![6, 5])];
-    let outcomes = run_child(&master, &boxes, Duration::from_secs(20)).unwrap();
-    assert_eq!(
-        outcomes[0].result.as_ref().unwrap_err().0,
-        H5TILE_ERR_HDF5 as u32
-    );
+    let outcomes = run_child(&master, &[whole_grid()], Duration::from_secs(20)).unwrap();
+    outcomes.into_iter().next().unwrap()
 }
 
 /// A tile file replaced by another dataset's tile larger than the mapping (4x3 for a 3x2
@@ -1359,37 +1297,12 @@ fn a_tile_file_larger_than_its_mapping_is_refused() {
     write_grid(&master, 0.0);
     let other = dir.path().join("o.h5");
     let values: Vec<f64> = (0..12).map(|k| 1000.0 + k as f64).collect();
-    let args = WriteArgs {
-        path: &other,
-        dataset: "/g",
-        dtype: Dtype::Float64,
-        global: &[4, 3],
-        tiles: vec![LocalTile {
-            tile: Tile::new(vec![0, 0], vec![4, 3]),
-            buf: host_bytes(&values),
-        }],
-        options: WriteOptions::default(),
-    };
-    write(&solo(), &args).unwrap();
-    let larger = std::fs::read_dir(dir.path().join("o.h5.tiles"))
-        .unwrap()
-        .next()
-        .unwrap()
-        .unwrap()
-        .path();
+    let (buf, options) = (host_bytes(&values), WriteOptions::default());
+    write_whole(&other, "/g", Dtype::Float64, &[4, 3], buf, options).unwrap();
+    let larger = testkit::tile_files(&other).remove(0);
     std::fs::copy(larger, &tile_files(&master)[0]).unwrap();
-    let mut out = vec![0f64; 6];
-    let want = Tile::new(vec![0, 0], vec![3, 2]);
-    let got = read(
-        &solo(),
-        &master,
-        "/g",
-        Dtype::Float64,
-        &want,
-        host_bytes_mut(&mut out),
-        ReadOptions::default(),
-    );
-    let e = got.expect_err(&format!("read {out:?} as success"));
+    let got = read_f64(&master, "/g", &Tile::new(vec![0, 0], vec![3, 2]));
+    let e = got.expect_err("read as success");
     assert_eq!(e.status, H5TILE_ERR_MISSING_TILE, "{}", e.message);
 }
 

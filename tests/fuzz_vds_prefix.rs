@@ -9,9 +9,10 @@
 //! 64 cases by default; `PROPTEST_CASES=N` runs N.
 
 mod common;
-use common::{cases, solo, BLOCKS, GLOBAL};
+use common::cases;
 use h5tile::internals::hdf5::{self, Dataset, File};
-use h5tile::internals::{host_bytes_mut, read, Dtype, ReadOptions, Tile};
+use h5tile::internals::testkit::{read_into, spawn_child, whole_grid, GRID_TILES};
+use h5tile::internals::{Dtype, ReadOptions};
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 use std::ffi::OsString;
@@ -35,7 +36,7 @@ fn decoys(folder: &Path, tiles: &[PathBuf], which: &[bool], shift: f64) {
     std::fs::create_dir_all(&dir).unwrap();
     for (k, tile) in tiles.iter().enumerate().filter(|(k, _)| which[*k]) {
         let mut bytes = std::fs::read(tile).unwrap();
-        let (r, c, h, w) = BLOCKS[k];
+        let (r, c, h, w) = GRID_TILES[k];
         let start = bytes.len() - (h * w) as usize * 8;
         for x in 0..(h * w) {
             let v = value(r + x / w, c + x % w) + shift;
@@ -117,20 +118,19 @@ fn child_process_entry() {
     };
     let master = Path::new(&master);
     let mut out = vec![f64::NAN; 30];
-    let all = Tile::new(vec![0, 0], GLOBAL.to_vec());
-    let got = read(
-        &solo(),
+    // Decoy tiles hold other values than written: checked, they would be H5TILE_ERR_CORRUPT;
+    // what is compared here is which files are read.
+    let unchecked = ReadOptions {
+        no_verify: true,
+        ..ReadOptions::default()
+    };
+    let got = read_into(
         master,
         "/g",
         Dtype::Float64,
-        &all,
-        host_bytes_mut(&mut out),
-        // Decoy tiles hold other values than written: checked, they would be
-        // H5TILE_ERR_CORRUPT; what is compared here is which files are read.
-        ReadOptions {
-            no_verify: true,
-            ..ReadOptions::default()
-        },
+        &whole_grid(),
+        &mut out,
+        unchecked,
     );
     match got {
         Ok(()) => println!("FUZZ h5tile {out:?}"),
@@ -152,7 +152,7 @@ fn run_child(master: &Path, prefix: &OsString) -> (String, String) {
         .env("HDF5_VDS_PREFIX", prefix)
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped());
-    let child = common::spawn_child(&mut command);
+    let child = spawn_child(&mut command);
     let out = child.wait_with_output().unwrap();
     assert!(
         out.status.success(),

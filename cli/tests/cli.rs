@@ -4,112 +4,66 @@
 //! the files.
 
 use h5tile::internals::hdf5::{self, Dataset, File, Plist, Space};
-use h5tile::internals::{
-    host_bytes, host_bytes_mut, read, write, Comm, Dtype, Layout, LocalTile, ReadOptions, Tile,
-    WriteArgs, WriteOptions,
+use h5tile::internals::testkit::{
+    grid_value, grid_values, read_f64, read_into, spawn_child, tile_files, whole_grid, write_tiles,
+    GRID_TILES,
 };
+use h5tile::internals::{host_bytes, Dtype, Layout, LocalTile, ReadOptions, Tile, WriteOptions};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-/// (row, column, height, width) of the grid's tiles, in the order they are written.
-const BLOCKS: [(u64, u64, u64, u64); 4] = [(0, 0, 3, 2), (0, 2, 3, 3), (3, 0, 3, 2), (3, 2, 3, 3)];
-
-fn value(i: u64, j: u64) -> f64 {
-    (10 * i + j) as f64
-}
-
-fn solo() -> Comm {
-    unsafe { Comm::from_raw(mpi::ffi::RSMPI_COMM_NULL) }.unwrap()
-}
-
-/// The 6x5 float64 grid (element (i, j) = 10 i + j) as `dataset` of `path`, in four tiles.
+/// The kit's 6x5 float64 grid (element (i, j) = 10 i + j) as `dataset` of `path`, in four
+/// tiles.
 fn write_grid(path: &Path, dataset: &str, layout: Layout, keep_others: bool) {
-    let data: Vec<Vec<f64>> = BLOCKS
-        .iter()
-        .map(|&(r, c, h, w)| (0..h * w).map(|k| value(r + k / w, c + k % w)).collect())
-        .collect();
-    let tiles = BLOCKS
-        .iter()
-        .zip(&data)
-        .map(|(&(r, c, h, w), d)| LocalTile {
-            tile: Tile::new(vec![r, c], vec![h, w]),
-            buf: host_bytes(d),
-        })
-        .collect();
-    let args = WriteArgs {
-        path,
-        dataset,
-        dtype: Dtype::Float64,
-        global: &[6, 5],
-        tiles,
-        options: WriteOptions {
-            layout,
-            keep_others,
-            ..WriteOptions::default()
-        },
+    let options = WriteOptions {
+        layout,
+        keep_others,
+        ..WriteOptions::default()
     };
-    write(&solo(), &args).unwrap();
+    h5tile::internals::testkit::write_grid(path, dataset, options, grid_value);
+}
+
+/// A fresh folder holding the grid as `/g` of its file `name`, in `layout`; the folder (which
+/// lasts as long as it is kept) and the file's path.
+fn grid_in_new_folder(name: &str, layout: Layout) -> (tempfile::TempDir, PathBuf) {
+    let d = tempfile::tempdir().unwrap();
+    let m = d.path().join(name);
+    write_grid(&m, "/g", layout, false);
+    (d, m)
+}
+
+/// A fresh folder holding the grid as `/g` of `a.h5` and of `b.h5`, in `layouts` (in that
+/// order); the folder and the two paths.
+fn grids_a_and_b(layouts: [Layout; 2]) -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let (d, a) = grid_in_new_folder("a.h5", layouts[0]);
+    let b = d.path().join("b.h5");
+    write_grid(&b, "/g", layouts[1], false);
+    (d, a, b)
 }
 
 fn read_grid(path: &Path, dataset: &str) -> Vec<f64> {
-    let mut out = vec![0f64; 30];
-    let all = Tile::new(vec![0, 0], vec![6, 5]);
-    let buf = host_bytes_mut(&mut out);
-    read(
-        &solo(),
-        path,
-        dataset,
-        Dtype::Float64,
-        &all,
-        buf,
-        ReadOptions::default(),
-    )
-    .unwrap();
-    out
+    read_f64(path, dataset, &whole_grid()).unwrap()
 }
 
 fn expected_grid() -> Vec<f64> {
-    (0..30).map(|k| value(k / 5, k % 5)).collect()
+    grid_values(&whole_grid())
 }
 
-/// Runs the tool. HDF5 opens files without O_CLOEXEC: the child closes every inherited
-/// descriptor when it execs, and starts under the HDF5 lock, so it never holds (and keeps
-/// locked) a file another test has open.
+/// Runs the tool.
 fn h5tile(args: &[&str]) -> Output {
     let mut command = Command::new(env!("CARGO_BIN_EXE_h5tile"));
     command.args(args);
     output_of(command)
 }
 
-/// Runs `command` (the tool, or a program running it) as `h5tile` does; its output.
+/// Runs `command` (the tool, or a program running it) as `h5tile` does; its output. The child
+/// never holds (and keeps locked) a file another test has open (`testkit::spawn_child`).
 fn output_of(mut command: Command) -> Output {
-    unsafe {
-        std::os::unix::process::CommandExt::pre_exec(&mut command, || {
-            const CLOSE_RANGE_CLOEXEC: libc::c_uint = 1 << 2;
-            if libc::syscall(
-                libc::SYS_close_range,
-                3,
-                libc::c_uint::MAX,
-                CLOSE_RANGE_CLOEXEC,
-            ) != 0
-            {
-                for fd in 3..65536 {
-                    libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC);
-                }
-            }
-            Ok(())
-        });
-    }
-    let child = {
-        let _l = hdf5::lock();
-        command
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap()
-    };
-    child.wait_with_output().unwrap()
+    command
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    spawn_child(&mut command).wait_with_output().unwrap()
 }
 
 fn text(o: &Output) -> (String, String) {
@@ -121,12 +75,16 @@ fn text(o: &Output) -> (String, String) {
 
 /// Runs the tool and expects exit status `code`; returns (stdout, stderr).
 fn run(args: &[&str], code: i32) -> (String, String) {
-    let o = h5tile(args);
-    let (out, err) = text(&o);
+    exited(&h5tile(args), code, format_args!("h5tile {args:?}"))
+}
+
+/// The (stdout, stderr) of `o`, which `what` made, once its exit status is checked to be `code`.
+fn exited(o: &Output, code: i32, what: std::fmt::Arguments) -> (String, String) {
+    let (out, err) = text(o);
     assert_eq!(
         o.status.code(),
         Some(code),
-        "h5tile {args:?}\nstdout:\n{out}\nstderr:\n{err}"
+        "{what}\nstdout:\n{out}\nstderr:\n{err}"
     );
     (out, err)
 }
@@ -161,22 +119,9 @@ fn snapshot(dir: &Path) -> Vec<(PathBuf, Vec<u8>)> {
     out
 }
 
-fn tile_files(master: &Path) -> Vec<PathBuf> {
-    let dir = h5tile::internals::tool::tile_dir(master);
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap()
-        .flatten()
-        .map(|e| e.path())
-        .collect();
-    files.sort();
-    files
-}
-
 #[test]
 fn ls_describes_an_h5tile_vds_exactly() {
-    let d = tempfile::tempdir().unwrap();
-    let m = d.path().join("grid.h5");
-    write_grid(&m, "/g", Layout::Vds, false);
+    let (_d, m) = grid_in_new_folder("grid.h5", Layout::Vds);
 
     let doc = run_json(&["ls", s(&m)], 0);
     assert_eq!(doc["file"], s(&m));
@@ -224,9 +169,7 @@ fn ls_describes_an_h5tile_vds_exactly() {
 
 #[test]
 fn ls_long_and_decomposition_show_each_tile() {
-    let d = tempfile::tempdir().unwrap();
-    let m = d.path().join("grid.h5");
-    write_grid(&m, "/g", Layout::Vds, false);
+    let (_d, m) = grid_in_new_folder("grid.h5", Layout::Vds);
 
     let doc = run_json(&["ls", "-l", "-D", s(&m), "/g"], 0);
     let tiles = doc["datasets"][0]["virtual"]["tile_list"]
@@ -234,11 +177,11 @@ fn ls_long_and_decomposition_show_each_tile() {
         .unwrap()
         .clone();
     assert_eq!(tiles.len(), 4);
-    for (t, &(r, c, h, w)) in tiles.iter().zip(&BLOCKS) {
+    for (t, &(r, c, h, w)) in tiles.iter().zip(&GRID_TILES) {
         assert_eq!(t["offset"], serde_json::json!([r, c]));
         assert_eq!(t["shape"], serde_json::json!([h, w]));
-        assert_eq!(t["min"], value(r, c));
-        assert_eq!(t["max"], value(r + h - 1, c + w - 1));
+        assert_eq!(t["min"], grid_value(r, c));
+        assert_eq!(t["max"], grid_value(r + h - 1, c + w - 1));
         assert_eq!(t["nan"], 0);
         assert_eq!(t["dataset"], "/tile");
         assert_eq!(t["found"], true);
@@ -279,9 +222,7 @@ fn ls_long_and_decomposition_show_each_tile() {
 
 #[test]
 fn ls_describes_subfiles_and_plain_files() {
-    let d = tempfile::tempdir().unwrap();
-    let m = d.path().join("sub.h5");
-    write_grid(&m, "/g", Layout::Subfiles, false);
+    let (d, m) = grid_in_new_folder("sub.h5", Layout::Subfiles);
     let v = &run_json(&["ls", s(&m)], 0)["datasets"][0]["virtual"];
     assert_eq!(v["layout"], "h5tile-subfiles");
     assert_eq!(
@@ -325,9 +266,7 @@ fn ls_describes_subfiles_and_plain_files() {
 
 #[test]
 fn check_names_a_flipped_bit_in_a_single_file_tile_by_the_rows_holding_it() {
-    let d = tempfile::tempdir().unwrap();
-    let m = d.path().join("flat.h5");
-    write_grid(&m, "/g", Layout::Single, false);
+    let (_d, m) = grid_in_new_folder("flat.h5", Layout::Single);
     let doc = run_json(&["ls", "-D", s(&m)], 0);
     let offset = doc["datasets"][0]["single"]["tile_list"][1]["data_offset"]
         .as_u64()
@@ -365,10 +304,7 @@ fn check_names_a_flipped_bit_in_a_single_file_tile_by_the_rows_holding_it() {
 
 #[test]
 fn check_passes_clean_files_of_both_layouts() {
-    let d = tempfile::tempdir().unwrap();
-    let (a, b) = (d.path().join("a.h5"), d.path().join("b.h5"));
-    write_grid(&a, "/g", Layout::Vds, false);
-    write_grid(&b, "/g", Layout::Subfiles, false);
+    let (_d, a, b) = grids_a_and_b([Layout::Vds, Layout::Subfiles]);
     let (out, _) = run(&["check", s(&a), s(&b)], 0);
     assert!(
         out.contains("a.h5: ok (1 virtual dataset, 4 tiles, 240 B of tile data verified"),
@@ -393,9 +329,7 @@ fn progress_lines(err: &str) -> bool {
 
 #[test]
 fn progress_on_a_pipe_is_lines_with_always_and_nothing_otherwise() {
-    let d = tempfile::tempdir().unwrap();
-    let m = d.path().join("a.h5");
-    write_grid(&m, "/g", Layout::Vds, false);
+    let (_d, m) = grid_in_new_folder("a.h5", Layout::Vds);
     // auto, the default: no progress where stderr is not a terminal
     let (text, err) = run(&["check", s(&m)], 0);
     assert!(text.contains("a.h5: ok"), "{text}");
@@ -426,9 +360,7 @@ fn progress_on_a_terminal_is_the_bar() {
         println!("skipped: no `script` (util-linux) to run h5tile in a pseudo-terminal");
         return;
     }
-    let d = tempfile::tempdir().unwrap();
-    let m = d.path().join("a.h5");
-    write_grid(&m, "/g", Layout::Vds, false);
+    let (_d, m) = grid_in_new_folder("a.h5", Layout::Vds);
     let in_terminal = |when: &str| {
         let line = format!(
             "'{}' check --progress {when} '{}'",
@@ -468,7 +400,7 @@ fn flip_bit(master: &Path, k: usize, at: u64) -> (PathBuf, u64, u64) {
     let t = &doc["datasets"][0]["virtual"]["tile_list"][k];
     let path = PathBuf::from(t["path"].as_str().unwrap());
     let offset = t["data_offset"].as_u64().unwrap();
-    let (h, w) = (BLOCKS[k].2, BLOCKS[k].3);
+    let (h, w) = (GRID_TILES[k].2, GRID_TILES[k].3);
     let mut bytes = std::fs::read(&path).unwrap();
     bytes[(offset + at) as usize] ^= 0x10;
     std::fs::write(&path, bytes).unwrap();
@@ -478,9 +410,7 @@ fn flip_bit(master: &Path, k: usize, at: u64) -> (PathBuf, u64, u64) {
 #[test]
 fn check_names_a_flipped_bit_and_its_byte_range_and_fast_does_not_read_bytes() {
     for layout in [Layout::Vds, Layout::Subfiles] {
-        let d = tempfile::tempdir().unwrap();
-        let m = d.path().join("grid.h5");
-        write_grid(&m, "/g", layout, false);
+        let (_d, m) = grid_in_new_folder("grid.h5", layout);
         let (file, start, end) = flip_bit(&m, 1, 3);
         let (out, err) = run(&["check", s(&m)], 1);
         let line = out
@@ -514,9 +444,7 @@ fn check_finding_problems(master: &Path) -> [String; 2] {
 
 #[test]
 fn check_and_fast_check_name_a_deleted_tile_file() {
-    let d = tempfile::tempdir().unwrap();
-    let m = d.path().join("grid.h5");
-    write_grid(&m, "/g", Layout::Vds, false);
+    let (_d, m) = grid_in_new_folder("grid.h5", Layout::Vds);
     let gone = tile_files(&m)[2].clone();
     std::fs::remove_file(&gone).unwrap();
     for out in check_finding_problems(&m) {
@@ -539,9 +467,7 @@ fn check_and_fast_check_name_a_deleted_tile_file() {
 #[test]
 fn check_opens_every_source_with_hdf5_as_other_readers_do() {
     for layout in [Layout::Vds, Layout::Subfiles] {
-        let d = tempfile::tempdir().unwrap();
-        let m = d.path().join("grid.h5");
-        write_grid(&m, "/g", layout, false);
+        let (_d, m) = grid_in_new_folder("grid.h5", layout);
         let damaged = tile_files(&m)[0].clone();
         let mut bytes = std::fs::read(&damaged).unwrap();
         // At byte 0, or after a subfile's stamp (its user block).
@@ -577,15 +503,8 @@ fn check_shares_many_sources_among_processes_with_the_same_findings() {
             buf: host_bytes(&data[4 * t as usize..4 * t as usize + 4]),
         })
         .collect();
-    let args = WriteArgs {
-        path: &m,
-        dataset: "/m",
-        dtype: Dtype::Float64,
-        global: &[ntiles, 4],
-        tiles,
-        options: WriteOptions::default(),
-    };
-    write(&solo(), &args).unwrap();
+    let options = WriteOptions::default();
+    write_tiles(&m, "/m", Dtype::Float64, &[ntiles, 4], tiles, options).unwrap();
     let doc = run_json(&["ls", "-l", s(&m), "/m"], 0);
     let file_of = |t: usize| {
         let list = &doc["datasets"][0]["virtual"]["tile_list"];
@@ -636,9 +555,7 @@ fn check_shares_many_sources_among_processes_with_the_same_findings() {
 
 #[test]
 fn check_names_a_truncated_subfile_by_its_size() {
-    let d = tempfile::tempdir().unwrap();
-    let m = d.path().join("grid.h5");
-    write_grid(&m, "/g", Layout::Subfiles, false);
+    let (_d, m) = grid_in_new_folder("grid.h5", Layout::Subfiles);
     let sub = tile_files(&m)[0].clone();
     let len = std::fs::metadata(&sub).unwrap().len();
     std::fs::OpenOptions::new()
@@ -699,14 +616,11 @@ fn cp_copies_a_master_with_its_tiles_and_leaves_the_original_untouched() {
 fn run_in(cwd: &Path, args: &[&str], code: i32) -> (String, String) {
     let mut command = Command::new(env!("CARGO_BIN_EXE_h5tile"));
     command.args(args).current_dir(cwd);
-    let o = output_of(command);
-    let (out, err) = text(&o);
-    assert_eq!(
-        o.status.code(),
-        Some(code),
-        "h5tile {args:?} in {cwd:?}\nstdout:\n{out}\nstderr:\n{err}"
-    );
-    (out, err)
+    exited(
+        &output_of(command),
+        code,
+        format_args!("h5tile {args:?} in {cwd:?}"),
+    )
 }
 
 /// The README's `h5tile cp run/out.h5 archive/` with no `archive/` yet, then a tile lost from
@@ -759,10 +673,7 @@ fn a_copy_that_lost_a_tile_never_borrows_it_from_the_working_directory() {
 
 #[test]
 fn cp_refuses_to_overwrite_without_force_and_replaces_with_it() {
-    let d = tempfile::tempdir().unwrap();
-    let (a, b) = (d.path().join("a.h5"), d.path().join("b.h5"));
-    write_grid(&a, "/g", Layout::Vds, false);
-    write_grid(&b, "/g", Layout::Vds, false);
+    let (d, a, b) = grids_a_and_b([Layout::Vds, Layout::Vds]);
     let old_tiles = tile_files(&b);
     let before = snapshot(d.path());
     let (_, err) = run(&["cp", s(&a), s(&b)], 2);
@@ -793,9 +704,7 @@ fn cp_refuses_to_overwrite_without_force_and_replaces_with_it() {
 
 #[test]
 fn cp_of_a_damaged_master_fails_and_leaves_nothing() {
-    let d = tempfile::tempdir().unwrap();
-    let m = d.path().join("grid.h5");
-    write_grid(&m, "/g", Layout::Vds, false);
+    let (d, m) = grid_in_new_folder("grid.h5", Layout::Vds);
     let (file, start, end) = flip_bit(&m, 3, 0);
     let dst = d.path().join("new/copy.h5");
     let (_, err) = run(&["cp", s(&m), s(&dst)], 1);
@@ -829,7 +738,7 @@ fn write_foreign_vds(master: &Path, dir: &Path, names: [&str; 2]) {
     let dcpl = Plist::dataset_create().unwrap();
     for (k, name) in names.iter().enumerate() {
         let rows = 3 * k as u64;
-        let values: Vec<f64> = (0..15).map(|i| value(rows + i / 5, i % 5)).collect();
+        let values: Vec<f64> = (0..15).map(|i| grid_value(rows + i / 5, i % 5)).collect();
         let path = dir.join(name);
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         let f = File::create(&path).unwrap();
@@ -927,9 +836,7 @@ fn virtual_datasets_h5tile_did_not_write_are_listed_checked_and_copied_as_they_a
 
 #[test]
 fn rm_removes_the_master_and_exactly_its_files() {
-    let d = tempfile::tempdir().unwrap();
-    let m = d.path().join("grid.h5");
-    write_grid(&m, "/g", Layout::Vds, false);
+    let (d, m) = grid_in_new_folder("grid.h5", Layout::Vds);
     write_grid(&m, "/h", Layout::Subfiles, true);
     let neighbour = d.path().join("grid2.h5");
     write_grid(&neighbour, "/g", Layout::Vds, false);
@@ -1086,19 +993,12 @@ fn write_blocks(
             buf: host_bytes(d),
         })
         .collect();
-    let args = WriteArgs {
-        path,
-        dataset,
-        dtype,
-        global,
-        tiles,
-        options: WriteOptions {
-            layout,
-            keep_others: true,
-            ..WriteOptions::default()
-        },
+    let options = WriteOptions {
+        layout,
+        keep_others: true,
+        ..WriteOptions::default()
     };
-    write(&solo(), &args).unwrap();
+    write_tiles(path, dataset, dtype, global, tiles, options).unwrap();
     let volume: u64 = global.iter().product();
     (0..volume).flat_map(|k| element_bytes(dtype, k)).collect()
 }
@@ -1108,18 +1008,15 @@ fn read_bytes(path: &Path, dataset: &str, dtype: Dtype, global: &[u64]) -> Vec<u
     let volume: u64 = global.iter().product();
     let mut out = vec![0u8; volume as usize * dtype.size()];
     let all = Tile::new(vec![0; global.len()], global.to_vec());
-    let buf = host_bytes_mut(&mut out);
-    read(
-        &solo(),
-        path,
-        dataset,
-        dtype,
-        &all,
-        buf,
-        ReadOptions::default(),
-    )
-    .unwrap();
+    read_into(path, dataset, dtype, &all, &mut out, ReadOptions::default()).unwrap();
     out
+}
+
+/// The text fields `a` and `b` of each object of the JSON array `list`.
+fn text_pairs<'a>(list: &'a Value, a: &str, b: &str) -> Vec<(&'a str, &'a str)> {
+    let text = |o: &'a Value, k: &str| o[k].as_str().unwrap();
+    let objects = list.as_array().unwrap().iter();
+    objects.map(|o| (text(o, a), text(o, b))).collect()
 }
 
 /// The names of the files in `dir` starting with a dot (temporary files).
@@ -1463,12 +1360,7 @@ fn pack_makes_virtual_datasets_contiguous_and_keeps_everything_else() {
         assert_eq!(p["checksums_verified"], true);
         assert_eq!(p["slabs"], 1);
     }
-    let copied: Vec<(&str, &str)> = doc["copied"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| (c["name"].as_str().unwrap(), c["kind"].as_str().unwrap()))
-        .collect();
+    let copied = text_pairs(&doc["copied"], "name", "kind");
     assert_eq!(copied, [("/grp", "group"), ("/grp/zplain", "dataset")]);
     let links: Vec<(&str, &str, &str)> = doc["links"]
         .as_array()
@@ -1494,12 +1386,7 @@ fn pack_makes_virtual_datasets_contiguous_and_keeps_everything_else() {
     assert_eq!(read_grid(&dst, "/h"), expected_grid());
     assert_eq!(read_grid(&dst, "/grp/again"), expected_grid());
     let listing = run_json(&["ls", s(&dst)], 0);
-    let storage: Vec<(&str, &str)> = listing["datasets"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|x| (x["name"].as_str().unwrap(), x["storage"].as_str().unwrap()))
-        .collect();
+    let storage = text_pairs(&listing["datasets"], "name", "storage");
     // "/grp/again" is "/g" under another name: listed once.
     assert_eq!(
         storage,
@@ -1536,7 +1423,7 @@ fn pack_makes_virtual_datasets_contiguous_and_keeps_everything_else() {
 
 #[test]
 fn pack_keeps_every_element_type_of_both_layouts_byte_for_byte() {
-    let blocks: Vec<(Vec<u64>, Vec<u64>)> = BLOCKS
+    let blocks: Vec<(Vec<u64>, Vec<u64>)> = GRID_TILES
         .iter()
         .map(|&(r, c, h, w)| (vec![r, c], vec![h, w]))
         .collect();
@@ -1607,9 +1494,7 @@ fn pack_stitches_slabs_smaller_than_a_row_or_a_plane() {
 #[test]
 fn pack_of_a_damaged_or_incomplete_file_fails_and_leaves_nothing() {
     for layout in [Layout::Vds, Layout::Subfiles] {
-        let d = tempfile::tempdir().unwrap();
-        let m = d.path().join("grid.h5");
-        write_grid(&m, "/g", layout, false);
+        let (d, m) = grid_in_new_folder("grid.h5", layout);
         let (file, start, end) = flip_bit(&m, 1, 3);
         let dst = d.path().join("packed.h5");
         let (out, err) = run(&["pack", "--slab-bytes", "80", s(&m), s(&dst)], 1);
@@ -1631,9 +1516,7 @@ fn pack_of_a_damaged_or_incomplete_file_fails_and_leaves_nothing() {
         assert!(hidden_files(d.path()).is_empty(), "no temporary file");
     }
     // A tile file missing: found before anything is written.
-    let d = tempfile::tempdir().unwrap();
-    let m = d.path().join("grid.h5");
-    write_grid(&m, "/g", Layout::Vds, false);
+    let (d, m) = grid_in_new_folder("grid.h5", Layout::Vds);
     let gone = tile_files(&m)[2].clone();
     std::fs::remove_file(&gone).unwrap();
     let dst = d.path().join("packed.h5");
@@ -1670,12 +1553,7 @@ fn pack_keeps_a_named_datatype_once_and_all_that_was_of_it_of_it() {
         .map(|p| p["name"].as_str().unwrap())
         .collect();
     assert_eq!(packed, ["/v"]);
-    let copied: Vec<(&str, &str)> = doc["copied"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|c| (c["name"].as_str().unwrap(), c["kind"].as_str().unwrap()))
-        .collect();
+    let copied = text_pairs(&doc["copied"], "name", "kind");
     assert_eq!(
         copied,
         [
@@ -1704,10 +1582,7 @@ fn pack_keeps_a_named_datatype_once_and_all_that_was_of_it_of_it() {
 
 #[test]
 fn pack_refuses_an_existing_dst_without_force_and_replaces_it_with_it() {
-    let d = tempfile::tempdir().unwrap();
-    let (a, b) = (d.path().join("a.h5"), d.path().join("b.h5"));
-    write_grid(&a, "/g", Layout::Vds, false);
-    write_grid(&b, "/g", Layout::Vds, false);
+    let (d, a, b) = grids_a_and_b([Layout::Vds, Layout::Vds]);
     let old_tiles = tile_files(&b);
     let before = snapshot(d.path());
     let (_, err) = run(&["pack", s(&a), s(&b)], 2);

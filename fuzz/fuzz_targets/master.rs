@@ -10,20 +10,11 @@
 #![no_main]
 
 use h5tile::internals::status::H5TILE_ERR_PANIC;
-use h5tile::internals::{
-    host_bytes, host_bytes_mut, read, write, Batches, Comm, Dtype, LocalTile, ReadOptions, Tile,
-    WriteArgs, WriteOptions,
-};
+use h5tile::internals::testkit::{grid_value, read_into, whole_grid, write_grid};
+use h5tile::internals::{Batches, Comm, Dtype, ReadOptions, WriteOptions};
 use libfuzzer_sys::fuzz_target;
 use std::path::PathBuf;
 use std::sync::OnceLock;
-
-const GLOBAL: [u64; 2] = [6, 5];
-const BLOCKS: [(u64, u64, u64, u64); 4] = [(0, 0, 3, 2), (0, 2, 3, 3), (3, 0, 3, 2), (3, 2, 3, 3)];
-
-fn solo() -> Comm {
-    unsafe { Comm::from_raw(mpi::ffi::RSMPI_COMM_NULL) }.unwrap()
-}
 
 /// The folder holding the grid, its master's path and bytes (written once per run).
 fn grid() -> &'static (tempfile::TempDir, PathBuf, Vec<u8>) {
@@ -31,27 +22,7 @@ fn grid() -> &'static (tempfile::TempDir, PathBuf, Vec<u8>) {
     GRID.get_or_init(|| {
         let dir = tempfile::tempdir().unwrap();
         let master = dir.path().join("m.h5");
-        let data: Vec<Vec<f64>> = BLOCKS
-            .iter()
-            .map(|&(_, _, h, w)| (0..h * w).map(|k| k as f64).collect())
-            .collect();
-        let tiles = BLOCKS
-            .iter()
-            .zip(&data)
-            .map(|(&(r, c, h, w), d)| LocalTile {
-                tile: Tile::new(vec![r, c], vec![h, w]),
-                buf: host_bytes(d),
-            })
-            .collect();
-        let args = WriteArgs {
-            path: &master,
-            dataset: "/g",
-            dtype: Dtype::Float64,
-            global: &GLOBAL,
-            tiles,
-            options: WriteOptions::default(),
-        };
-        write(&solo(), &args).unwrap();
+        write_grid(&master, "/g", WriteOptions::default(), grid_value);
         let bytes = std::fs::read(&master).unwrap();
         (dir, master, bytes)
     })
@@ -76,37 +47,21 @@ fuzz_target!(|data: &[u8]| {
         b
     };
     std::fs::write(master, &bytes).unwrap();
-    let all = Tile::new(vec![0, 0], GLOBAL.to_vec());
+    let all = whole_grid();
     let options = ReadOptions::default();
     let mut f64s = vec![0f64; 30];
-    let r = read(
-        &solo(),
-        master,
-        "/g",
-        Dtype::Float64,
-        &all,
-        host_bytes_mut(&mut f64s),
-        options,
-    );
+    let r = read_into(master, "/g", Dtype::Float64, &all, &mut f64s, options);
     assert!(
         !matches!(&r, Err(e) if e.status == H5TILE_ERR_PANIC),
         "{r:?}"
     );
     let mut f32s = vec![0f32; 30];
-    let r = read(
-        &solo(),
-        master,
-        "/g",
-        Dtype::Float32,
-        &all,
-        host_bytes_mut(&mut f32s),
-        options,
-    );
+    let r = read_into(master, "/g", Dtype::Float32, &all, &mut f32s, options);
     assert!(
         !matches!(&r, Err(e) if e.status == H5TILE_ERR_PANIC),
         "{r:?}"
     );
-    match Batches::open(&solo(), master, "/g", &[2, 2], None, false) {
+    match Batches::open(&Comm::solo(), master, "/g", &[2, 2], &options) {
         Err(e) => assert!(e.status != H5TILE_ERR_PANIC, "{e:?}"),
         Ok(mut it) => {
             let mut buf = vec![0u8; it.max_chunk_bytes()];

@@ -554,11 +554,8 @@ mod tests {
         assert_eq!(g.bounds(&(3..3)), None);
     }
 
-    use crate::ops::write::{write, LocalTile, WriteArgs, WriteOptions};
-
-    fn solo() -> Comm {
-        unsafe { Comm::from_raw(mpi::ffi::RSMPI_COMM_NULL) }.unwrap()
-    }
+    use crate::ops::write::WriteOptions;
+    use crate::testkit::{tile_files, write_whole};
 
     /// A 3-D int32 dataset of `shape` whose element at (i, j, k) is `1000 i + 10 j + k`,
     /// written as one tile.
@@ -574,18 +571,13 @@ mod tests {
                 (1000 * i + 10 * j + k) as i32
             })
             .collect();
-        let args = WriteArgs {
-            path,
-            dataset: "/cube",
-            dtype: Dtype::Int32,
-            global: &shape,
-            tiles: vec![LocalTile {
-                tile: Tile::new(vec![0, 0, 0], shape.to_vec()),
-                buf: host_bytes(&data),
-            }],
-            options: WriteOptions::default(),
-        };
-        write(&solo(), &args).unwrap();
+        let (buf, options) = (host_bytes(&data), WriteOptions::default());
+        write_whole(path, "/cube", Dtype::Int32, &shape, buf, options).unwrap();
+    }
+
+    /// The batches of "/cube" in `path`, in chunks of `chunk`, read with `options`.
+    fn cube_batches(path: &Path, chunk: &[u64], options: ReadOptions) -> Result<Batches> {
+        Batches::open(&Comm::solo(), path, "/cube", chunk, &options)
     }
 
     fn as_i32(bytes: &[u8]) -> Vec<i32> {
@@ -600,8 +592,7 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let path = d.path().join("cube.h5");
         write_cube(&path, [3, 5, 4]);
-        let mut it =
-            Batches::open(&solo(), &path, "/cube", &[2, 2, 3], &ReadOptions::default()).unwrap();
+        let mut it = cube_batches(&path, &[2, 2, 3], ReadOptions::default()).unwrap();
         assert_eq!(
             (it.dtype(), it.count(), it.max_chunk_bytes()),
             (Dtype::Int32, 12, 2 * 2 * 3 * 4)
@@ -633,8 +624,7 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let path = d.path().join("cube.h5");
         write_cube(&path, [3, 5, 4]);
-        let open =
-            || Batches::open(&solo(), &path, "/cube", &[2, 2, 3], &ReadOptions::default()).unwrap();
+        let open = || cube_batches(&path, &[2, 2, 3], ReadOptions::default()).unwrap();
         let mut copies = open();
         let mut buf = vec![0u8; copies.max_chunk_bytes()];
         let mut expected = Vec::new();
@@ -667,8 +657,7 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let path = d.path().join("cube.h5");
         write_cube(&path, [2, 2, 2]);
-        let mut it =
-            Batches::open(&solo(), &path, "/cube", &[1, 2, 2], &ReadOptions::default()).unwrap();
+        let mut it = cube_batches(&path, &[1, 2, 2], ReadOptions::default()).unwrap();
         let mut small = vec![0u8; 15];
         let e = it.next(&mut small).unwrap_err();
         assert_eq!(e.status, H5TILE_ERR_INVALID_ARGUMENT);
@@ -683,12 +672,10 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let path = d.path().join("cube.h5");
         write_cube(&path, [1, 2, 3]);
-        let mut it = Batches::open(
-            &solo(),
+        let mut it = cube_batches(
             &path,
-            "/cube",
             &[1, 2, 3],
-            &ReadOptions {
+            ReadOptions {
                 dtype: Some(Dtype::Float64),
                 ..Default::default()
             },
@@ -701,12 +688,10 @@ mod tests {
             .map(|b| f64::from_ne_bytes(b.try_into().unwrap()))
             .collect();
         assert_eq!(got, vec![0.0, 1.0, 2.0, 10.0, 11.0, 12.0]);
-        let e = Batches::open(
-            &solo(),
+        let e = cube_batches(
             &path,
-            "/cube",
             &[1, 1, 1],
-            &ReadOptions {
+            ReadOptions {
                 dtype: Some(Dtype::Complex64),
                 ..Default::default()
             },
@@ -721,16 +706,11 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let path = d.path().join("cube.h5");
         write_cube(&path, [4, 2, 2]);
-        let mut it =
-            Batches::open(&solo(), &path, "/cube", &[1, 2, 2], &ReadOptions::default()).unwrap();
+        let mut it = cube_batches(&path, &[1, 2, 2], ReadOptions::default()).unwrap();
         let mut buf = [0u8; 16];
         assert!(it.next(&mut buf).unwrap().is_some());
         // A newer write replaces the dataset and removes the tile the iterator reads.
-        let old_tiles: Vec<_> = std::fs::read_dir(crate::layout::tile_dir(&path))
-            .unwrap()
-            .flatten()
-            .map(|e| e.path())
-            .collect();
+        let old_tiles = tile_files(&path);
         write_cube(&path, [2, 2, 2]);
         assert!(old_tiles.iter().all(|p| !p.exists()), "old tiles removed");
         let mut rows = Vec::new();
@@ -750,9 +730,9 @@ mod tests {
         let path = d.path().join("cube.h5");
         write_cube(&path, [2, 2, 2]);
         let status = |dataset: &str, chunk: &[u64]| {
-            Batches::open(&solo(), &path, dataset, chunk, &ReadOptions::default())
-                .err()
-                .map(|e| e.status)
+            let options = ReadOptions::default();
+            let opened = Batches::open(&Comm::solo(), &path, dataset, chunk, &options);
+            opened.err().map(|e| e.status)
         };
         assert_eq!(status("/cube", &[1, 1]), Some(H5TILE_ERR_INVALID_ARGUMENT));
         assert_eq!(
@@ -766,18 +746,15 @@ mod tests {
             std::fs::remove_file(f.path()).unwrap();
         }
         // Sources are opened chunk by chunk: the chunk that needs a lost tile fails, naming it.
-        let mut it =
-            Batches::open(&solo(), &path, "/cube", &[1, 1, 1], &ReadOptions::default()).unwrap();
+        let mut it = cube_batches(&path, &[1, 1, 1], ReadOptions::default()).unwrap();
         let mut buf = [0u8; 4];
         let e = it.next(&mut buf).unwrap_err();
         assert_eq!(e.status, H5TILE_ERR_MISSING_TILE);
         assert!(e.message.contains(".tiles/cube."), "{}", e.message);
-        let mut it = Batches::open(
-            &solo(),
+        let mut it = cube_batches(
             &path,
-            "/cube",
             &[1, 1, 1],
-            &ReadOptions {
+            ReadOptions {
                 fill_missing: true,
                 ..Default::default()
             },
@@ -797,9 +774,7 @@ mod tests {
         let path = d.path().join("cube.h5");
         write_cube(&path, [8, 8, 8]);
         for consumed in 0..3 {
-            let mut it =
-                Batches::open(&solo(), &path, "/cube", &[1, 8, 8], &ReadOptions::default())
-                    .unwrap();
+            let mut it = cube_batches(&path, &[1, 8, 8], ReadOptions::default()).unwrap();
             let mut buf = vec![0u8; it.max_chunk_bytes()];
             for _ in 0..consumed {
                 it.next(&mut buf).unwrap().unwrap();

@@ -263,7 +263,7 @@ impl Packer<'_> {
                     let bytes = &mut buf[..n];
                     let host = BufferMut::Host(&mut *bytes);
                     let options = ReadOptions::default();
-                    read(&Comm::Solo, self.src, name, dtype, &slab, host, options)?;
+                    read(&Comm::solo(), self.src, name, dtype, &slab, host, options)?;
                     out.write_block(mem_type, &slab.offset, &slab.shape, bytes)?;
                 }
                 _ => dataset.copy_block_to(&out, &slab.offset, &slab.shape, &mut buf)?,

@@ -179,16 +179,11 @@ pub fn fence(comm: &Comm) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dtype::Dtype;
     use crate::geometry::tile::Tile;
-    use crate::ops::read::{read, ReadOptions};
     use crate::ops::write::{LocalTile, WriteOptions};
-    use crate::platform::device::{host_bytes, host_bytes_mut};
+    use crate::platform::device::host_bytes;
+    use crate::testkit::read_f64;
     use std::path::Path;
-
-    fn solo() -> Comm {
-        unsafe { Comm::from_raw(mpi::ffi::RSMPI_COMM_NULL) }.unwrap()
-    }
 
     /// Starts writing `data` (8 float64) as "/x" of `path`, in two tiles of 4.
     fn start_write(path: &Path, data: &[f64], options: WriteOptions) -> Arc<Request> {
@@ -210,7 +205,7 @@ mod tests {
             .collect();
         let args = crate::ops::write::tests::f64_args(path, dataset, &global, tiles, options);
         write::check(&args).unwrap();
-        start(solo(), unsafe { OwnedWrite::new(&args) })
+        start(Comm::solo(), unsafe { OwnedWrite::new(&args) })
     }
 
     fn read_back(path: &Path) -> Result<Vec<f64>> {
@@ -218,11 +213,7 @@ mod tests {
     }
 
     fn read_back_as(path: &Path, dataset: &str) -> Result<Vec<f64>> {
-        let mut out = vec![0f64; 8];
-        let tile = Tile::new(vec![0], vec![8]);
-        let (buf, options) = (host_bytes_mut(&mut out), ReadOptions::default());
-        read(&solo(), path, dataset, Dtype::Float64, &tile, buf, options)?;
-        Ok(out)
+        read_f64(path, dataset, &Tile::new(vec![0], vec![8]))
     }
 
     // One test: `fence` completes every request of the process, so tests of it cannot share
@@ -240,7 +231,7 @@ mod tests {
         for f in 1..3 {
             drop(start_write(&paths[f], &data[f], WriteOptions::default()));
         }
-        assert_eq!(fence(&solo()), Ok(()));
+        assert_eq!(fence(&Comm::solo()), Ok(()));
         for f in 0..3 {
             assert_eq!(read_back(&paths[f]).unwrap(), data[f], "file {f}");
         }
@@ -260,7 +251,7 @@ mod tests {
         assert_eq!(e.status, H5TILE_ERR_EXISTS, "{}", e.message);
         assert_eq!(read_back(&paths[0]).unwrap(), data[0]);
         assert_eq!(
-            fence(&solo()),
+            fence(&Comm::solo()),
             Ok(()),
             "a waited request is no longer outstanding"
         );
@@ -270,10 +261,10 @@ mod tests {
         let ok = d.path().join("ok.h5");
         drop(start_write(&paths[1], &data[2], refused));
         drop(start_write(&ok, &data[2], WriteOptions::default()));
-        assert_eq!(fence(&solo()).unwrap_err().status, H5TILE_ERR_EXISTS);
+        assert_eq!(fence(&Comm::solo()).unwrap_err().status, H5TILE_ERR_EXISTS);
         assert_eq!(read_back(&ok).unwrap(), data[2]);
         assert_eq!(read_back(&paths[1]).unwrap(), data[1]);
-        assert_eq!(fence(&solo()), Ok(()));
+        assert_eq!(fence(&Comm::solo()), Ok(()));
 
         // Fields of one checkpoint written in the background at once: the writes to one path
         // run in turn, each keeping what the previous one wrote.
@@ -286,7 +277,7 @@ mod tests {
         for (f, name) in fields.iter().enumerate() {
             drop(start_write_as(&ckpt, name, &data[f % 3], keep));
         }
-        assert_eq!(fence(&solo()), Ok(()));
+        assert_eq!(fence(&Comm::solo()), Ok(()));
         for (f, name) in fields.iter().enumerate() {
             assert_eq!(read_back_as(&ckpt, name).unwrap(), data[f % 3], "{name}");
         }

@@ -721,8 +721,9 @@ use tests::injected_failure;
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::ops::read::{read, ReadOptions};
-    use crate::platform::device::{host_bytes, host_bytes_mut};
+    use crate::ops::read::ReadOptions;
+    use crate::platform::device::host_bytes;
+    use crate::testkit::{read_f64, read_into, write_tiles, write_whole};
     use std::cell::Cell;
 
     thread_local! {
@@ -735,10 +736,6 @@ pub(crate) mod tests {
             return fail(H5TILE_ERR_IO, "injected failure before commit");
         }
         Ok(())
-    }
-
-    fn solo() -> Comm {
-        unsafe { Comm::from_raw(mpi::ffi::RSMPI_COMM_NULL) }.unwrap()
     }
 
     /// Writes a 6x4 float64 array whose element (i, j) is `base + 10 i + j`, as row slabs of
@@ -762,33 +759,22 @@ pub(crate) mod tests {
                 }
             })
             .collect();
-        let args = WriteArgs {
-            path,
-            dataset: "/grid/values",
-            dtype: Dtype::Float64,
-            global: &global,
-            tiles,
-            options: WriteOptions {
-                layout,
-                ..WriteOptions::default()
-            },
+        let options = WriteOptions {
+            layout,
+            ..WriteOptions::default()
         };
-        write(&solo(), &args)
-    }
-
-    fn read_all(path: &Path) -> Result<Vec<f64>> {
-        let mut out = vec![0f64; 24];
-        let tile = Tile::new(vec![0, 0], vec![6, 4]);
-        read(
-            &solo(),
+        write_tiles(
             path,
             "/grid/values",
             Dtype::Float64,
-            &tile,
-            host_bytes_mut(&mut out),
-            ReadOptions::default(),
-        )?;
-        Ok(out)
+            &global,
+            tiles,
+            options,
+        )
+    }
+
+    fn read_all(path: &Path) -> Result<Vec<f64>> {
+        read_f64(path, "/grid/values", &Tile::new(vec![0, 0], vec![6, 4]))
     }
 
     fn tile_files(path: &Path) -> Vec<String> {
@@ -875,32 +861,13 @@ pub(crate) mod tests {
                 buf: host_bytes(&data[k..k + 1]),
             })
             .collect();
-        let args = WriteArgs {
-            path: &path,
-            dataset: "/d",
-            dtype: Dtype::Float64,
-            global: &[1, n],
-            tiles,
-            options: WriteOptions {
-                layout: Layout::Subfiles,
-                no_sync: true,
-                ..WriteOptions::default()
-            },
+        let options = WriteOptions {
+            layout: Layout::Subfiles,
+            no_sync: true,
+            ..WriteOptions::default()
         };
-        write(&solo(), &args).unwrap();
-        let mut out = vec![0f64; n as usize];
-        let all = Tile::new(vec![0, 0], vec![1, n]);
-        let options = ReadOptions::default();
-        read(
-            &solo(),
-            &path,
-            "/d",
-            Dtype::Float64,
-            &all,
-            host_bytes_mut(&mut out),
-            options,
-        )
-        .unwrap();
+        write_tiles(&path, "/d", Dtype::Float64, &[1, n], tiles, options).unwrap();
+        let out = read_f64(&path, "/d", &Tile::new(vec![0, 0], vec![1, n])).unwrap();
         assert_eq!(out, data);
     }
 
@@ -974,15 +941,8 @@ pub(crate) mod tests {
         let global = [4u64];
         let data = [0i32; 4];
         let try_write = |tiles: Vec<LocalTile>, options: WriteOptions, dataset: &str| {
-            let args = WriteArgs {
-                path: &path,
-                dataset,
-                dtype: Dtype::Int32,
-                global: &global,
-                tiles,
-                options,
-            };
-            write(&solo(), &args).unwrap_err().status
+            let written = write_tiles(&path, dataset, Dtype::Int32, &global, tiles, options);
+            written.unwrap_err().status
         };
         let t = |o: u64, n: u64| LocalTile {
             tile: Tile::new(vec![o], vec![n]),
@@ -1019,15 +979,7 @@ pub(crate) mod tests {
             allow_partial: true,
             ..opts
         };
-        let args = WriteArgs {
-            path: &path,
-            dataset: "/x",
-            dtype: Dtype::Int32,
-            global: &global,
-            tiles: vec![t(1, 2)],
-            options: partial,
-        };
-        write(&solo(), &args).unwrap();
+        write_tiles(&path, "/x", Dtype::Int32, &global, vec![t(1, 2)], partial).unwrap();
     }
 
     #[test]
@@ -1112,17 +1064,18 @@ pub(crate) mod tests {
         assert!(e.message.contains(&name), "{}", e.message);
         // Through HDF5 too (a read converting the type).
         let mut out = vec![0f32; 24];
-        let e = read(
-            &solo(),
+        let all = Tile::new(vec![0, 0], vec![6, 4]);
+        let narrowing = ReadOptions {
+            narrowing: true,
+            ..ReadOptions::default()
+        };
+        let e = read_into(
             &path,
             "/grid/values",
             Dtype::Float32,
-            &Tile::new(vec![0, 0], vec![6, 4]),
-            host_bytes_mut(&mut out),
-            ReadOptions {
-                narrowing: true,
-                ..ReadOptions::default()
-            },
+            &all,
+            &mut out,
+            narrowing,
         )
         .unwrap_err();
         assert_eq!(e.status, H5TILE_ERR_MISSING_TILE, "{}", e.message);
@@ -1133,22 +1086,14 @@ pub(crate) mod tests {
         let d = tempfile::tempdir().unwrap();
         for layout in [Layout::Vds, Layout::Single, Layout::Subfiles] {
             let path = d.path().join(format!("{layout:?}.h5"));
-            let global = [6u64, 4];
             let data: Vec<f64> = expected(3.0);
-            let tiles = vec![LocalTile {
-                tile: Tile::new(vec![0, 0], vec![6, 4]),
-                buf: host_bytes(&data),
-            }];
             let options = WriteOptions {
                 layout,
                 no_sync: true,
                 ..WriteOptions::default()
             };
-            write(
-                &solo(),
-                &f64_args(&path, "/grid/values", &global, tiles, options),
-            )
-            .unwrap();
+            let buf = host_bytes(&data);
+            write_whole(&path, "/grid/values", Dtype::Float64, &[6, 4], buf, options).unwrap();
             assert_eq!(read_all(&path).unwrap(), expected(3.0), "{layout:?}");
         }
     }
@@ -1159,36 +1104,20 @@ pub(crate) mod tests {
         let path = d.path().join("s.h5");
         let global = [3u64, 5];
         let data = [1i32, 2, 3, 4];
-        let args = WriteArgs {
-            path: &path,
-            dataset: "/g/x",
-            dtype: Dtype::Int32,
-            global: &global,
-            tiles: vec![LocalTile {
-                tile: Tile::new(vec![1, 2], vec![2, 2]),
-                buf: host_bytes(&data),
-            }],
-            options: WriteOptions {
-                layout: Layout::Single,
-                allow_partial: true,
-                ..WriteOptions::default()
-            },
+        let tiles = vec![LocalTile {
+            tile: Tile::new(vec![1, 2], vec![2, 2]),
+            buf: host_bytes(&data),
+        }];
+        let options = WriteOptions {
+            layout: Layout::Single,
+            allow_partial: true,
+            ..WriteOptions::default()
         };
-        write(&solo(), &args).unwrap();
+        write_tiles(&path, "/g/x", Dtype::Int32, &global, tiles, options).unwrap();
         let mut out = [9i32; 15];
         let whole = Tile::new(vec![0, 0], vec![3, 5]);
-        {
-            read(
-                &solo(),
-                &path,
-                "/g/x",
-                Dtype::Int32,
-                &whole,
-                host_bytes_mut(&mut out),
-                ReadOptions::default(),
-            )
-        }
-        .unwrap();
+        let options = ReadOptions::default();
+        read_into(&path, "/g/x", Dtype::Int32, &whole, &mut out, options).unwrap();
         assert_eq!(out, [0, 0, 0, 0, 0, 0, 0, 1, 2, 0, 0, 0, 3, 4, 0]);
     }
 
@@ -1217,7 +1146,7 @@ pub(crate) mod tests {
             keep_others: keep,
             ..WriteOptions::default()
         };
-        write(&solo(), &f64_args(path, dataset, &global, tiles, options))
+        write_tiles(path, dataset, Dtype::Float64, &global, tiles, options)
     }
 
     /// The arguments of a write of float64 `tiles` of a `global` array.
@@ -1240,18 +1169,7 @@ pub(crate) mod tests {
 
     /// The first element of `dataset` and whether all `rows` x 64 follow from it.
     fn field_base(path: &Path, dataset: &str, rows: u64) -> Result<f64> {
-        let mut out = vec![0f64; (rows * 64) as usize];
-        let tile = Tile::new(vec![0, 0], vec![rows, 64]);
-        let buf = host_bytes_mut(&mut out);
-        read(
-            &solo(),
-            path,
-            dataset,
-            Dtype::Float64,
-            &tile,
-            buf,
-            ReadOptions::default(),
-        )?;
+        let out = read_f64(path, dataset, &Tile::new(vec![0, 0], vec![rows, 64]))?;
         assert!(
             out.iter().enumerate().all(|(k, &v)| v == out[0] + k as f64),
             "{dataset}"

@@ -23,6 +23,12 @@ pub enum Comm {
 }
 
 impl Comm {
+    /// This process alone: rank 0 of 1, making no MPI call, so MPI need not be initialised.
+    /// What `MPI_COMM_NULL` stands for in the C API.
+    pub fn solo() -> Comm {
+        Comm::Solo
+    }
+
     /// Wraps the caller's communicator: `MPI_COMM_NULL` means this process alone.
     ///
     /// # Safety
@@ -30,7 +36,7 @@ impl Comm {
     /// it must make the same call (it is collective).
     pub unsafe fn from_raw(raw: MPI_Comm) -> Result<Comm> {
         if raw == mpi::ffi::RSMPI_COMM_NULL {
-            return Ok(Comm::Solo);
+            return Ok(Comm::solo());
         }
         check_same_mpi()?;
         let (mut initialized, mut finalized) = (0, 0);
@@ -129,7 +135,7 @@ impl Comm {
     /// group's communicator and the rank (in this communicator) of the group's first rank.
     pub fn split_groups(&self, per_file: Option<usize>) -> Result<(Comm, usize)> {
         let Comm::Mpi(c) = self else {
-            return Ok((Comm::Solo, 0));
+            return Ok((Comm::solo(), 0));
         };
         let node = c.split_shared(c.rank());
         let key = c.rank();
@@ -438,16 +444,19 @@ mod tests {
     #[test]
     fn solo_is_rank_zero_of_one_and_makes_no_mpi_call() {
         // MPI is never initialised in unit tests: any MPI call here would abort the process.
-        let c = unsafe { Comm::from_raw(mpi::ffi::RSMPI_COMM_NULL) }.unwrap();
-        assert_eq!((c.rank(), c.size(), c.is_root()), (0, 1, true));
-        let mut v = [5u64, 7];
-        c.all_min(&mut v);
-        c.broadcast(&mut v);
-        assert_eq!(v, [5, 7]);
-        assert_eq!(c.gather_to_root(&[1, 2]), Some(vec![1, 2]));
-        assert!(c.threads_allowed());
-        let e: Result<()> = fail(H5TILE_ERR_SHAPE, "gap");
-        assert_eq!(c.agree(e).unwrap_err(), Error::new(H5TILE_ERR_SHAPE, "gap"));
+        // MPI_COMM_NULL from the C API is the same communicator.
+        let null = unsafe { Comm::from_raw(mpi::ffi::RSMPI_COMM_NULL) }.unwrap();
+        for c in [Comm::solo(), null] {
+            assert_eq!((c.rank(), c.size(), c.is_root()), (0, 1, true));
+            let mut v = [5u64, 7];
+            c.all_min(&mut v);
+            c.broadcast(&mut v);
+            assert_eq!(v, [5, 7]);
+            assert_eq!(c.gather_to_root(&[1, 2]), Some(vec![1, 2]));
+            assert!(c.threads_allowed());
+            let e: Result<()> = fail(H5TILE_ERR_SHAPE, "gap");
+            assert_eq!(c.agree(e).unwrap_err(), Error::new(H5TILE_ERR_SHAPE, "gap"));
+        }
     }
 
     #[test]

@@ -598,52 +598,25 @@ impl DirectReader {
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
     use super::super::mappings::block_mappings;
     use super::*;
-    use crate::platform::device::{bytes_mut, host_bytes};
+    use crate::ops::write::{Layout, WriteOptions};
+    use crate::platform::device::bytes_mut;
     use crate::status::H5TILE_ERR_MISSING_TILE;
+    use crate::testkit::{grid_value, grid_values};
 
-    /// A 6x5 float64 VDS of 4 tiles (2x2), element (i, j) = 10 i + j.
+    /// The 6x5 float64 grid of 4 tiles (2x2), element (i, j) = 10 i + j, as a VDS.
     fn write_grid(path: &Path) {
-        write_grid_as(path, crate::ops::write::Layout::Vds)
+        write_grid_as(path, Layout::Vds)
     }
 
-    pub(crate) fn write_grid_as(path: &Path, layout: crate::ops::write::Layout) {
-        use crate::ops::write::{write, LocalTile, WriteArgs, WriteOptions};
-        let value = |i: u64, j: u64| (10 * i + j) as f64;
-        let blocks = [
-            (0u64, 0u64, 3u64, 2u64),
-            (0, 2, 3, 3),
-            (3, 0, 3, 2),
-            (3, 2, 3, 3),
-        ];
-        let data: Vec<Vec<f64>> = blocks
-            .iter()
-            .map(|&(r, c, h, w)| (0..h * w).map(|k| value(r + k / w, c + k % w)).collect())
-            .collect();
-        let tiles = blocks
-            .iter()
-            .zip(&data)
-            .map(|(&(r, c, h, w), d)| LocalTile {
-                tile: Tile::new(vec![r, c], vec![h, w]),
-                buf: host_bytes(d),
-            })
-            .collect();
-        let solo =
-            unsafe { crate::platform::comm::Comm::from_raw(mpi::ffi::RSMPI_COMM_NULL) }.unwrap();
-        let args = WriteArgs {
-            path,
-            dataset: "/g",
-            dtype: Dtype::Float64,
-            global: &[6, 5],
-            tiles,
-            options: WriteOptions {
-                layout,
-                ..WriteOptions::default()
-            },
+    fn write_grid_as(path: &Path, layout: Layout) {
+        let options = WriteOptions {
+            layout,
+            ..WriteOptions::default()
         };
-        write(&solo, &args).unwrap();
+        crate::testkit::write_grid(path, "/g", options, grid_value);
     }
 
     fn reader(path: &Path) -> DirectReader {
@@ -662,22 +635,14 @@ pub(crate) mod tests {
         out
     }
 
-    pub(crate) fn expected(want: &Tile) -> Vec<f64> {
-        let (h, w) = (want.shape[0], want.shape[1]);
-        (0..h * w)
-            .map(|k| (10 * (want.offset[0] + k / w) + want.offset[1] + k % w) as f64)
-            .collect()
-    }
-
     #[test]
     fn h5tile_tiles_are_read_from_their_recorded_bytes_without_hdf5_opens() {
-        use crate::ops::write::Layout;
         for layout in [Layout::Vds, Layout::Subfiles] {
             recorded_bytes_are_read_without_hdf5_opens(layout);
         }
     }
 
-    fn recorded_bytes_are_read_without_hdf5_opens(layout: crate::ops::write::Layout) {
+    fn recorded_bytes_are_read_without_hdf5_opens(layout: Layout) {
         let d = tempfile::tempdir().unwrap();
         let path = d.path().join("grid.h5");
         write_grid_as(&path, layout);
@@ -691,7 +656,7 @@ pub(crate) mod tests {
             Tile::new(vec![1, 1], vec![4, 3]),
             Tile::new(vec![5, 4], vec![1, 1]),
         ] {
-            assert_eq!(read_f64(&mut r, &want), expected(&want), "{want}");
+            assert_eq!(read_f64(&mut r, &want), grid_values(&want), "{want}");
         }
         assert!(r.open.is_empty(), "no tile file was opened with HDF5");
         // Asking for another type goes through HDF5, which converts.
@@ -701,7 +666,7 @@ pub(crate) mod tests {
             .unwrap();
         assert_eq!(
             out,
-            expected(&want)
+            grid_values(&want)
                 .iter()
                 .map(|&v| v as f32)
                 .collect::<Vec<_>>()
@@ -729,7 +694,7 @@ pub(crate) mod tests {
         std::io::Write::write_all(&mut f, &[0u8; 100]).unwrap();
         let all = Tile::new(vec![0, 0], vec![6, 5]);
         let mut r = reader(&path);
-        assert_eq!(read_f64(&mut r, &all), expected(&all));
+        assert_eq!(read_f64(&mut r, &all), grid_values(&all));
         assert_eq!(r.open.len(), 1, "only the changed tile went through HDF5");
 
         std::fs::remove_file(&first).unwrap();

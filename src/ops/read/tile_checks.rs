@@ -242,13 +242,18 @@ mod tests {
 
     #[test]
     fn reads_the_checksummed_tiles_cover_come_from_the_checked_blocks() {
-        use crate::ops::read::direct::tests::{expected, write_grid_as};
+        use crate::ops::write::{Layout, WriteOptions};
         use crate::platform::device::bytes_mut;
         use crate::platform::hdf5::{self, File};
+        use crate::testkit::{grid_value, grid_values, write_grid};
         let d = tempfile::tempdir().unwrap();
         let path = d.path().join("grid.h5");
         // 6 x 5 float64 in four tiles (2 x 2), element (i, j) = 10 i + j.
-        write_grid_as(&path, crate::ops::write::Layout::Single);
+        let single = WriteOptions {
+            layout: Layout::Single,
+            ..WriteOptions::default()
+        };
+        write_grid(&path, "/g", single, grid_value);
         let checks = {
             let _l = hdf5::lock();
             let file = File::open_read(&path).unwrap();
@@ -262,7 +267,7 @@ mod tests {
                 let mut out = vec![f64::NAN; want.volume() as usize];
                 let done = checks.read_checked(&want, Dtype::Float64, bytes_mut(&mut out));
                 assert!(done.unwrap(), "{want}: delivered from the blocks");
-                assert_eq!(out, expected(&want), "{want}");
+                assert_eq!(out, grid_values(&want), "{want}");
             }
         }
         // Another type is left to HDF5, which converts.
@@ -286,7 +291,7 @@ mod tests {
         assert!(checks
             .read_checked(&top, Dtype::Float64, bytes_mut(&mut out))
             .unwrap());
-        assert_eq!(out, expected(&top));
+        assert_eq!(out, grid_values(&top));
     }
 
     #[test]
