@@ -101,6 +101,15 @@ install: $(if $(SKIP_BUILD),,build)
 
 test: test-rust test-c
 
+# The C, C++, Fortran and Python tests configured against the staged install, in folder $(1),
+# with extra CMake arguments $(2): the one place every test target configures them.
+comma := ,
+configure_c_tests = $(CMAKE) -S c-tests -B $(1) -DCMAKE_PREFIX_PATH=$(STAGE) \
+	  -DPython3_EXECUTABLE=$(PYTHON) -DMPIEXEC_EXECUTABLE=$$(command -v $(MPIRUN)) \
+	  -DMPICC_EXECUTABLE=$(MPICC) -DOTHER_MPICC=$(call mpi_tool,mpicc,$(OTHER_MPI)) \
+	  "-DH5TILE_MAKE_VARS=MPI=$(MPI);HDF5_DIR=$(HDF5_DIR)$(if $(filter custom,$(HDF5_TAG)),,;HDF5_VERSION=$(HDF5_VERSION))" \
+	  $(2) >/dev/null
+
 test-rust: setup
 	cargo fmt --all -- --check
 	cargo clippy --release --workspace --all-targets -- -D warnings
@@ -109,10 +118,7 @@ test-rust: setup
 	cargo test --release --workspace
 
 test-c: stage
-	$(CMAKE) -S c-tests -B $(BUILD)/c-tests -DCMAKE_PREFIX_PATH=$(STAGE) \
-	  -DPython3_EXECUTABLE=$(PYTHON) -DMPIEXEC_EXECUTABLE=$$(command -v $(MPIRUN)) \
-	  -DMPICC_EXECUTABLE=$(MPICC) -DOTHER_MPICC=$(call mpi_tool,mpicc,$(OTHER_MPI)) \
-	  "-DH5TILE_MAKE_VARS=MPI=$(MPI);HDF5_DIR=$(HDF5_DIR)$(if $(filter custom,$(HDF5_TAG)),,;HDF5_VERSION=$(HDF5_VERSION))" >/dev/null
+	$(call configure_c_tests,$(BUILD)/c-tests)
 	$(CMAKE) --build $(BUILD)/c-tests -j2
 	cd $(BUILD)/c-tests && $(CTEST) --output-on-failure
 	@echo "--- the suite again, every file h5tile touches going through the h5tile_gds driver"
@@ -150,10 +156,7 @@ ASAN_ENV  := ASAN_OPTIONS=$(ASAN_OPTS) LSAN_OPTIONS=suppressions=$(CURDIR)/c-tes
   UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 
 test-asan: stage
-	$(CMAKE) -S c-tests -B $(BUILD)/c-tests-asan -DCMAKE_PREFIX_PATH=$(STAGE) \
-	  -DPython3_EXECUTABLE=$(PYTHON) -DMPIEXEC_EXECUTABLE=$$(command -v $(MPIRUN)) \
-	  -DMPICC_EXECUTABLE=$(MPICC) -DOTHER_MPICC=$(call mpi_tool,mpicc,$(OTHER_MPI)) \
-	  -DH5TILE_SANITIZE=address,undefined >/dev/null
+	$(call configure_c_tests,$(BUILD)/c-tests-asan,-DH5TILE_SANITIZE=address$(comma)undefined)
 	$(CMAKE) --build $(BUILD)/c-tests-asan -j2
 	cd $(BUILD)/c-tests-asan && $(ASAN_ENV) $(CTEST) --output-on-failure -E '$(ASAN_EXCLUDE)'
 
@@ -164,9 +167,7 @@ test-asan: stage
 VALGRIND_TESTS := api_roundtrip api_relocate api_missing_tile api_dataset_names api_no_mpi_init
 
 test-valgrind: stage
-	$(CMAKE) -S c-tests -B $(BUILD)/c-tests -DCMAKE_PREFIX_PATH=$(STAGE) \
-	  -DPython3_EXECUTABLE=$(PYTHON) -DMPIEXEC_EXECUTABLE=$$(command -v $(MPIRUN)) \
-	  -DMPICC_EXECUTABLE=$(MPICC) -DOTHER_MPICC=$(call mpi_tool,mpicc,$(OTHER_MPI)) >/dev/null
+	$(call configure_c_tests,$(BUILD)/c-tests)
 	$(CMAKE) --build $(BUILD)/c-tests -j2 --target $(VALGRIND_TESTS)
 	@for t in $(VALGRIND_TESTS); do \
 	  echo "--- valgrind: $$t"; \
@@ -200,9 +201,7 @@ SCALE_RANKS ?= 256
 SCALE_REPS ?= 3
 
 test-scale: stage
-	$(CMAKE) -S c-tests -B $(BUILD)/c-tests -DCMAKE_PREFIX_PATH=$(STAGE) \
-	  -DPython3_EXECUTABLE=$(PYTHON) -DMPIEXEC_EXECUTABLE=$$(command -v $(MPIRUN)) \
-	  -DMPICC_EXECUTABLE=$(MPICC) -DOTHER_MPICC=$(call mpi_tool,mpicc,$(OTHER_MPI)) >/dev/null
+	$(call configure_c_tests,$(BUILD)/c-tests)
 	$(CMAKE) --build $(BUILD)/c-tests -j2 --target mpi_scale
 	@ulimit -n $$(ulimit -Hn) 2>/dev/null || true; out=$(BUILD)/scale; rm -rf $$out; mkdir -p $$out; \
 	for n in $$(printf '%s\n' 16 64 $(SCALE_RANKS) | sort -n -u); do \

@@ -9,9 +9,11 @@
 //! - `geometry`: tiles, coverage and decompositions; pure, no I/O.
 //! - `platform`: the libraries underneath, one module each: `hdf5` (the only code calling
 //!   libhdf5), `comm` (the only code calling MPI), `device` (device memory, through the
-//!   h5tile_gds driver of `plugin/`).
-//! - `layout`: where a dataset's bytes live in files, and how a write commits; bytes reach the
-//!   disk here (`layout::single`'s `pwrite`s, tile files through the h5tile_gds driver).
+//!   h5tile_gds driver of `plugin/`), `tile_bytes` (tile bytes written at known offsets of a
+//!   file, from host or device memory). Only `platform` uses the driver's crate directly.
+//! - `layout`: where a dataset's bytes live in files, and how a write commits; it decides where
+//!   bytes reach the disk (the single file's rows and subfiles' tiles through
+//!   `platform::tile_bytes`, tile files through HDF5 and the h5tile_gds driver).
 //! - `ops`: the operations: `write`, `read`, `batches`, `pending` (background writes).
 //! - `ffi`: the C ABI: arguments in, statuses out; the only `extern "C"` functions.
 //!
@@ -251,6 +253,20 @@ mod layering {
             // The C ABI names MPI's communicator type; nothing else of MPI appears elsewhere.
             let others = code.replace("mpi::ffi::MPI_Comm;", "");
             assert!(!others.contains("mpi::"), "{name} uses MPI");
+        }
+    }
+
+    /// The driver's crate is reached through `platform` (`device`, `tile_bytes`, `hdf5::gds`),
+    /// so its API can change without the layers above it noticing.
+    #[test]
+    fn the_plugin_crate_is_used_from_platform_only() {
+        for (name, code) in sources() {
+            if !name.starts_with("platform/") {
+                assert!(
+                    !code.contains("h5tile_gds::") && !code.contains("use h5tile_gds"),
+                    "{name} uses the h5tile_gds crate directly"
+                );
+            }
         }
     }
 

@@ -1,9 +1,13 @@
 //! What every exported function shares: catching panics, the thread-local last-error message,
-//! and turning raw C arguments into checked Rust values (NULL → `H5TILE_ERR_INVALID_ARGUMENT`).
+//! and turning raw C arguments into checked Rust values (NULL → `H5TILE_ERR_INVALID_ARGUMENT`),
+//! tile buffers included (host or device memory).
 
+use crate::dtype::Dtype;
+use crate::geometry::tile::Tile;
+use crate::platform::device::{self, Buffer, BufferMut, Gds, Route};
 use crate::status::*;
 use std::cell::RefCell;
-use std::ffi::{c_char, CStr, CString};
+use std::ffi::{c_char, c_void, CStr, CString};
 
 thread_local! {
     static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
@@ -84,6 +88,68 @@ pub fn ndim_arg(ndim: usize) -> Result<usize> {
         );
     }
     Ok(ndim)
+}
+
+/// Tile `k`'s buffer `ptr` as the logic below the boundary takes it: the slice of the tile's
+/// bytes in host memory, or device memory routed by `gds` (`gds=on` without a usable cuFile
+/// fails here, before anything is written).
+///
+/// # Safety
+/// `ptr` must be NULL or hold `tile.volume()` elements of `dtype`.
+pub unsafe fn tile_buffer<'a>(
+    ptr: *const c_void,
+    tile: &Tile,
+    k: usize,
+    dtype: Dtype,
+    gds: Gds,
+) -> Result<Buffer<'a>> {
+    let Some(bytes) = tile.bytes(dtype.size()) else {
+        let why = format!("tile {k} {tile} is too large to address");
+        return fail(H5TILE_ERR_INVALID_ARGUMENT, why);
+    };
+    if bytes == 0 {
+        return Ok(Buffer::Host(&[]));
+    }
+    if ptr.is_null() {
+        let why = format!("buffer of non-empty tile {k} {tile} is NULL");
+        return fail(H5TILE_ERR_INVALID_ARGUMENT, why);
+    }
+    Ok(match device::route(ptr, gds)? {
+        Route::Host => Buffer::Host(std::slice::from_raw_parts(ptr.cast(), bytes)),
+        Route::Device(ptr, gds) => Buffer::Device(ptr, gds),
+    })
+}
+
+/// The buffer `ptr` that `tile` is read into, as `tile_buffer` makes a write's (device memory
+/// routed by `gds`).
+///
+/// # Safety
+/// `ptr` must be NULL or have room for `tile.volume()` elements of `dtype`.
+pub unsafe fn read_buffer<'a>(
+    ptr: *mut c_void,
+    tile: &Tile,
+    dtype: Dtype,
+    gds: Gds,
+) -> Result<BufferMut<'a>> {
+    let Some(bytes) = tile.bytes(dtype.size()) else {
+        return fail(
+            H5TILE_ERR_INVALID_ARGUMENT,
+            format!("tile {tile} is too large to address"),
+        );
+    };
+    if bytes == 0 {
+        return Ok(BufferMut::Host(&mut []));
+    }
+    if ptr.is_null() {
+        return fail(
+            H5TILE_ERR_INVALID_ARGUMENT,
+            format!("buffer for tile {tile} is NULL"),
+        );
+    }
+    Ok(match device::route(ptr, gds)? {
+        Route::Host => BufferMut::Host(std::slice::from_raw_parts_mut(ptr.cast(), bytes)),
+        Route::Device(dst, gds) => BufferMut::Device(dst, gds),
+    })
 }
 
 #[cfg(test)]

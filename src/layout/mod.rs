@@ -26,6 +26,9 @@ use crate::status::{
 };
 use std::path::{Path, PathBuf};
 
+/// Where the tile writer syncs its files, the commit its masters and folders.
+pub use crate::platform::tile_bytes::sync_path;
+
 /// A write's identity: 16 hex digits from the clock and the process id, chosen on rank 0.
 pub fn new_generation() -> u64 {
     let nanos = std::time::SystemTime::now()
@@ -192,13 +195,6 @@ pub fn create_tile_dir(dir: &Path) -> Result<()> {
         ),
         Err(e) => Err(Error::io("cannot create tile folder", dir, &e)),
     }
-}
-
-/// Flushes a closed file's data (or a folder's entries) to stable storage.
-pub fn sync_path(path: &Path) -> Result<()> {
-    std::fs::File::open(path)
-        .and_then(|f| f.sync_all())
-        .map_err(|e| Error::io("cannot sync", path, &e))
 }
 
 /// The commit point. The new files (tiles, synced by their writers, and the temporary master)

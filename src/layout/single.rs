@@ -9,13 +9,12 @@
 
 use super::checksums::Summary;
 use super::runs::tile_runs;
-use super::sync_path;
 use crate::dtype::Dtype;
 use crate::geometry::tile::Tile;
-use crate::platform::device::{Buffer, DeviceFile};
+use crate::platform::device::Buffer;
 use crate::platform::hdf5::{self, Dataset, File, Plist, Space};
-use crate::status::{fail, Error, Result, H5TILE_ERR_HDF5};
-use std::os::unix::fs::FileExt;
+use crate::platform::tile_bytes::{write_runs, Durability, Run};
+use crate::status::{fail, Result, H5TILE_ERR_HDF5};
 use std::path::Path;
 
 /// Creates `path` holding `dataset` of `global` shape with its contiguous storage allocated
@@ -90,8 +89,9 @@ pub fn record(path: &Path, dataset: &str, dtype: Dtype, tiles: &[(Tile, Summary)
 }
 
 /// Writes `tile` (dense, row-major, `elem` bytes per element, in `buf`) into the contiguous
-/// storage at byte `data_offset` of the file at `path`, one `pwrite` per contiguous run (from
-/// device memory: one h5tile_gds device transfer per run); then, with `sync`, syncs the file.
+/// storage at byte `data_offset` of the file at `path`, one write per contiguous run (each in
+/// pieces over this rank's I/O threads; from device memory, one h5tile_gds device transfer);
+/// then, with `sync`, syncs the file.
 pub fn write_tile(
     path: &Path,
     data_offset: u64,
@@ -101,35 +101,17 @@ pub fn write_tile(
     buf: Buffer,
     sync: bool,
 ) -> Result<()> {
-    let synced = sync;
-    let sync = |path: &Path| match synced {
-        true => sync_path(path),
-        false => Ok(()),
+    let runs: Vec<Run> = tile_runs(global, tile, elem)
+        .into_iter()
+        .map(|(at, buf_at, len)| Run {
+            file_at: data_offset + at,
+            buf_at,
+            len,
+        })
+        .collect();
+    let durability = match sync {
+        true => Durability::SyncNow,
+        false => Durability::Never,
     };
-    let bytes = match buf {
-        Buffer::Host(bytes) => bytes,
-        Buffer::Device(ptr, _) => {
-            let mut io = DeviceFile::open_to_write(path, &buf.route(), synced)?;
-            for (at, start, len) in tile_runs(global, tile, elem) {
-                io.write(data_offset + at, ptr.offset(start as usize), len)?;
-            }
-            drop(io);
-            return sync(path);
-        }
-    };
-    let file = std::fs::OpenOptions::new()
-        .write(true)
-        .open(path)
-        .map_err(|e| Error::io("cannot open", path, &e))?;
-    for (at, start, len) in tile_runs(global, tile, elem) {
-        let start = start as usize;
-        let Some(run) = bytes.get(start..start + len) else {
-            let why = format!("a buffer of {} bytes for tile {tile}", bytes.len());
-            return fail(crate::status::H5TILE_ERR_INVALID_ARGUMENT, why);
-        };
-        file.write_all_at(run, data_offset + at)
-            .map_err(|e| Error::io("cannot write tile data to", path, &e))?;
-    }
-    drop(file);
-    sync(path)
+    write_runs(path, &runs, buf, durability)
 }

@@ -15,8 +15,9 @@ use super::vds::{write_u64_attribute, TileBytes};
 use super::{is_numbered, subfile_generation};
 use crate::dtype::Dtype;
 use crate::geometry::tile::Tile;
-use crate::platform::device::{Buffer, DeviceFile, Route};
+use crate::platform::device::Buffer;
 use crate::platform::hdf5::{self, Dataset, File, Plist, Space};
+use crate::platform::tile_bytes::{write_runs, Durability, Run};
 use crate::status::{fail, Error, Result, H5TILE_ERR_HDF5};
 use std::path::Path;
 
@@ -112,37 +113,16 @@ pub fn write_tile(
     buf: Buffer,
     sync: bool,
 ) -> Result<()> {
-    let route = buf.route();
-    match buf {
-        Buffer::Host(bytes) => {
-            let Some(bytes) = bytes.get(..len) else {
-                let why = format!("a buffer of {} bytes for a tile of {len}", bytes.len());
-                return fail(crate::status::H5TILE_ERR_INVALID_ARGUMENT, why);
-            };
-            write_host(path, data_offset, bytes, &route, sync)
-        }
-        Buffer::Device(ptr, _) => {
-            DeviceFile::open_to_write(path, &route, sync)?.write(data_offset, ptr, len)
-        }
-    }
-}
-
-fn write_host(
-    path: &Path,
-    data_offset: u64,
-    bytes: &[u8],
-    route: &Route,
-    sync: bool,
-) -> Result<()> {
-    let name = path.to_string_lossy();
-    let mode = h5tile_gds::OpenMode {
-        write: true,
-        ..Default::default()
+    let run = Run {
+        file_at: data_offset,
+        buf_at: 0,
+        len,
     };
-    let mut file =
-        h5tile_gds::PosixFile::open(&name, mode).map_err(|e| Error::io("cannot open", path, &e))?;
-    file.write_raw(data_offset, bytes, &route.write_config(sync))
-        .map_err(|e| Error::io("cannot write tile data to", path, &e))
+    let durability = match sync {
+        true => Durability::SyncLater,
+        false => Durability::Never,
+    };
+    write_runs(path, &[run], buf, durability)
 }
 
 /// Checks that `file`, named `name` by a master, is the subfile of the write the name says

@@ -1,8 +1,10 @@
 //! The libraries h5tile stands on, each behind one module: `hdf5` (the process-wide lock,
 //! RAII handles, typed attributes: the only code calling libhdf5), `comm` (the only code
 //! calling MPI), `device` (recognising device memory and routing it through the h5tile_gds
-//! driver, whose public API it is the only user of besides `hdf5::gds`).
+//! driver, whose public API it and `tile_bytes` are the only users of besides `hdf5::gds`),
+//! `tile_bytes` (tile bytes written at known offsets of a file, and made durable).
 
 pub(crate) mod comm;
 pub(crate) mod device;
 pub(crate) mod hdf5;
+pub(crate) mod tile_bytes;

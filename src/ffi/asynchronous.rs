@@ -1,0 +1,134 @@
+//! The C ABI of asynchronous writing: `h5tile_write_async` and `h5tile_write_tiles_async`
+//! start a write on a thread of its own and return a request; `h5tile_wait` completes one
+//! request, `h5tile_fence` every request of this process.
+
+use super::boundary::run;
+use super::h5tile_write_options;
+use super::write::write_args;
+use crate::dtype::h5tile_dtype;
+use crate::ops::pending;
+use crate::ops::write;
+use crate::platform::comm::Comm;
+use crate::status::*;
+use mpi::ffi::MPI_Comm;
+use std::ffi::{c_char, c_void};
+
+/// A write started by `h5tile_write_async` (opaque); `h5tile_wait` completes and frees it.
+#[allow(non_camel_case_types)]
+pub struct h5tile_request(std::sync::Arc<pending::Request>);
+
+/// `h5tile_write` that returns before the data is written, so I/O overlaps computation.
+///
+/// Takes the same arguments and follows the same rules (collective over `comm`, atomic
+/// replacement, the same status on every rank), plus `req`. Arguments a rank can check alone
+/// are checked before it returns (the status says what is wrong, and nothing starts); every
+/// other failure is returned by `h5tile_wait` or `h5tile_fence`. On success `*req` is the
+/// request, to be completed and freed by `h5tile_wait`; with `req` NULL the library keeps it,
+/// and `h5tile_fence` completes it. The write runs on a thread of its own over its own
+/// duplicate of `comm`: with `MPI_COMM_NULL` always, with a communicator only where MPI was
+/// initialised with `MPI_THREAD_MULTIPLE` (`MPI_Init_thread`); below that level MPI forbids
+/// a second thread, and the write completes before this call returns. `buf` must stay alive
+/// and untouched until the request completes, and `path` must not be touched meanwhile. Every
+/// request must be completed before `MPI_Finalize` and before the process exits.
+///
+/// # Safety
+/// As `h5tile_write`; `buf` must stay valid until the request completes.
+#[no_mangle]
+pub unsafe extern "C" fn h5tile_write_async(
+    comm: MPI_Comm,
+    path: *const c_char,
+    dataset: *const c_char,
+    dtype: h5tile_dtype,
+    ndim: usize,
+    global_shape: *const u64,
+    tile_offset: *const u64,
+    tile_shape: *const u64,
+    buf: *const c_void,
+    opts: *const h5tile_write_options,
+    req: *mut *mut h5tile_request,
+) -> h5tile_status {
+    let bufs = [buf];
+    h5tile_write_tiles_async(
+        comm,
+        path,
+        dataset,
+        dtype,
+        ndim,
+        global_shape,
+        1,
+        tile_offset,
+        tile_shape,
+        bufs.as_ptr(),
+        opts,
+        req,
+    )
+}
+
+/// `h5tile_write_tiles` that returns before the data is written, as `h5tile_write_async`.
+/// The array `bufs` itself may be reused at once; the buffers it points to may not.
+///
+/// # Safety
+/// As `h5tile_write_tiles`; the buffers must stay valid until the request completes.
+#[no_mangle]
+pub unsafe extern "C" fn h5tile_write_tiles_async(
+    comm: MPI_Comm,
+    path: *const c_char,
+    dataset: *const c_char,
+    dtype: h5tile_dtype,
+    ndim: usize,
+    global_shape: *const u64,
+    ntiles: usize,
+    tile_offsets: *const u64,
+    tile_shapes: *const u64,
+    bufs: *const *const c_void,
+    opts: *const h5tile_write_options,
+    req: *mut *mut h5tile_request,
+) -> h5tile_status {
+    if !req.is_null() {
+        *req = std::ptr::null_mut();
+    }
+    run(|| {
+        let comm = Comm::from_raw(comm)?;
+        let tiles = (ntiles, tile_offsets, tile_shapes, bufs);
+        let args = write_args(&comm, path, dataset, dtype, ndim, global_shape, tiles, opts)?;
+        comm.agree_on(|| write::check(&args))?;
+        let request = pending::start(comm, pending::OwnedWrite::new(&args));
+        if !req.is_null() {
+            *req = Box::into_raw(Box::new(h5tile_request(request)));
+        }
+        Ok(())
+    })
+}
+
+/// Completes the write `req` (waiting for it if it is still running), frees `req`, and returns
+/// the write's status (the same on every rank of its communicator, as for `h5tile_write`).
+/// Not collective. A request already completed by `h5tile_fence` returns its status at once.
+///
+/// # Safety
+/// `req` must come from `h5tile_write_async` or `h5tile_write_tiles_async` and not have been
+/// waited for already.
+#[no_mangle]
+pub unsafe extern "C" fn h5tile_wait(req: *mut h5tile_request) -> h5tile_status {
+    run(|| {
+        if req.is_null() {
+            return fail(H5TILE_ERR_INVALID_ARGUMENT, "req is NULL");
+        }
+        pending::wait(Box::from_raw(req).0)
+    })
+}
+
+/// Completes every write this process has started and not yet waited for, then agrees over
+/// `comm` (collective; `MPI_COMM_NULL`: this process alone). Once it has returned on every
+/// rank, every file written is complete and visible to any reader. Returns the first failure
+/// among the writes of any rank, the same on every rank. Requests it completed stay valid
+/// until `h5tile_wait` frees them, which then returns their own status at once.
+///
+/// # Safety
+/// `comm` must be a valid communicator or `MPI_COMM_NULL`.
+#[no_mangle]
+pub unsafe extern "C" fn h5tile_fence(comm: MPI_Comm) -> h5tile_status {
+    run(|| {
+        let comm = Comm::from_raw(comm)?;
+        pending::fence(&comm)
+    })
+}

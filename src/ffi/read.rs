@@ -1,0 +1,105 @@
+//! The C ABI of reading: `h5tile_read` (one tile per rank, collective) and `h5tile_inspect`
+//! (a dataset's element type and extents).
+
+use super::boundary::{ndim_arg, out_arg, read_buffer, run, slice_arg, str_arg};
+use super::h5tile_read_options;
+use crate::dtype::{h5tile_dtype, Dtype};
+use crate::geometry::tile::Tile;
+use crate::ops::read;
+use crate::ops::write;
+use crate::platform::comm::Comm;
+use crate::status::*;
+use mpi::ffi::MPI_Comm;
+use std::ffi::{c_char, c_void};
+use std::path::Path;
+
+/// Reads the tile at `tile_offset` of extent `tile_shape` of `dataset` in the file `path` into
+/// `buf` (dense, row-major, `dtype` elements), converting the element type where HDF5 can.
+///
+/// Reads any HDF5 dataset: contiguous, chunked, compressed, or virtual (ours, Legate's, h5py's).
+/// Before reading a virtual dataset, every source file the tile needs is checked:
+/// `H5TILE_ERR_MISSING_TILE` names a missing one (HDF5 alone would return fill values).
+/// Collective over `comm` (`MPI_COMM_NULL`: this process alone): each rank reads the tile it
+/// names, and a failure on any rank is returned on every rank. All ranks read one version of
+/// the file: if a write replaces it during the read, the read starts over on the new version
+/// (never a mixture, never an error because the old version's tiles were removed). A tile
+/// that does not fit the dataset, or an `ndim` other than its rank, is `H5TILE_ERR_SHAPE`.
+/// `opts` may be NULL.
+/// `buf` may be CUDA device memory: it is then read in the dataset's own type (another `dtype`
+/// is `H5TILE_ERR_DTYPE`), moved as `opts->gds` or `H5TILE_GDS` says.
+///
+/// # Safety
+/// Pointers must be NULL or valid for the lengths given; `buf` must have room for the tile.
+#[no_mangle]
+pub unsafe extern "C" fn h5tile_read(
+    comm: MPI_Comm,
+    path: *const c_char,
+    dataset: *const c_char,
+    dtype: h5tile_dtype,
+    ndim: usize,
+    tile_offset: *const u64,
+    tile_shape: *const u64,
+    buf: *mut c_void,
+    opts: *const h5tile_read_options,
+) -> h5tile_status {
+    run(|| {
+        let comm = Comm::from_raw(comm)?;
+        let parsed = comm.agree_on(|| {
+            let path = Path::new(str_arg(path, "path")?);
+            let dataset = str_arg(dataset, "dataset")?;
+            let dtype = Dtype::parse(dtype)?;
+            let ndim = ndim_arg(ndim)?;
+            let tile = Tile::new(
+                slice_arg(tile_offset, ndim, "tile_offset")?.to_vec(),
+                slice_arg(tile_shape, ndim, "tile_shape")?.to_vec(),
+            );
+            let options = h5tile_read_options::parse(opts)?;
+            let buf = read_buffer(buf, &tile, dtype, options.gds)?;
+            Ok((path, dataset, dtype, tile, buf, options))
+        });
+        match parsed {
+            Ok((path, dataset, dtype, tile, buf, options)) => {
+                read::read(&comm, path, dataset, dtype, &tile, buf, options)
+            }
+            Err(e) => Err(e),
+        }
+    })
+}
+
+/// Element type, rank and extents of `dataset` in `path`, without reading data. `shape` must
+/// have room for 32 values. Not collective.
+///
+/// # Safety
+/// Pointers must be NULL or valid; `shape` must have room for 32 values.
+#[no_mangle]
+pub unsafe extern "C" fn h5tile_inspect(
+    path: *const c_char,
+    dataset: *const c_char,
+    dtype: *mut h5tile_dtype,
+    ndim: *mut usize,
+    shape: *mut u64,
+) -> h5tile_status {
+    run(|| {
+        let path = Path::new(str_arg(path, "path")?);
+        let dataset = str_arg(dataset, "dataset")?;
+        let dtype_out = out_arg(dtype, "dtype")?;
+        let ndim_out = out_arg(ndim, "ndim")?;
+        if shape.is_null() {
+            return fail(H5TILE_ERR_INVALID_ARGUMENT, "shape is NULL");
+        }
+        let (d, dims) = read::inspect(path, dataset)?;
+        if dims.len() > write::MAX_NDIM {
+            return fail(
+                H5TILE_ERR_SHAPE,
+                format!(
+                    "dataset has {} dimensions; h5tile handles up to 32",
+                    dims.len()
+                ),
+            );
+        }
+        *dtype_out = d.code();
+        *ndim_out = dims.len();
+        std::slice::from_raw_parts_mut(shape, dims.len()).copy_from_slice(&dims);
+        Ok(())
+    })
+}
