@@ -53,17 +53,22 @@ pub mod internals {
     }
 
     /// What the command-line tool (`cli/`) stands on: describing a file, checking a virtual
-    /// dataset's sources, the files a master refers to, and packing a file.
+    /// dataset's sources, the files a master refers to, and copying, packing and removing
+    /// files; the tool only parses its arguments and prints what these return.
     pub mod tool {
         pub use crate::layout::{new_generation, temporary_master, tile_dir};
+        pub use crate::ops::copy::{CopiedFile, CopyPlan, CopyReport, Verified};
+        pub use crate::ops::files::FileError;
         pub use crate::ops::inspect::{
             describe, DatasetInfo, Scalar, StorageKind, TileExtremes, TileInfo, VirtualInfo,
             VirtualLayout,
         };
         pub use crate::ops::pack::{
-            pack, CopiedObject, KeptLink, Omitted, PackReport, PackedDataset, OWN_ATTRIBUTE_PREFIX,
+            CopiedObject, KeptLink, Omitted, PackPlan, PackReport, PackedDataset, PackedFile,
+            OWN_ATTRIBUTE_PREFIX,
         };
         pub use crate::ops::relocate::{point_at_tile_folder, source_files, Place, SourceFile};
+        pub use crate::ops::remove::{remove_master, Removal};
         pub use crate::ops::verify::{
             check_sources, check_sources_part, checksummed_bytes, sources_to_open,
             verify_checksums, Problem,

@@ -2,6 +2,7 @@
 //! exit status, which says what kind of failure it was.
 
 use h5tile::internals::status::{self, Error};
+use h5tile::internals::tool::FileError;
 
 /// Exit status when a command found problems (`check`) or could not finish its work.
 pub const EXIT_PROBLEMS: u8 = 1;
@@ -54,5 +55,17 @@ impl From<Error> for Failure {
         );
         let code = if opening { EXIT_USAGE } else { EXIT_PROBLEMS };
         Failure::new(code, e.message)
+    }
+}
+
+/// A failure of `cp`, `rm` or `pack`: an input that cannot be described is classed as above, a
+/// refusal is a usage error, anything else a failure of the work.
+impl From<FileError> for Failure {
+    fn from(e: FileError) -> Failure {
+        match e {
+            FileError::Input(e) => e.into(),
+            FileError::Refused(message) => Failure::usage(message),
+            FileError::Failed(message) => Failure::problems(message),
+        }
     }
 }

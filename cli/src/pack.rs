@@ -3,13 +3,11 @@
 //! object kept. DST is written under a temporary name in its folder and renamed at the end:
 //! until then nothing at DST changes, and a failure leaves nothing behind.
 
-use crate::cp::{rename, same_file, sync, tile_files_of};
 use crate::failure::Failure;
 use crate::progress::{Progress, When};
 use crate::show;
-use h5tile::internals::tool::{describe, pack, PackReport};
+use h5tile::internals::tool::{PackPlan, PackReport};
 use serde::Serialize;
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 pub const LONG_ABOUT: &str = "\
@@ -65,69 +63,21 @@ pub struct Args {
     slab_bytes: Option<u64>,
 }
 
-/// A file removed when dropped, unless kept: the temporary DST of a pack that failed.
-struct Temporary(Option<PathBuf>);
-
-impl Drop for Temporary {
-    fn drop(&mut self) {
-        if let Some(path) = &self.0 {
-            let _ = std::fs::remove_file(path);
-        }
-    }
-}
-
 pub fn run(args: &Args, json: bool, when: When) -> Result<(), Failure> {
-    let src = &args.src;
-    let datasets = describe(src, None)?;
-    let dst = crate::cp::destination(src, &args.dst);
-    refuse(src, &dst, args.force)?;
-    let folder = match dst.parent().filter(|p| !p.as_os_str().is_empty()) {
-        Some(folder) => folder.to_path_buf(),
-        None => PathBuf::from("."),
-    };
-    let old_tiles = match args.force {
-        true => tile_files_of(&dst),
-        false => Vec::new(),
-    };
-
-    let name = dst.file_name().unwrap_or_default().to_string_lossy();
-    let temporary = folder.join(format!(".{name}.pack{}.tmp", std::process::id()));
-    let mut undo = Temporary(Some(temporary.clone()));
-    let before = version(src);
-    let total = datasets.iter().map(|d| d.bytes()).sum();
+    let plan = PackPlan::new(&args.src, &args.dst, args.force, args.slab_bytes)?;
+    let total = plan.total_bytes();
     let progress = Progress::bytes(total, "packing", when);
-    let failed = |e: h5tile::internals::status::Error| {
-        let what = format!("cannot pack '{}' into '{}'", src.display(), dst.display());
-        Failure::problems(e.context(&what).message)
-    };
-    let packed = pack(src, &datasets, &temporary, args.slab_bytes, &|n| {
-        progress.add(n)
-    });
+    let packed = plan.run(&|n| progress.add(n));
     progress.finish();
-    let report = packed.map_err(failed)?;
-    if version(src) != before {
-        return Err(Failure::problems(format!(
-            "cannot pack '{}': it was replaced while it was packed (run it again)",
-            src.display()
-        )));
-    }
-    sync(&temporary)?;
-    rename(&temporary, &dst)?;
-    undo.0 = None;
-    sync(&folder)?;
-
-    // The replaced master's tiles are nobody's now.
-    let mut removed = Vec::new();
-    for old in &old_tiles {
-        if std::fs::remove_file(old).is_ok() {
-            removed.push(show::path(old));
-        }
-    }
-    if !old_tiles.is_empty() {
-        let _ = std::fs::remove_dir(h5tile::internals::tool::tile_dir(&dst));
-    }
-
-    let summary = Summary::of(src, &dst, total, report, removed);
+    let packed = packed?;
+    let removed = packed.removed.iter().map(|p| show::path(p)).collect();
+    let summary = Summary::of(
+        &args.src,
+        &packed.destination,
+        total,
+        packed.report,
+        removed,
+    );
     match json {
         true => show::json(&summary),
         false => {
@@ -135,38 +85,6 @@ pub fn run(args: &Args, json: bool, when: When) -> Result<(), Failure> {
             Ok(())
         }
     }
-}
-
-/// Refuses a DST that is SRC, a folder, in no folder, or that exists (without `force`).
-fn refuse(src: &Path, dst: &Path, force: bool) -> Result<(), Failure> {
-    let refused = |why: String| {
-        Err(Failure::usage(format!(
-            "cannot pack to '{}': {why}",
-            dst.display()
-        )))
-    };
-    if same_file(src, dst) {
-        return refused(format!("it is '{}' itself", src.display()));
-    }
-    if dst.is_dir() {
-        return refused("it is a directory".into());
-    }
-    if let Some(folder) = dst.parent().filter(|p| !p.as_os_str().is_empty()) {
-        if !folder.is_dir() {
-            return refused(format!("folder '{}' does not exist", folder.display()));
-        }
-    }
-    if !force && std::fs::symlink_metadata(dst).is_ok() {
-        return refused("it exists (--force replaces it)".into());
-    }
-    Ok(())
-}
-
-/// Which version of the file at `path` is there: (device, inode, change time); a writer
-/// replaces a master by renaming a new one over it.
-fn version(path: &Path) -> Option<(u64, u64, i64, i64)> {
-    let m = std::fs::metadata(path).ok()?;
-    Some((m.dev(), m.ino(), m.ctime(), m.ctime_nsec()))
 }
 
 #[derive(Serialize)]

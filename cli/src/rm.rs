@@ -4,9 +4,9 @@
 
 use crate::failure::Failure;
 use crate::show;
-use h5tile::internals::tool::{describe, source_files, tile_dir, Place};
+use h5tile::internals::tool::remove_master;
 use serde::Serialize;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 pub const LONG_ABOUT: &str = "\
 Remove the master FILE, then the tile files and subfiles in its tile folder (<FILE>.tiles/)
@@ -49,66 +49,19 @@ struct Report {
 }
 
 pub fn run(args: &Args, json: bool) -> Result<(), Failure> {
-    let master = &args.file;
-    let datasets = describe(master, None)?;
-    let folder = tile_dir(master);
-    let mut tiles = Vec::new();
-    let mut report = Report {
-        file: show::path(master),
+    let removal = remove_master(&args.file, args.dry_run)?;
+    let paths = |all: &[PathBuf]| all.iter().map(|p| show::path(p)).collect();
+    let report = Report {
+        file: show::path(&args.file),
         dry_run: args.dry_run,
-        removed: vec![show::path(master)],
-        missing: Vec::new(),
-        kept: Vec::new(),
+        removed: paths(&removal.removed),
+        missing: paths(&removal.missing),
+        kept: paths(&removal.kept),
     };
-    for source in source_files(master, &datasets) {
-        match (&source.place, source.found) {
-            (Place::TileFolder(inside), true) => tiles.push(folder.join(inside)),
-            (Place::TileFolder(inside), false) => {
-                report.missing.push(show::path(&folder.join(inside)))
-            }
-            _ => report.kept.push(show::path(&source.path)),
-        }
-    }
-    let folder_goes = !tiles.is_empty() && only_these_in(&folder, &tiles);
-    if args.dry_run {
-        report.removed.extend(tiles.iter().map(|t| show::path(t)));
-        if folder_goes {
-            report.removed.push(show::path(&folder));
-        }
-        return print(&report, json);
-    }
-    std::fs::remove_file(master)
-        .map_err(|e| Failure::io(format!("cannot remove '{}'", master.display()), &e))?;
-    let mut failed = None;
-    for tile in &tiles {
-        match std::fs::remove_file(tile) {
-            Ok(()) => report.removed.push(show::path(tile)),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                report.missing.push(show::path(tile))
-            }
-            Err(e) => {
-                failed.get_or_insert(Failure::io(
-                    format!("cannot remove '{}'", tile.display()),
-                    &e,
-                ));
-            }
-        }
-    }
-    // A folder something else is still in stays.
-    if !tiles.is_empty() && std::fs::remove_dir(&folder).is_ok() {
-        report.removed.push(show::path(&folder));
-    }
     print(&report, json)?;
-    failed.map_or(Ok(()), Err)
-}
-
-/// Whether `folder` holds nothing but `files`.
-fn only_these_in(folder: &Path, files: &[PathBuf]) -> bool {
-    std::fs::read_dir(folder).is_ok_and(|entries| {
-        entries
-            .flatten()
-            .all(|e| files.iter().any(|f| f.file_name() == Some(&e.file_name())))
-    })
+    removal
+        .failed
+        .map_or(Ok(()), |why| Err(Failure::problems(why)))
 }
 
 fn print(report: &Report, json: bool) -> Result<(), Failure> {

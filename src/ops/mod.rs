@@ -5,9 +5,15 @@
 //! `verify` (whether a virtual dataset's sources are there as recorded), `relocate` (the
 //! files a master refers to, and pointing a copy at its own tile folder), `pack` (a file made
 //! self-contained, its virtual datasets contiguous); these are built with the feature
-//! `internals` only, which the tool turns on.
+//! `internals` only, which the tool turns on, as are the tool's own file work: `copy` (a master
+//! copied with its sources, verified), `remove` (a master removed with its tile files), and
+//! `files` (the file-system steps these and `pack` share).
 
 pub(crate) mod batches;
+#[cfg(any(test, feature = "internals"))]
+pub(crate) mod copy;
+#[cfg(any(test, feature = "internals"))]
+pub(crate) mod files;
 pub(crate) mod fnv;
 #[cfg(any(test, feature = "internals"))]
 pub(crate) mod inspect;
@@ -17,6 +23,8 @@ pub(crate) mod pending;
 pub(crate) mod read;
 #[cfg(any(test, feature = "internals"))]
 pub(crate) mod relocate;
+#[cfg(any(test, feature = "internals"))]
+pub(crate) mod remove;
 #[cfg(any(test, feature = "internals"))]
 pub(crate) mod verify;
 pub(crate) mod write;

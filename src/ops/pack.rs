@@ -7,8 +7,12 @@
 //! reader (which checks every recorded checksum) in boxes of bounded size, each written
 //! before the next is read, so memory stays bounded whatever the dataset's size.
 
+use super::files::{
+    destination, folder_of, remove_replaced_tiles, rename, same_file, sync, FileError, FileResult,
+};
 use super::inspect::{describe, open_file, DatasetInfo};
 use super::read::{read, ReadOptions};
+use super::relocate::tile_files_of;
 use super::verify::check_sources;
 use crate::dtype::Dtype;
 use crate::geometry::tile::Tile;
@@ -19,7 +23,8 @@ use crate::platform::hdf5::{
 };
 use crate::status::*;
 use std::collections::HashMap;
-use std::path::Path;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
 
 /// The largest box of a virtual dataset read and written at once, unless asked otherwise.
 const DEFAULT_SLAB_BYTES: u64 = 64 << 20;
@@ -126,6 +131,136 @@ pub fn pack(
     drop(packer);
     to.close()?;
     Ok(report)
+}
+
+/// A pack of one file into a new one (`h5tile pack`), checked but not begun. The new file is
+/// written under a temporary name in its folder and renamed into place at the end: until then
+/// nothing at the destination changes, and a failure leaves nothing behind.
+pub struct PackPlan {
+    src: PathBuf,
+    dst: PathBuf,
+    datasets: Vec<DatasetInfo>,
+    slab_bytes: Option<u64>,
+    old_tiles: Vec<PathBuf>,
+}
+
+/// What a pack into place did.
+#[derive(Clone, Debug)]
+pub struct PackedFile {
+    /// Where the packed file is (the destination as given, or the file in it under SRC's
+    /// name).
+    pub destination: PathBuf,
+    pub report: PackReport,
+    /// Tile files of the replaced destination (with `force`).
+    pub removed: Vec<PathBuf>,
+}
+
+/// A file removed when dropped, unless kept: the temporary destination of a pack that failed.
+struct Temporary(Option<PathBuf>);
+
+impl Drop for Temporary {
+    fn drop(&mut self) {
+        if let Some(path) = &self.0 {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
+impl PackPlan {
+    /// Plans packing `src` into `dst` (a file, or a folder to pack into under SRC's name),
+    /// virtual datasets in slabs of at most `slab_bytes` (see `pack`). Refuses a destination
+    /// that is SRC, a folder, in no folder, or that exists (unless `force`).
+    pub fn new(
+        src: &Path,
+        dst: &Path,
+        force: bool,
+        slab_bytes: Option<u64>,
+    ) -> FileResult<PackPlan> {
+        let datasets = describe(src, None)?;
+        let dst = destination(src, dst);
+        refuse(src, &dst, force)?;
+        let old_tiles = match force {
+            true => tile_files_of(&dst),
+            false => Vec::new(),
+        };
+        Ok(PackPlan {
+            src: src.to_path_buf(),
+            dst,
+            datasets,
+            slab_bytes,
+            old_tiles,
+        })
+    }
+
+    /// The bytes of every dataset of SRC: what `run` tells `progress` of in all.
+    pub fn total_bytes(&self) -> u64 {
+        self.datasets.iter().map(|d| d.bytes()).sum()
+    }
+
+    /// Packs SRC under a temporary name, then renames it into place and removes the tile files
+    /// of a master it replaced. Fails, leaving nothing, when packing fails or SRC was replaced
+    /// meanwhile.
+    pub fn run(self, progress: &dyn Fn(u64)) -> FileResult<PackedFile> {
+        let (src, dst) = (&self.src, &self.dst);
+        let folder = folder_of(dst);
+        let name = dst.file_name().unwrap_or_default().to_string_lossy();
+        let temporary = folder.join(format!(".{name}.pack{}.tmp", std::process::id()));
+        let mut undo = Temporary(Some(temporary.clone()));
+        let before = version(src);
+        let report =
+            pack(src, &self.datasets, &temporary, self.slab_bytes, progress).map_err(|e| {
+                let what = format!("cannot pack '{}' into '{}'", src.display(), dst.display());
+                FileError::Failed(e.context(&what).message)
+            })?;
+        if version(src) != before {
+            return Err(FileError::Failed(format!(
+                "cannot pack '{}': it was replaced while it was packed (run it again)",
+                src.display()
+            )));
+        }
+        sync(&temporary)?;
+        rename(&temporary, dst)?;
+        undo.0 = None;
+        sync(folder)?;
+        let removed = remove_replaced_tiles(dst, &self.old_tiles, &[]);
+        Ok(PackedFile {
+            destination: self.dst.clone(),
+            report,
+            removed,
+        })
+    }
+}
+
+/// Refuses a `dst` that is `src`, a folder, in no folder, or that exists (without `force`).
+fn refuse(src: &Path, dst: &Path, force: bool) -> FileResult<()> {
+    let refused = |why: String| {
+        Err(FileError::Refused(format!(
+            "cannot pack to '{}': {why}",
+            dst.display()
+        )))
+    };
+    if same_file(src, dst) {
+        return refused(format!("it is '{}' itself", src.display()));
+    }
+    if dst.is_dir() {
+        return refused("it is a directory".into());
+    }
+    if let Some(folder) = dst.parent().filter(|p| !p.as_os_str().is_empty()) {
+        if !folder.is_dir() {
+            return refused(format!("folder '{}' does not exist", folder.display()));
+        }
+    }
+    if !force && std::fs::symlink_metadata(dst).is_ok() {
+        return refused("it exists (--force replaces it)".into());
+    }
+    Ok(())
+}
+
+/// Which version of the file at `path` is there: (device, inode, change time); a writer
+/// replaces a master by renaming a new one over it.
+fn version(path: &Path) -> Option<(u64, u64, i64, i64)> {
+    let m = std::fs::metadata(path).ok()?;
+    Some((m.dev(), m.ino(), m.ctime(), m.ctime_nsec()))
 }
 
 /// A pack in progress.

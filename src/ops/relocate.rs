@@ -2,7 +2,7 @@
 //! its tile folder, elsewhere relative to it, at absolute paths), and pointing a copy of a
 //! master at its own tile folder: what copying or removing a master with its tiles needs.
 
-use super::inspect::DatasetInfo;
+use super::inspect::{describe, DatasetInfo};
 use crate::layout::tile_dir;
 use crate::platform::hdf5::{self, Dataset, File, Plist, Storage};
 use crate::status::Result;
@@ -68,6 +68,22 @@ pub fn source_files(master: &Path, datasets: &[DatasetInfo]) -> Vec<SourceFile> 
         }
     }
     files
+}
+
+/// The files in `master`'s tile folder that it refers to and that are there, if it is a
+/// master (none otherwise, nor when it cannot be read): what replacing it leaves behind.
+pub(crate) fn tile_files_of(master: &Path) -> Vec<PathBuf> {
+    let Ok(datasets) = describe(master, None) else {
+        return Vec::new();
+    };
+    source_files(master, &datasets)
+        .into_iter()
+        .filter(|s| s.found)
+        .filter_map(|s| match s.place {
+            Place::TileFolder(inside) => Some(tile_dir(master).join(inside)),
+            _ => None,
+        })
+        .collect()
 }
 
 fn place_of(name: &str, pattern: bool, folder: &str) -> Place {
