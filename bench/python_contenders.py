@@ -78,7 +78,8 @@ def legate_mode(mode, path, rows, cols):
     total = 0.0
     if mode == "legate_write":
         data = filled(0, (rows, cols))
-        store = runtime.create_store_from_buffer(Type.from_numpy_dtype(data.dtype), data.shape, data, False)
+        store = runtime.create_store_from_buffer(dtype=Type.from_numpy_dtype(data.dtype), shape=data.shape,
+                                                 data=data, read_only=False)
         array = LogicalArray.from_store(store)
         runtime.issue_execution_fence(block=True)
         t0 = time.perf_counter()
