@@ -12,6 +12,7 @@ use crate::ops::read::source::Source;
 use crate::ops::read::{check_conversion, on_one_version, open_dataset, OpenDataset, ReadOptions};
 use crate::platform::comm::Comm;
 use crate::platform::hdf5::{self, Dataset, Plist, Storage};
+use crate::platform::memory::PageBuffer;
 use crate::status::*;
 use std::ops::Range;
 use std::path::Path;
@@ -116,19 +117,17 @@ impl ChunkGrid {
     }
 }
 
-/// An empty buffer for chunks of up to `bytes`, its pages advised to be huge: the kernel then
-/// copies file data into it markedly faster (fewer TLB misses), as into numpy's arrays.
-fn chunk_buffer(bytes: usize) -> Vec<u8> {
-    let buffer: Vec<u8> = Vec::with_capacity(bytes);
-    crate::platform::device::advise_huge_pages(buffer.as_ptr(), bytes);
-    buffer
+/// An empty buffer for chunks of up to `bytes`, starting on a page, its pages advised to be
+/// huge: the kernel copies file data into it markedly faster (see `PageBuffer`).
+fn chunk_buffer(bytes: usize) -> PageBuffer {
+    PageBuffer::new(bytes)
 }
 
 /// One chunk as read by the reader thread.
 struct Filled {
     tile: Tile,
     result: Result<()>,
-    buffer: Vec<u8>,
+    buffer: PageBuffer,
 }
 
 /// An open batched read: this rank's run of chunks and the thread reading one ahead.
@@ -141,11 +140,11 @@ pub struct Batches {
     elem: usize,
     dtype: Dtype,
     /// Empty buffers back to the reader, and filled ones from it.
-    free: Option<SyncSender<Vec<u8>>>,
+    free: Option<SyncSender<PageBuffer>>,
     filled: Option<Receiver<Filled>>,
     reader: Option<JoinHandle<()>>,
     /// The chunk `next_view` lent the caller, given back to the reader on the next call.
-    lent: Option<Vec<u8>>,
+    lent: Option<PageBuffer>,
     /// Whether the second buffer that lending needs (one lent, one read ahead) exists.
     second_buffer: bool,
 }
@@ -200,7 +199,7 @@ impl Batches {
             .map(|(&c, &s)| c.min(s) as usize)
             .product::<usize>()
             * elem;
-        let (free_tx, free_rx) = sync_channel::<Vec<u8>>(1);
+        let (free_tx, free_rx) = sync_channel::<PageBuffer>(1);
         let (filled_tx, filled_rx) = sync_channel::<Filled>(1);
         let reader_grid = grid.clone();
         let reader_range = range.clone();
@@ -333,7 +332,7 @@ impl Batches {
     }
 
     /// A delivered buffer back to the reader, while it has chunks left to read.
-    fn recycle(&mut self, buffer: Vec<u8>) {
+    fn recycle(&mut self, buffer: PageBuffer) {
         if self.next < self.end {
             if let Some(tx) = &self.free {
                 let _ = tx.send(buffer);
@@ -342,7 +341,7 @@ impl Batches {
     }
 
     /// The next filled chunk from the reader, counted as delivered.
-    fn receive(&mut self) -> Result<(Tile, Result<()>, Vec<u8>)> {
+    fn receive(&mut self) -> Result<(Tile, Result<()>, PageBuffer)> {
         let filled = self.filled.as_ref().and_then(|rx| rx.recv().ok());
         let Some(Filled {
             tile,
@@ -411,13 +410,13 @@ fn read_ahead(
     range: Range<u128>,
     dtype: Dtype,
     fill_missing: bool,
-    free: Receiver<Vec<u8>>,
+    free: Receiver<PageBuffer>,
     filled: SyncSender<Filled>,
 ) {
     for index in range {
         let Ok(mut buffer) = free.recv() else { break };
         let tile = grid.chunk(index);
-        buffer.resize(tile.volume() as usize * dtype.size(), 0);
+        buffer.set_len(tile.volume() as usize * dtype.size());
         let result = catch_panic(|| source.read(&tile, dtype, &mut buffer, fill_missing));
         if filled
             .send(Filled {

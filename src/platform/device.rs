@@ -3,8 +3,6 @@
 //! `H5TILE_GDS=auto|on|off` in the environment, overridden by the options' `gds` field.
 
 use crate::status::*;
-/// Huge pages for large buffers, as the driver advises its own.
-pub use h5tile_gds::advise_huge_pages;
 /// Logging as the driver logs (`H5TILE_LOG`), so h5tile and its driver speak with one voice.
 pub use h5tile_gds::log;
 /// The compat path's pieces of device memory shown as they are written (tile checksums).

@@ -2,9 +2,11 @@
 //! RAII handles, typed attributes: the only code calling libhdf5), `comm` (the only code
 //! calling MPI), `device` (recognising device memory and routing it through the h5tile_gds
 //! driver, whose public API it and `tile_bytes` are the only users of besides `hdf5::gds`),
-//! `tile_bytes` (tile bytes written at known offsets of a file, and made durable).
+//! `tile_bytes` (tile bytes written at known offsets of a file, and made durable), `memory`
+//! (page-aligned buffers for the reads the library fills itself).
 
 pub(crate) mod comm;
 pub(crate) mod device;
 pub(crate) mod hdf5;
+pub(crate) mod memory;
 pub(crate) mod tile_bytes;
