@@ -163,14 +163,12 @@ static void h5tile_side_read(const char *path, const char *dataset, const double
 /* Every line of the log naming an open of `file` (by its final name or a temporary one). */
 static int opens_kept_config(const char *log, const char *file, int *count) {
     int ok = 1;
-    char pattern[256];
-    snprintf(pattern, sizeof pattern, "%s", file);
     for (const char *line = log; line && *line;) {
         const char *end = strchr(line, '\n');
         size_t len = end ? (size_t)(end - line) : strlen(line);
         char buf[4096];
         snprintf(buf, sizeof buf, "%.*s", (int)(len < sizeof buf ? len : sizeof buf - 1), line);
-        if (strstr(buf, "opened '") && strstr(buf, pattern)) {
+        if (strstr(buf, "opened '") && strstr(buf, file)) {
             (*count)++;
             if (!strstr(buf, "config='threads=2'")) {
                 printf("configuration lost: %s\n", buf);

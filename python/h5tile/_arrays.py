@@ -135,10 +135,7 @@ ALIGNED_FROM = 1 << 20
 
 
 def _page_aligned_empty(shape: tuple[int, ...], dtype: np.dtype) -> np.ndarray:
-    count = 1
-    for n in shape:
-        count *= n
-    nbytes = count * dtype.itemsize
+    nbytes = math.prod(shape) * dtype.itemsize
     if nbytes < ALIGNED_FROM:
         return np.empty(shape, dtype)
     raw = np.empty(nbytes + PAGE, np.uint8)

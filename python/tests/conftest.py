@@ -13,6 +13,7 @@ import shutil
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -62,3 +63,17 @@ def tree(folder: Path) -> dict[str, bytes]:
 
 
 assert h5tile  # the package under test is importable before any test runs
+
+
+class DLPackOnly:
+    """An array seen only through DLPack (as a CPU or CUDA torch tensor or a JAX array would
+    be): the package must take it by `__dlpack__` alone."""
+
+    def __init__(self, a: Any) -> None:
+        self._a = a
+
+    def __dlpack__(self, **kw: Any) -> Any:
+        return self._a.__dlpack__(**kw)
+
+    def __dlpack_device__(self) -> Any:
+        return self._a.__dlpack_device__()

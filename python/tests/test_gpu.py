@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import h5tile
+from conftest import DLPackOnly
 
 cupy = pytest.importorskip("cupy")
 try:
@@ -18,17 +19,6 @@ try:
         pytest.skip("no GPU", allow_module_level=True)
 except cupy.cuda.runtime.CUDARuntimeError as e:  # pragma: no cover - depends on the machine
     pytest.skip(f"no usable GPU: {e}", allow_module_level=True)
-
-
-class DLPackOnly:
-    def __init__(self, a) -> None:
-        self._a = a
-
-    def __dlpack__(self, **kw):
-        return self._a.__dlpack__(**kw)
-
-    def __dlpack_device__(self):
-        return self._a.__dlpack_device__()
 
 
 def test_device_arrays_round_trip(scratch: Path) -> None:

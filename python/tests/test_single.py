@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import h5tile
-from conftest import tree
+from conftest import DLPackOnly, tree
 
 DTYPES = [np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32,
           np.uint64, np.float16, np.float32, np.float64, np.complex64, np.complex128]
@@ -74,19 +74,6 @@ def test_arrays_of_every_kind_are_written_in_c_order(scratch: Path) -> None:
             got = f["x"][...]
         assert np.array_equal(got, expected), name
         assert got.dtype == expected.dtype.newbyteorder("="), name
-
-
-class DLPackOnly:
-    """A host tensor seen only through DLPack (as a CPU torch tensor or a JAX array would be)."""
-
-    def __init__(self, a: np.ndarray) -> None:
-        self._a = a
-
-    def __dlpack__(self, **kw):
-        return self._a.__dlpack__(**kw)
-
-    def __dlpack_device__(self):
-        return self._a.__dlpack_device__()
 
 
 def test_dlpack_host_tensors_are_read_through_numpy(scratch: Path) -> None:
