@@ -471,6 +471,40 @@ static inline const char *scratch_arg(int argc, char **argv) {
     return argv[1];
 }
 
+/* ------------------------------------------------------------- MPI file lookups */
+
+/* The file of `dir` whose name ends in `suffix` (rank 0 looks; every rank gets it). */
+static inline void file_ending(const char *dir, const char *suffix, char *out, size_t n) {
+    char name[1024] = "";
+    if (check_mpi_rank() == 0) {
+        int count;
+        char **list = list_dir(dir, &count);
+        for (int i = 0; i < count; i++) {
+            size_t l = strlen(list[i]), s = strlen(suffix);
+            if (l > s && strcmp(list[i] + l - s, suffix) == 0) snprintf(name, sizeof name, "%s", list[i]);
+        }
+        free_names(list, count);
+        CHECK_MSG(name[0] != 0, "no file ending in %s in %s", suffix, dir);
+    }
+    MPI_Bcast(name, sizeof name, MPI_CHAR, 0, MPI_COMM_WORLD);
+    snprintf(out, n, "%s/%s", dir, name);
+}
+
+/* Byte offset in `file` of the float64 `x` (rank 0 searches; -1 when absent). */
+static inline long long find_value(const char *file, double x) {
+    long long at = -1;
+    if (check_mpi_rank() == 0) {
+        FILE *f = fopen(file, "rb");
+        CHECK(f != NULL);
+        double d;
+        for (long long pos = 0; fread(&d, sizeof d, 1, f) == 1; pos += 8)
+            if (memcmp(&d, &x, sizeof d) == 0) { at = pos; break; }
+        fclose(f);
+    }
+    MPI_Bcast(&at, 1, MPI_LONG_LONG, 0, MPI_COMM_WORLD);
+    return at;
+}
+
 /* The start of every mpi_* test: MPI initialised at `thread_level` (MPI_THREAD_SINGLE is what
  * MPI_Init gives), this process's rank and the size of MPI_COMM_WORLD, and the scratch folder
  * (argv[1]) emptied by rank 0 before any rank goes on. Returns the scratch folder. */

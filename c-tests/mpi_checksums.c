@@ -54,38 +54,6 @@ static void expect_named(int st, int want, const char *what) {
               what, h5tile_last_error());
 }
 
-/* The file of `dir` whose name ends in `suffix` (rank 0 looks; every rank gets it). */
-static void file_ending(const char *dir, const char *suffix, char *out, size_t n) {
-    char name[1024] = "";
-    if (rank == 0) {
-        int count;
-        char **list = list_dir(dir, &count);
-        for (int i = 0; i < count; i++) {
-            size_t l = strlen(list[i]), s = strlen(suffix);
-            if (l > s && strcmp(list[i] + l - s, suffix) == 0) snprintf(name, sizeof name, "%s", list[i]);
-        }
-        free_names(list, count);
-        CHECK_MSG(name[0] != 0, "no file ending in %s in %s", suffix, dir);
-    }
-    MPI_Bcast(name, sizeof name, MPI_CHAR, 0, MPI_COMM_WORLD);
-    snprintf(out, n, "%s/%s", dir, name);
-}
-
-/* Byte offset in `file` of the float64 `x` (rank 0 searches; -1 when absent). */
-static long long find_value(const char *file, double x) {
-    long long at = -1;
-    if (rank == 0) {
-        FILE *f = fopen(file, "rb");
-        CHECK(f != NULL);
-        double d;
-        for (long long pos = 0; fread(&d, sizeof d, 1, f) == 1; pos += 8)
-            if (memcmp(&d, &x, sizeof d) == 0) { at = pos; break; }
-        fclose(f);
-    }
-    MPI_Bcast(&at, 1, MPI_LONG_LONG, 0, MPI_COMM_WORLD);
-    return at;
-}
-
 static void flip_bit(const char *file, long long at) {
     if (rank == 0) {
         FILE *f = fopen(file, "r+b");

@@ -23,6 +23,9 @@
 #endif
 
 
+// `h5tile_series_latest` flag: also skip checkpoints whose checksums or tile files fail.
+#define H5TILE_SERIES_VERIFY 1
+
 // `h5tile_write_options.flags`: fail with `H5TILE_ERR_EXISTS` if `path` exists.
 #define H5TILE_NO_OVERWRITE 1
 
@@ -108,6 +111,10 @@ typedef enum {
 // An open batched read (opaque); free it with `h5tile_batches_free`.
 typedef struct h5tile_batches h5tile_batches;
 
+// A checkpoint being assembled (opaque): `h5tile_checkpoint_begin` or `h5tile_series_begin`
+// makes it, `h5tile_checkpoint_commit`, `_commit_async` or `_abort` frees it.
+typedef struct h5tile_checkpoint h5tile_checkpoint;
+
 // A write started by `h5tile_write_async` (opaque); `h5tile_wait` completes and frees it.
 typedef struct h5tile_request h5tile_request;
 
@@ -155,6 +162,20 @@ typedef struct {
   // How reads into device memory move, as `h5tile_write_options.gds`.
   uint32_t gds;
 } h5tile_read_options;
+
+// Options of `h5tile_series_begin`: which checkpoints a series keeps. Start from
+// `h5tile_series_options_default()` (keep everything), then set fields. Grows as
+// `h5tile_write_options` does.
+typedef struct {
+  // `sizeof(h5tile_series_options)` as the caller compiled it; set by
+  // `h5tile_series_options_default()` (do not change it).
+  size_t size;
+  // Keep the newest `keep_last` complete checkpoints (0, the default: keep every one).
+  uint64_t keep_last;
+  // With `keep_last`, also keep every step that is a multiple of `keep_every` (0, the
+  // default: none for this reason). The latest complete checkpoint is never removed.
+  uint64_t keep_every;
+} h5tile_series_options;
 
 // C `bool` (one byte, 0 or 1), stored as h5py's enum.
 #define H5TILE_BOOL 0
@@ -385,6 +406,142 @@ h5tile_status h5tile_partition(size_t nranks,
                                uint64_t *tile_offset,
                                uint64_t *tile_shape);
 
+// Begins a checkpoint of the file `path`: datasets (`h5tile_checkpoint_add`) and attributes
+// (`h5tile_checkpoint_attr`, `_attr_string`) are gathered on each rank, and written all at
+// once by `h5tile_checkpoint_commit`, collective over `comm`. Readers and a crash then see the
+// old file or the new one, never some of its datasets. The checkpoint replaces the file as
+// `h5tile_write` does (with `H5TILE_KEEP_OTHERS`, it keeps what it does not rewrite); `opts`
+// (NULL: the defaults) are those of `h5tile_write`, layout included. Not collective; `comm`
+// (`MPI_COMM_NULL`: this process alone) must stay valid until the commit. `*out` is NULL on
+// failure.
+//
+// # Safety
+// Pointers must be NULL or valid; `comm` a valid communicator or `MPI_COMM_NULL`.
+h5tile_status h5tile_checkpoint_begin(MPI_Comm comm,
+                                      const char *path,
+                                      const h5tile_write_options *opts,
+                                      h5tile_checkpoint **out);
+
+// Adds this rank's tile of dataset `dataset` to the checkpoint `ck`, as `h5tile_write_tiles`
+// takes one: `dtype`, `ndim` and `global_shape` as every rank passes them, the tile's offset
+// and shape, and its dense row-major buffer (host or device memory), which must stay valid
+// and unchanged until the commit completes. Call it several times for several tiles of one
+// dataset (with the same type and shape each time), and once per dataset on ranks that hold
+// none of it (with a zero-extent tile). Not collective. A failure is returned now and again
+// by the commit, on every rank, which then writes nothing: a program may check the commit's
+// status alone.
+//
+// # Safety
+// Pointers must be NULL or valid for the lengths given.
+h5tile_status h5tile_checkpoint_add(h5tile_checkpoint *ck,
+                                    const char *dataset,
+                                    h5tile_dtype dtype,
+                                    size_t ndim,
+                                    const uint64_t *global_shape,
+                                    const uint64_t *tile_offset,
+                                    const uint64_t *tile_shape,
+                                    const void *buf);
+
+// Sets attribute `name` of `object` ("/" for the file, or a group or dataset path; a missing
+// group is created) to `count` (1 or more) values of `dtype` at `values`, copied now. Every
+// rank passes the same attributes; rank 0's values are stored. Setting a name again replaces
+// it. Not collective; failures as for `h5tile_checkpoint_add`.
+//
+// # Safety
+// Pointers must be NULL or valid for the lengths given.
+h5tile_status h5tile_checkpoint_attr(h5tile_checkpoint *ck,
+                                     const char *object,
+                                     const char *name,
+                                     h5tile_dtype dtype,
+                                     size_t count,
+                                     const void *values);
+
+// Sets attribute `name` of `object` to the UTF-8 text `value`, stored as h5py stores a `str`
+// (a variable-length UTF-8 string). As `h5tile_checkpoint_attr`.
+//
+// # Safety
+// Pointers must be NULL or NUL-terminated strings.
+h5tile_status h5tile_checkpoint_attr_string(h5tile_checkpoint *ck,
+                                            const char *object,
+                                            const char *name,
+                                            const char *value);
+
+// Writes every dataset and attribute of `ck` and makes them visible at once; collective over
+// the checkpoint's communicator; frees `ck`. Ranks that disagree on the set of datasets, their
+// types or global shapes get `H5TILE_ERR_INVALID_ARGUMENT` on every rank, and the old file
+// stays whole. In a series, the checkpoint is then recorded as the latest, and checkpoints the
+// retention rule no longer keeps are removed. When it returns, the data is on disk (unless
+// `H5TILE_NO_SYNC`) and any process may open it; the outcome is the same on every rank.
+//
+// # Safety
+// `ck` must come from `h5tile_checkpoint_begin` or `h5tile_series_begin`, not yet freed.
+h5tile_status h5tile_checkpoint_commit(h5tile_checkpoint *ck);
+
+// `h5tile_checkpoint_commit` that returns before the data is written, as
+// `h5tile_write_async`: complete `*req` with `h5tile_wait` or `h5tile_fence`. The buffers
+// must stay valid and unchanged until then; a series' pruning runs in the background too.
+// Frees `ck`.
+//
+// # Safety
+// As `h5tile_checkpoint_commit`; `req` must be NULL or writable.
+h5tile_status h5tile_checkpoint_commit_async(h5tile_checkpoint *ck, h5tile_request **req);
+
+// Frees `ck` without writing anything (NULL is fine). Not collective: when one rank aborts,
+// every rank must (a commit on the others would wait for it).
+//
+// # Safety
+// `ck` must be NULL or come from `h5tile_checkpoint_begin` or `h5tile_series_begin`, not yet
+// freed.
+void h5tile_checkpoint_abort(h5tile_checkpoint *ck);
+
+// Reads attribute `name` of `object` ("/" for the file) of the file `path` as `count` values
+// of `dtype` (HDF5 converting numbers) into `values`. Collective over `comm` (`MPI_COMM_NULL`:
+// this process alone): rank 0 reads, every rank gets the values and the same status:
+// `H5TILE_ERR_NOT_FOUND` (no file, object or attribute), `H5TILE_ERR_DTYPE` (text, or a type
+// that does not convert), `H5TILE_ERR_SHAPE` (the attribute holds another number of values).
+//
+// # Safety
+// Pointers must be NULL or valid; `values` must have room for `count` values of `dtype`.
+h5tile_status h5tile_attr_read(MPI_Comm comm,
+                               const char *path,
+                               const char *object,
+                               const char *name,
+                               h5tile_dtype dtype,
+                               size_t count,
+                               void *values);
+
+// Begins the checkpoint of `step` in the series kept in the folder `dir` (created if
+// missing): as `h5tile_checkpoint_begin` of the file `dir/ckpt.<step>.h5` (the step
+// zero-padded to 12 digits). After its commit the series records it as the latest complete
+// checkpoint (the file `dir/latest`, replaced atomically), then removes what `sopts` (NULL:
+// keep everything) no longer keeps, never the latest. Not collective.
+//
+// # Safety
+// As `h5tile_checkpoint_begin`.
+h5tile_status h5tile_series_begin(MPI_Comm comm,
+                                  const char *dir,
+                                  uint64_t step,
+                                  const h5tile_series_options *sopts,
+                                  const h5tile_write_options *opts,
+                                  h5tile_checkpoint **out);
+
+// Finds the newest complete checkpoint of the series in `dir`, skipping those a crash left
+// incomplete and, with `H5TILE_SERIES_VERIFY` in `flags`, those whose checksums or tile files
+// fail (checked in parallel over the ranks). Sets `*step` and writes its path (NUL-terminated)
+// to `path`, which has room for `path_bytes` bytes (NULL with 0: only the step). Collective
+// over `comm` (`MPI_COMM_NULL`: this process alone); every rank gets the same answer.
+// `H5TILE_ERR_NOT_FOUND` when there is no complete checkpoint (or no folder);
+// `H5TILE_ERR_INVALID_ARGUMENT` when the path does not fit (`*step` is still set).
+//
+// # Safety
+// Pointers must be NULL or valid for the lengths given.
+h5tile_status h5tile_series_latest(MPI_Comm comm,
+                                   const char *dir,
+                                   uint32_t flags,
+                                   uint64_t *step,
+                                   char *path,
+                                   size_t path_bytes);
+
 // Opens `dataset` in `path` for reading chunk by chunk. Collective over `comm`.
 //
 // `chunk_shape` (`ndim` entries, `ndim` equal to the dataset's rank, each > 0) cuts the
@@ -557,6 +714,49 @@ h5tile_status h5tile_write_tiles_async_f(MPI_Fint comm,
                                          const h5tile_write_options *opts,
                                          h5tile_request **req);
 
+// `h5tile_checkpoint_begin` taking a Fortran communicator handle.
+//
+// # Safety
+// As `h5tile_checkpoint_begin`.
+h5tile_status h5tile_checkpoint_begin_f(MPI_Fint comm,
+                                        const char *path,
+                                        const h5tile_write_options *opts,
+                                        h5tile_checkpoint **out);
+
+// `h5tile_series_begin` taking a Fortran communicator handle.
+//
+// # Safety
+// As `h5tile_series_begin`.
+h5tile_status h5tile_series_begin_f(MPI_Fint comm,
+                                    const char *dir,
+                                    uint64_t step,
+                                    const h5tile_series_options *sopts,
+                                    const h5tile_write_options *opts,
+                                    h5tile_checkpoint **out);
+
+// `h5tile_series_latest` taking a Fortran communicator handle.
+//
+// # Safety
+// As `h5tile_series_latest`.
+h5tile_status h5tile_series_latest_f(MPI_Fint comm,
+                                     const char *dir,
+                                     uint32_t flags,
+                                     uint64_t *step,
+                                     char *path,
+                                     size_t path_bytes);
+
+// `h5tile_attr_read` taking a Fortran communicator handle.
+//
+// # Safety
+// As `h5tile_attr_read`.
+h5tile_status h5tile_attr_read_f(MPI_Fint comm,
+                                 const char *path,
+                                 const char *object,
+                                 const char *name,
+                                 h5tile_dtype dtype,
+                                 size_t count,
+                                 void *values);
+
 // Fills `*opts` with this version's default write options for a struct of `size` bytes (the
 // caller's `sizeof(h5tile_write_options)`); `h5tile_write_options_default()` calls it.
 // Returns `H5TILE_ERR_INVALID_ARGUMENT` if `opts` is NULL or `size` is smaller than the first
@@ -573,6 +773,14 @@ h5tile_status h5tile_write_options_init(h5tile_write_options *opts, size_t size)
 // # Safety
 // `opts` must be NULL or point to `size` writable bytes.
 h5tile_status h5tile_read_options_init(h5tile_read_options *opts, size_t size);
+
+// Fills `*opts` with this version's default series options for a struct of `size` bytes (the
+// caller's `sizeof(h5tile_series_options)`); `h5tile_series_options_default()` calls it. As
+// `h5tile_write_options_init`.
+//
+// # Safety
+// `opts` must be NULL or point to `size` writable bytes.
+h5tile_status h5tile_series_options_init(h5tile_series_options *opts, size_t size);
 
 #ifdef __cplusplus
 }  // extern "C"
@@ -595,6 +803,14 @@ static inline h5tile_write_options h5tile_write_options_default(void) {
 static inline h5tile_read_options h5tile_read_options_default(void) {
   h5tile_read_options o;
   h5tile_read_options_init(&o, sizeof o);
+  return o;
+}
+
+// Default series options: keep every checkpoint, for a struct of the size this program was
+// compiled with.
+static inline h5tile_series_options h5tile_series_options_default(void) {
+  h5tile_series_options o;
+  h5tile_series_options_init(&o, sizeof o);
   return o;
 }
 #endif  /* H5TILE_OPTIONS_DEFAULTS_H */

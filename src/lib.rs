@@ -41,7 +41,10 @@ pub mod internals {
     pub use crate::geometry::tile::Tile;
     pub use crate::ops::batches::Batches;
     pub use crate::ops::read::{read, ReadOptions};
-    pub use crate::ops::write::{write, Layout, LocalTile, WriteArgs, WriteOptions};
+    pub use crate::ops::write::{
+        commit, write, Attribute, AttributeValue, Checkpoint, Field, Layout, LocalTile, WriteArgs,
+        WriteOptions,
+    };
     pub use crate::platform::comm::Comm;
     pub use crate::platform::device::{host_bytes, host_bytes_mut};
     pub use crate::status;
@@ -53,8 +56,9 @@ pub mod internals {
     }
 
     /// What the command-line tool (`cli/`) stands on: describing a file, checking a virtual
-    /// dataset's sources, the files a master refers to, and copying, packing and removing
-    /// files; the tool only parses its arguments and prints what these return.
+    /// dataset's sources and checksums, the files a master refers to, copying, packing and
+    /// removing files, and series of checkpoints; the tool only parses its arguments and
+    /// prints what these return.
     pub mod tool {
         pub use crate::layout::{new_generation, temporary_master, tile_dir};
         pub use crate::ops::copy::{CopiedFile, CopyPlan, CopyReport, Verified};
@@ -69,9 +73,14 @@ pub mod internals {
         };
         pub use crate::ops::relocate::{point_at_tile_folder, source_files, Place, SourceFile};
         pub use crate::ops::remove::{remove_master, Removal};
+        pub use crate::ops::series::{
+            checkpoint_path, checkpoints, complete_steps, latest, latest_verified,
+            looks_like_series, prune, record_latest, recorded, step_of, to_prune, Checkpoint,
+            SeriesOptions, LATEST_RECORD,
+        };
         pub use crate::ops::verify::{
-            check_sources, check_sources_part, checksummed_bytes, sources_to_open,
-            verify_checksums, Problem,
+            check_sources, check_sources_part, checksum_jobs, checksummed_bytes, default_threads,
+            job_bytes, sources_to_open, verify_checksums, verify_tiles, Problem, TileJob,
         };
     }
 

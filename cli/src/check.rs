@@ -1,20 +1,20 @@
 //! `h5tile check FILE...`: whether every virtual dataset's sources are there as its master
 //! says (present, of the recorded size, holding the mapped dataset), then, unless `--fast`,
 //! whether every checksummed tile's bytes match their checksums (the single-file layout's
-//! too), read on several threads.
+//! too), read on several threads. A series folder (DIR) stands for its latest complete
+//! checkpoint (`--all`: every complete one).
 
 use crate::check_parts::check_sources_shared;
 use crate::failure::{Failure, EXIT_PROBLEMS, EXIT_USAGE};
 use crate::progress::{Progress, When};
+use crate::series::{is_series, why_incomplete};
 use crate::show;
 use h5tile::internals::tool::{
-    checksummed_bytes, describe, verify_checksums, DatasetInfo, Problem, TileInfo, VirtualInfo,
-    VirtualLayout,
+    checkpoints, checksum_jobs, default_threads, describe, job_bytes, latest, verify_tiles,
+    Checkpoint, DatasetInfo, Problem, VirtualInfo, VirtualLayout,
 };
 use serde::Serialize;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Mutex;
 
 pub const LONG_ABOUT: &str = "\
 Check every virtual dataset of each FILE: that each source file it maps is present; for tiles
@@ -35,19 +35,30 @@ tiles); then one line per FILE saying whether it is well. With --json, one docum
 \"checksummed_tiles\", \"verified_bytes\", \"problems\": [{\"file\", \"kind\", \"offset\",
 \"shape\", \"problem\", \"bytes\"}]}]}]}.
 
-Exit status: 0 when all is well; 1 when problems were found; 2 when a FILE cannot be opened
-(the others are still checked).";
+A DIR that is a series folder (numbered checkpoints ckpt.<step>.h5 and the record `latest`, as
+h5tile's series write them) stands for its latest complete checkpoint, checked as a FILE is,
+with a line saying which step it is; with --all, for every complete checkpoint, newest first.
+Steps whose write did not commit (only a tile folder or temporary masters left, or a master
+that does not open as HDF5) are named as incomplete and not checked: readers pass over them,
+so they are no problem. With --json, the document also holds \"series\": [{\"dir\", \"latest\",
+\"checked\", \"incomplete\": [{\"step\", \"why\"}], \"error\"}], and each file of a series its
+\"step\".
+
+Exit status: 0 when all is well; 1 when problems were found; 2 when a FILE cannot be opened, or
+a DIR holds no complete checkpoint (the others are still checked).";
 
 pub const EXAMPLES: &str = "\
 Examples:
   h5tile check ckpt/step100.h5
   h5tile check --fast ckpt/*.h5            # sources present and of the right size only
-  h5tile check --json out.h5 | jq '.files[].datasets[].problems'";
+  h5tile check --json out.h5 | jq '.files[].datasets[].problems'
+  h5tile check run/series/                 # its latest complete checkpoint
+  h5tile check --all run/series/           # every complete checkpoint in it";
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// The HDF5 files (masters, or any HDF5 file)
-    #[arg(required = true)]
+    /// The HDF5 files (masters, or any HDF5 file), or series folders (DIR)
+    #[arg(required = true, value_name = "FILE|DIR")]
     files: Vec<PathBuf>,
     /// Do not read tile bytes to verify their checksums: check sources, sizes and stamps only
     #[arg(long)]
@@ -56,6 +67,9 @@ pub struct Args {
     /// HDF5 (for datasets of many files) [default: the CPUs, at most 16]
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..))]
     threads: Option<u16>,
+    /// For a series folder (DIR): check every complete checkpoint, not only the latest
+    #[arg(long)]
+    all: bool,
 }
 
 /// What was found of one dataset.
@@ -69,33 +83,88 @@ struct DatasetCheck {
 struct FileCheck {
     file: PathBuf,
     datasets: Result<Vec<DatasetCheck>, String>,
+    /// Its step, for a checkpoint of a series folder.
+    step: Option<u64>,
 }
 
-/// One checksummed tile to read: (file, dataset, tile) indices.
-type Job = (usize, usize, usize);
+/// What a series folder given as DIR came to.
+struct SeriesCheck {
+    dir: PathBuf,
+    /// The index in the file checks of the first that is this folder's (its checkpoints, or
+    /// the folder itself when it holds none to check): its lines are written before it.
+    first: usize,
+    /// The steps checked, newest first (the first is the latest complete checkpoint).
+    checked: Vec<u64>,
+    /// The steps whose write did not commit.
+    incomplete: Vec<Checkpoint>,
+    /// Why nothing of it is checked (no complete checkpoint), else None.
+    error: Option<String>,
+}
+
+/// A file to check: a FILE, or a checkpoint of a series folder (its step); or a folder with
+/// none to check, and why.
+struct Target {
+    file: PathBuf,
+    step: Option<u64>,
+    nothing: Option<String>,
+}
+
+/// The files that `args.files` stand for: each FILE itself, and for each series folder its
+/// latest complete checkpoint (with --all, every complete one), with what was found of the
+/// folders.
+fn files_to_check(args: &Args) -> (Vec<Target>, Vec<SeriesCheck>) {
+    let mut files = Vec::new();
+    let mut series = Vec::new();
+    let target = |file: &Path, step, nothing| Target {
+        file: file.to_path_buf(),
+        step,
+        nothing,
+    };
+    for arg in &args.files {
+        if !is_series(arg) {
+            files.push(target(arg, None, None));
+            continue;
+        }
+        // Listed once for the steps to name as incomplete (and, with --all, to check); the
+        // latest is the library's answer, or why there is none.
+        let all = checkpoints(arg).unwrap_or_default();
+        let (chosen, error): (Vec<(PathBuf, u64)>, _) = match latest(arg) {
+            Err(e) => (Vec::new(), Some(e.message)),
+            Ok(newest) if !args.all => (vec![(newest.1, newest.0)], None),
+            Ok(_) => {
+                let complete = all.iter().filter(|c| c.complete);
+                (complete.map(|c| (c.master.clone(), c.step)).collect(), None)
+            }
+        };
+        series.push(SeriesCheck {
+            dir: arg.clone(),
+            first: files.len(),
+            checked: chosen.iter().map(|(_, step)| *step).collect(),
+            incomplete: all.into_iter().filter(|c| !c.complete).collect(),
+            error: error.clone(),
+        });
+        match chosen.is_empty() {
+            // The folder stands among the files as an input that cannot be opened.
+            true => files.push(target(arg, None, error)),
+            false => files.extend(chosen.iter().map(|(f, step)| target(f, Some(*step), None))),
+        }
+    }
+    (files, series)
+}
 
 pub fn run(args: &Args, json: bool, progress: When) -> Result<(), Failure> {
-    let mut checks: Vec<FileCheck> = args
-        .files
-        .iter()
-        .map(|file| FileCheck {
-            file: file.clone(),
-            datasets: describe(file, None)
-                .map(|all| {
-                    let processes = args.threads.map_or_else(default_threads, usize::from);
-                    let check = |info| check_dataset(file, info, processes);
-                    all.into_iter().map(check).collect()
-                })
-                .map_err(|e| e.message),
-        })
+    let (files, series) = files_to_check(args);
+    let mut checks: Vec<FileCheck> = files
+        .into_iter()
+        .map(|target| check_file(target, args.threads))
         .collect();
     if !args.fast {
         verify_all(&mut checks, args.threads, progress);
     }
     if json {
-        show::json(&report(&checks))?;
+        show::json(&report(&checks, &series))?;
     } else {
-        print_text(&checks, args.fast);
+        print_text(&checks, &series, args.fast);
     }
     let unopened = checks.iter().filter(|c| c.datasets.is_err()).count();
     let with_problems = checks
@@ -132,6 +201,27 @@ pub fn run(args: &Args, json: bool, progress: When) -> Result<(), Failure> {
     }
 }
 
+/// What `check` finds of `target` before reading tile bytes: its datasets and their sources,
+/// the HDF5 opens shared among up to `threads` processes.
+fn check_file(target: Target, threads: Option<u16>) -> FileCheck {
+    let file = target.file;
+    let datasets = match target.nothing {
+        Some(why) => Err(why),
+        None => describe(&file, None)
+            .map(|all| {
+                let processes = threads.map_or_else(default_threads, usize::from);
+                let check = |info| check_dataset(&file, info, processes);
+                all.into_iter().map(check).collect()
+            })
+            .map_err(|e| e.message),
+    };
+    FileCheck {
+        file,
+        datasets,
+        step: target.step,
+    }
+}
+
 fn check_dataset(file: &Path, info: DatasetInfo, processes: usize) -> DatasetCheck {
     let problems = check_sources_shared(file, &info, processes);
     DatasetCheck {
@@ -144,75 +234,73 @@ fn check_dataset(file: &Path, info: DatasetInfo, processes: usize) -> DatasetChe
 /// Reads every checksummed tile whose source was found well and compares its blocks with
 /// their checksums, the tiles shared out among threads; adds what is wrong to each dataset.
 fn verify_all(checks: &mut [FileCheck], threads: Option<u16>, when: When) {
-    let mut jobs: Vec<Job> = Vec::new();
+    // Every dataset of the files opened, and where it is: (file, dataset) indices.
+    let mut at: Vec<(usize, usize)> = Vec::new();
     for (f, check) in checks.iter().enumerate() {
-        let Ok(datasets) = &check.datasets else {
-            continue;
-        };
-        for (d, dataset) in datasets.iter().enumerate() {
-            let (Some(vds), elem) = (dataset.info.tiled(), dataset.info.element_bytes) else {
-                continue;
-            };
-            for (t, tile) in vds.tiles.iter().enumerate() {
-                let already = dataset.problems.iter().any(|p| p.file == tile.path);
-                if !already && checksummed_bytes(tile, elem) > 0 {
-                    jobs.push((f, d, t));
-                }
-            }
+        if let Ok(datasets) = &check.datasets {
+            at.extend((0..datasets.len()).map(|d| (f, d)));
         }
     }
-    let tile = |&(f, d, t): &Job| -> (&DatasetInfo, &TileInfo) {
-        let dataset = &checks[f].datasets.as_ref().expect("opened")[d];
-        let vds = dataset.info.tiled().expect("tiled");
-        (&dataset.info, &vds.tiles[t])
-    };
-    let total = jobs
-        .iter()
-        .map(|j| {
-            let (info, t) = tile(j);
-            checksummed_bytes(t, info.element_bytes)
-        })
-        .sum();
-    let progress = Progress::bytes(total, "verifying checksums", when);
-    let found: Vec<Mutex<Vec<Problem>>> = jobs.iter().map(|_| Mutex::new(Vec::new())).collect();
-    let next = AtomicUsize::new(0);
-    let threads = threads
-        .map_or_else(default_threads, usize::from)
-        .min(jobs.len().max(1));
-    std::thread::scope(|s| {
-        for _ in 0..threads {
-            s.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(job) = jobs.get(i) else { break };
-                let (info, t) = tile(job);
-                let block = info.tiled().and_then(|v| v.checksum_block).unwrap_or(0);
-                let problems =
-                    verify_checksums(&t.path, t, info.element_bytes, block, &|n| progress.add(n));
-                *found[i].lock().expect("no thread panics holding it") = problems;
-            });
-        }
+    let dataset = |&(f, d): &(usize, usize)| &checks[f].datasets.as_ref().expect("opened")[d];
+    let infos: Vec<&DatasetInfo> = at.iter().map(|a| &dataset(a).info).collect();
+    let jobs = checksum_jobs(&infos, |d, tile| {
+        dataset(&at[d]).problems.iter().any(|p| p.file == tile.path)
     });
+    let bytes: Vec<u64> = jobs.iter().map(|&job| job_bytes(&infos, job)).collect();
+    let progress = Progress::bytes(bytes.iter().sum(), "verifying checksums", when);
+    let threads = threads.map_or_else(default_threads, usize::from);
+    let found = verify_tiles(&infos, &jobs, threads, &|n| progress.add(n));
     progress.finish();
-    for ((f, d, t), problems) in jobs.iter().zip(found) {
-        let problems = problems.into_inner().expect("no thread panicked");
-        let dataset = &mut checks[*f].datasets.as_mut().expect("opened")[*d];
+    for ((&(d, _), problems), bytes) in jobs.iter().zip(found).zip(bytes) {
+        let (f, d) = at[d];
+        let dataset = &mut checks[f].datasets.as_mut().expect("opened")[d];
         if problems.is_empty() {
-            let vds = dataset.info.tiled().expect("tiled");
-            let bytes = checksummed_bytes(&vds.tiles[*t], dataset.info.element_bytes);
             dataset.verified_bytes += bytes;
         }
         dataset.problems.extend(problems);
     }
 }
 
-fn default_threads() -> usize {
-    std::thread::available_parallelism().map_or(4, |n| n.get().min(16))
+/// The lines that say what a series folder came to, written before its first file's.
+fn series_lines(s: &SeriesCheck) -> Vec<String> {
+    let dir = s.dir.display();
+    let mut lines: Vec<String> = s
+        .incomplete
+        .iter()
+        .map(|c| {
+            format!(
+                "{dir}: step {} is incomplete ({}): not checked",
+                c.step,
+                why_incomplete(c)
+            )
+        })
+        .collect();
+    match &s.checked[..] {
+        [] => {}
+        [one] => lines.push(format!(
+            "{dir}: step {one} is the latest complete checkpoint"
+        )),
+        [newest, older @ ..] => {
+            let older: Vec<String> = older.iter().map(u64::to_string).collect();
+            lines.push(format!(
+                "{dir}: {} complete checkpoints: steps {newest} (the latest), {}",
+                s.checked.len(),
+                older.join(", ")
+            ));
+        }
+    }
+    lines
 }
 
-fn print_text(checks: &[FileCheck], fast: bool) {
+fn print_text(checks: &[FileCheck], series: &[SeriesCheck], fast: bool) {
     // The first file that cannot be opened is the failure's message (stderr): not shown twice.
     let first_unopened = checks.iter().position(|c| c.datasets.is_err());
     for (k, check) in checks.iter().enumerate() {
+        for s in series.iter().filter(|s| s.first == k) {
+            for line in series_lines(s) {
+                println!("{line}");
+            }
+        }
         let master = check.file.display();
         let datasets = match &check.datasets {
             Ok(datasets) => datasets,
@@ -273,14 +361,38 @@ fn print_text(checks: &[FileCheck], fast: bool) {
 struct Report {
     ok: bool,
     files: Vec<FileJson>,
+    /// The series folders given, when any was.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    series: Vec<SeriesJson>,
 }
 
 #[derive(Serialize)]
 struct FileJson {
     file: String,
+    /// Its step, for a checkpoint of a series folder.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    step: Option<u64>,
     /// Why the file cannot be opened, else null.
     error: Option<String>,
     datasets: Vec<DatasetJson>,
+}
+
+#[derive(Serialize)]
+struct SeriesJson {
+    dir: String,
+    /// The latest complete checkpoint's step, or null when there is none.
+    latest: Option<u64>,
+    /// The steps checked, newest first.
+    checked: Vec<u64>,
+    incomplete: Vec<IncompleteJson>,
+    /// Why nothing of it was checked, else null.
+    error: Option<String>,
+}
+
+#[derive(Serialize)]
+struct IncompleteJson {
+    step: u64,
+    why: String,
 }
 
 #[derive(Serialize)]
@@ -306,12 +418,29 @@ struct ProblemJson {
     bytes: Option<[u64; 2]>,
 }
 
-fn report(checks: &[FileCheck]) -> Report {
+fn report(checks: &[FileCheck], series: &[SeriesCheck]) -> Report {
     let files: Vec<FileJson> = checks.iter().map(file_json).collect();
     let ok = files
         .iter()
         .all(|f| f.error.is_none() && f.datasets.iter().all(|d| d.problems.is_empty()));
-    Report { ok, files }
+    let series = series
+        .iter()
+        .map(|s| SeriesJson {
+            dir: show::path(&s.dir),
+            latest: s.checked.first().copied(),
+            checked: s.checked.clone(),
+            incomplete: s
+                .incomplete
+                .iter()
+                .map(|c| IncompleteJson {
+                    step: c.step,
+                    why: why_incomplete(c),
+                })
+                .collect(),
+            error: s.error.clone(),
+        })
+        .collect();
+    Report { ok, files, series }
 }
 
 fn file_json(check: &FileCheck) -> FileJson {
@@ -321,6 +450,7 @@ fn file_json(check: &FileCheck) -> FileJson {
     };
     FileJson {
         file: show::path(&check.file),
+        step: check.step,
         error,
         datasets,
     }

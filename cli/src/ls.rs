@@ -1,8 +1,10 @@
 //! `h5tile ls FILE [DATASET]`: every dataset of a file (or the one named) with its element
 //! type, shape and storage; for a virtual one, whose layout it is, the write that made it, its
 //! tiles and files, and whether it is checksummed. `-l` and `-D` add a line per tile.
+//! `h5tile ls DIR`, for a series folder, is the `series` module's: a line per checkpoint.
 
 use crate::failure::Failure;
+use crate::series;
 use crate::show;
 use h5tile::internals::tool::{
     describe, DatasetInfo, StorageKind, TileInfo, VirtualInfo, VirtualLayout,
@@ -31,18 +33,31 @@ and \"single\" only where they apply); \"tile_list\", present with -l or -D, hol
 {\"offset\", \"shape\", \"file\", \"dataset\", \"source_offset\", \"found\", \"path\",
 \"data_offset\", \"file_size\", \"checksummed\", \"min\", \"max\", \"nan\"}.
 
-Exit status: 0 on success, 2 when FILE or DATASET cannot be opened.";
+With DIR, a series folder (numbered checkpoints ckpt.<step>.h5 and the record `latest`, as
+h5tile's series write them; or an empty folder): one line per checkpoint, newest first: its
+step, \"latest\" on the newest complete one (the one a restart reads) or \"incomplete\" on a step
+whose write did not commit (only its tile folder or temporary masters are left, or its master
+does not open as HDF5), its file, its size on disk (the master, its tile folder and any
+temporary masters) and its datasets with their types and shapes; then a line when the record
+names another step than the latest complete one. With --json, one document {\"dir\",
+\"latest\", \"record\", \"checkpoints\": [{\"step\", \"file\", \"latest\", \"complete\",
+\"incomplete\", \"bytes\", \"tile_dir\", \"temporaries\", \"error\", \"datasets\": [as for a
+FILE]}]}. DATASET, -l and -D are for a FILE: give a checkpoint's file.
+
+Exit status: 0 on success, 2 when FILE, DATASET or DIR cannot be opened.";
 
 pub const EXAMPLES: &str = "\
 Examples:
   h5tile ls ckpt/step100.h5
   h5tile ls -l ckpt/step100.h5 /temperature      # min, max and NaNs of every tile
   h5tile ls -D ckpt/step100.h5                   # which tile file holds which box
-  h5tile ls --json ckpt/step100.h5 | jq '.datasets[].shape'";
+  h5tile ls --json ckpt/step100.h5 | jq '.datasets[].shape'
+  h5tile ls run/series/                          # its checkpoints, the latest marked";
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// The HDF5 file
+    /// The HDF5 file, or a series folder (DIR)
+    #[arg(value_name = "FILE|DIR")]
     file: PathBuf,
     /// Only this dataset (its path in the file, e.g. /temperature)
     dataset: Option<String>,
@@ -55,6 +70,15 @@ pub struct Args {
 }
 
 pub fn run(args: &Args, json: bool) -> Result<(), Failure> {
+    if series::is_series(&args.file) {
+        if args.dataset.is_some() || args.long || args.decomposition {
+            return Err(Failure::usage(format!(
+                "'{}' is a series folder: DATASET, -l and -D are for one checkpoint's file",
+                args.file.display()
+            )));
+        }
+        return series::ls(&args.file, json);
+    }
     let datasets = describe(&args.file, args.dataset.as_deref())?;
     let per_tile = args.long || args.decomposition;
     if json {
@@ -183,8 +207,9 @@ struct Listing {
     datasets: Vec<DatasetJson>,
 }
 
+/// A dataset as `ls --json` writes it (for a FILE, and for each checkpoint of a DIR).
 #[derive(Serialize)]
-struct DatasetJson {
+pub struct DatasetJson {
     name: String,
     dtype: String,
     shape: Vec<u64>,
@@ -235,7 +260,7 @@ struct TileJson {
 }
 
 impl DatasetJson {
-    fn of(info: &DatasetInfo, per_tile: bool) -> DatasetJson {
+    pub fn of(info: &DatasetInfo, per_tile: bool) -> DatasetJson {
         DatasetJson {
             name: info.name.clone(),
             dtype: info.dtype.clone(),

@@ -11,6 +11,7 @@ mod ls;
 mod pack;
 mod progress;
 mod rm;
+mod series;
 mod show;
 
 use clap::{CommandFactory, Parser, Subcommand};
@@ -46,10 +47,11 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// List datasets: type, shape, storage, and the tiles of virtual ones
+    /// List datasets: type, shape, storage, and the tiles of virtual ones; or a series' checkpoints
     #[command(long_about = ls::LONG_ABOUT, after_long_help = ls::EXAMPLES)]
     Ls(ls::Args),
-    /// Check that virtual datasets' sources are there and their checksums match
+    /// Check that virtual datasets' sources are there and their checksums match (of a file, or
+    /// of a series' latest checkpoint)
     #[command(long_about = check::LONG_ABOUT, after_long_help = check::EXAMPLES)]
     Check(check::Args),
     /// Copy a master with the tile files it refers to, verified

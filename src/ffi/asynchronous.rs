@@ -15,7 +15,7 @@ use std::ffi::{c_char, c_void};
 
 /// A write started by `h5tile_write_async` (opaque); `h5tile_wait` completes and frees it.
 #[allow(non_camel_case_types)]
-pub struct h5tile_request(std::sync::Arc<pending::Request>);
+pub struct h5tile_request(pub(super) std::sync::Arc<pending::Request>);
 
 /// `h5tile_write` that returns before the data is written, so I/O overlaps computation.
 ///
@@ -91,8 +91,9 @@ pub unsafe extern "C" fn h5tile_write_tiles_async(
         let comm = Comm::from_raw(comm)?;
         let tiles = (ntiles, tile_offsets, tile_shapes, bufs);
         let args = write_args(&comm, path, dataset, dtype, ndim, global_shape, tiles, opts)?;
-        comm.agree_on(|| write::check(&args))?;
-        let request = pending::start(comm, pending::OwnedWrite::new(&args));
+        let ck = args.checkpoint();
+        comm.agree_on(|| write::check(&ck))?;
+        let request = pending::start(comm, pending::OwnedWrite::new(ck, None));
         if !req.is_null() {
             *req = Box::into_raw(Box::new(h5tile_request(request)));
         }

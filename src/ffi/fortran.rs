@@ -2,8 +2,9 @@
 //! (`MPI_Fint`) of the communicator. The Fortran module `include/h5tile.f90` calls these.
 
 use super::{
-    h5tile_fence, h5tile_read, h5tile_read_options, h5tile_request, h5tile_write_options,
-    h5tile_write_tiles, h5tile_write_tiles_async,
+    h5tile_attr_read, h5tile_checkpoint, h5tile_checkpoint_begin, h5tile_fence, h5tile_read,
+    h5tile_read_options, h5tile_request, h5tile_series_begin, h5tile_series_latest,
+    h5tile_series_options, h5tile_write_options, h5tile_write_tiles, h5tile_write_tiles_async,
 };
 use crate::dtype::h5tile_dtype;
 use crate::status::*;
@@ -206,5 +207,80 @@ pub unsafe extern "C" fn h5tile_write_tiles_async_f(
             opts,
             req,
         )
+    })
+}
+
+/// `h5tile_checkpoint_begin` taking a Fortran communicator handle.
+///
+/// # Safety
+/// As `h5tile_checkpoint_begin`.
+#[no_mangle]
+pub unsafe extern "C" fn h5tile_checkpoint_begin_f(
+    comm: MPI_Fint,
+    path: *const c_char,
+    opts: *const h5tile_write_options,
+    out: *mut *mut h5tile_checkpoint,
+) -> h5tile_status {
+    if !out.is_null() {
+        *out = std::ptr::null_mut();
+    }
+    or_status(comm, |c| h5tile_checkpoint_begin(c, path, opts, out))
+}
+
+/// `h5tile_series_begin` taking a Fortran communicator handle.
+///
+/// # Safety
+/// As `h5tile_series_begin`.
+#[no_mangle]
+pub unsafe extern "C" fn h5tile_series_begin_f(
+    comm: MPI_Fint,
+    dir: *const c_char,
+    step: u64,
+    sopts: *const h5tile_series_options,
+    opts: *const h5tile_write_options,
+    out: *mut *mut h5tile_checkpoint,
+) -> h5tile_status {
+    if !out.is_null() {
+        *out = std::ptr::null_mut();
+    }
+    or_status(comm, |c| {
+        h5tile_series_begin(c, dir, step, sopts, opts, out)
+    })
+}
+
+/// `h5tile_series_latest` taking a Fortran communicator handle.
+///
+/// # Safety
+/// As `h5tile_series_latest`.
+#[no_mangle]
+pub unsafe extern "C" fn h5tile_series_latest_f(
+    comm: MPI_Fint,
+    dir: *const c_char,
+    flags: u32,
+    step: *mut u64,
+    path: *mut c_char,
+    path_bytes: usize,
+) -> h5tile_status {
+    or_status(comm, |c| {
+        h5tile_series_latest(c, dir, flags, step, path, path_bytes)
+    })
+}
+
+/// `h5tile_attr_read` taking a Fortran communicator handle.
+///
+/// # Safety
+/// As `h5tile_attr_read`.
+#[no_mangle]
+pub unsafe extern "C" fn h5tile_attr_read_f(
+    comm: MPI_Fint,
+    path: *const c_char,
+    object: *const c_char,
+    name: *const c_char,
+    dtype: h5tile_dtype,
+    count: usize,
+    values: *mut c_void,
+) -> h5tile_status {
+    or_status(comm, |c| {
+        h5tile_attr_read(c, path, object, name, dtype, count, values)
     })
 }

@@ -13,6 +13,8 @@ mod asynchronous;
 mod read;
 // `h5tile_partition`.
 mod partition;
+// Checkpoints (many datasets and attributes in one commit) and series of them.
+mod checkpoint;
 // Batched reading, the `_f` variants for Fortran, the option structs, and what all share.
 pub mod batches;
 pub(crate) mod boundary;
@@ -27,6 +29,12 @@ pub use crate::dtype::{
     h5tile_dtype, H5TILE_BOOL, H5TILE_COMPLEX128, H5TILE_COMPLEX64, H5TILE_FLOAT16, H5TILE_FLOAT32,
     H5TILE_FLOAT64, H5TILE_INT16, H5TILE_INT32, H5TILE_INT64, H5TILE_INT8, H5TILE_UINT16,
     H5TILE_UINT32, H5TILE_UINT64, H5TILE_UINT8,
+};
+pub use checkpoint::{
+    h5tile_attr_read, h5tile_checkpoint, h5tile_checkpoint_abort, h5tile_checkpoint_add,
+    h5tile_checkpoint_attr, h5tile_checkpoint_attr_string, h5tile_checkpoint_begin,
+    h5tile_checkpoint_commit, h5tile_checkpoint_commit_async, h5tile_series_begin,
+    h5tile_series_latest, H5TILE_SERIES_VERIFY,
 };
 pub use options::*;
 pub use partition::h5tile_partition;

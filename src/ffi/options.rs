@@ -9,6 +9,7 @@
 
 use crate::dtype::{h5tile_dtype, Dtype};
 use crate::ops::read::ReadOptions;
+use crate::ops::series::SeriesOptions;
 use crate::ops::write::{Layout, WriteOptions};
 use crate::platform::device::Gds;
 use crate::status::*;
@@ -104,6 +105,46 @@ pub struct h5tile_read_options {
     pub dtype: h5tile_dtype,
     /// How reads into device memory move, as `h5tile_write_options.gds`.
     pub gds: u32,
+}
+
+/// Options of `h5tile_series_begin`: which checkpoints a series keeps. Start from
+/// `h5tile_series_options_default()` (keep everything), then set fields. Grows as
+/// `h5tile_write_options` does.
+#[allow(non_camel_case_types)]
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct h5tile_series_options {
+    /// `sizeof(h5tile_series_options)` as the caller compiled it; set by
+    /// `h5tile_series_options_default()` (do not change it).
+    pub size: usize,
+    /// Keep the newest `keep_last` complete checkpoints (0, the default: keep every one).
+    pub keep_last: u64,
+    /// With `keep_last`, also keep every step that is a multiple of `keep_every` (0, the
+    /// default: none for this reason). The latest complete checkpoint is never removed.
+    pub keep_every: u64,
+}
+
+impl h5tile_series_options {
+    fn defaults() -> h5tile_series_options {
+        h5tile_series_options {
+            size: std::mem::size_of::<h5tile_series_options>(),
+            keep_last: 0,
+            keep_every: 0,
+        }
+    }
+
+    /// The caller's options (NULL: the defaults), read at the size the caller compiled.
+    ///
+    /// # Safety
+    /// `opts` must be NULL or point to `opts->size` readable bytes.
+    pub unsafe fn parse(opts: *const h5tile_series_options) -> Result<SeriesOptions> {
+        let defaults = h5tile_series_options::defaults();
+        let o = read_sized(opts, defaults, "h5tile_series_options", FIRST_SERIES)?;
+        Ok(SeriesOptions {
+            keep_last: o.keep_last,
+            keep_every: o.keep_every,
+        })
+    }
 }
 
 impl h5tile_write_options {
@@ -291,10 +332,27 @@ pub unsafe extern "C" fn h5tile_read_options_init(
     super::boundary::run(|| write_sized(opts, size, h5tile_read_options::defaults(), FIRST_READ))
 }
 
+/// Fills `*opts` with this version's default series options for a struct of `size` bytes (the
+/// caller's `sizeof(h5tile_series_options)`); `h5tile_series_options_default()` calls it. As
+/// `h5tile_write_options_init`.
+///
+/// # Safety
+/// `opts` must be NULL or point to `size` writable bytes.
+#[no_mangle]
+pub unsafe extern "C" fn h5tile_series_options_init(
+    opts: *mut h5tile_series_options,
+    size: usize,
+) -> h5tile_status {
+    super::boundary::run(|| {
+        write_sized(opts, size, h5tile_series_options::defaults(), FIRST_SERIES)
+    })
+}
+
 /// The sizes of the first versions of the structs (the smallest a caller may pass): the write
 /// options' first version ended, padded, where `ranks_per_file` begins.
 const FIRST_WRITE: usize = std::mem::offset_of!(h5tile_write_options, ranks_per_file);
 const FIRST_READ: usize = std::mem::size_of::<h5tile_read_options>();
+const FIRST_SERIES: usize = std::mem::size_of::<h5tile_series_options>();
 
 /// Reads a caller's struct of the size its first field says (at least `smallest`, the size of
 /// the struct's first version): this version's `defaults` for fields the caller's version

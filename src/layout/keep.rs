@@ -17,23 +17,25 @@ pub fn check(path: &Path, dataset: &str) -> Result<()> {
     replaceable(&file, path, dataset).map(|_| ())
 }
 
-/// Opens the new master `tmp`: empty, or, with `keep` = (old file, dataset) and the old file
-/// there, a copy of it without `dataset`.
-pub fn new_master(tmp: &Path, keep: Option<(&Path, &str)>) -> Result<File> {
+/// Opens the new master `tmp`: empty, or, with `keep` = (old file, datasets) and the old file
+/// there, a copy of it without `datasets`.
+pub fn new_master(tmp: &Path, keep: Option<(&Path, &[&str])>) -> Result<File> {
     let fapl = Plist::file_access_master()?;
-    let Some((old, dataset)) = keep.filter(|(old, _)| old.exists()) else {
+    let Some((old, datasets)) = keep.filter(|(old, _)| old.exists()) else {
         return File::create_with(tmp, &fapl);
     };
     std::fs::copy(old, tmp).map_err(|e| Error::io("cannot copy the file to keep,", old, &e))?;
     let file = File::open_write_with(tmp, &fapl).map_err(|e| kept(old, e))?;
-    // Checked again: the file may have changed since the write began.
-    if replaceable(&file, old, dataset)? {
-        file.unlink(dataset).map_err(|e| {
-            e.context(&format!(
-                "cannot remove the old '{dataset}' from the copy of '{}'",
-                old.display()
-            ))
-        })?;
+    for dataset in datasets {
+        // Checked again: the file may have changed since the write began.
+        if replaceable(&file, old, dataset)? {
+            file.unlink(dataset).map_err(|e| {
+                e.context(&format!(
+                    "cannot remove the old '{dataset}' from the copy of '{}'",
+                    old.display()
+                ))
+            })?;
+        }
     }
     Ok(file)
 }

@@ -9,8 +9,10 @@
 //! Each write uses a fresh generation: new tiles never overwrite old ones, the new master (or
 //! single file) is written under a temporary name and renamed over the old one (the commit point), and only
 //! then are the previous generation's tiles deleted. A crash at any moment therefore leaves a
-//! readable dataset, old or new. With `keep`, the new master starts as a copy of the old file,
-//! so one file holds several datasets, and only the replaced dataset's old tiles go.
+//! readable file, old or new. One commit may write several datasets (a checkpoint): their
+//! tile files sit side by side, and in the subfiled layout one subfile per group holds the
+//! tiles of all of them. With `keep`, the new master starts as a copy of the old file, so it
+//! keeps datasets of earlier commits, and only the files no dataset maps any more go.
 
 pub mod checksums;
 pub mod extremes;
@@ -217,6 +219,24 @@ pub fn commit(tmp: &Path, master: &Path, tiles: Option<&Path>, sync: bool) -> Re
         .map_err(|e| Error::io("cannot rename new master into place at", master, &e))
 }
 
+/// The names of the files in `master`'s tile folder that its virtual datasets map.
+fn referenced_files(master: &Path) -> Result<std::collections::HashSet<String>> {
+    use crate::platform::hdf5::{Dataset, File, Storage};
+    let _l = crate::platform::hdf5::lock();
+    let file = File::open_read(master)?;
+    let mut names = std::collections::HashSet::new();
+    for path in file.dataset_paths()? {
+        let dset = Dataset::open(&file, &path)?;
+        if let Storage::Virtual = dset.storage()? {
+            for m in dset.create_plist()?.virtual_mappings()? {
+                let name = m.file.rsplit('/').next().unwrap_or_default();
+                names.insert(name.to_string());
+            }
+        }
+    }
+    Ok(names)
+}
+
 /// Makes a rename in `master`'s folder durable.
 pub fn sync_parent(master: &Path) -> Result<()> {
     let parent = master
@@ -226,11 +246,15 @@ pub fn sync_parent(master: &Path) -> Result<()> {
     sync_path(parent)
 }
 
-/// After a commit: deletes tile files of every other generation (with `only`, of that dataset
-/// alone: the master kept the others) and temporary masters left by crashed writes of this
-/// master. Returns the first failure, having tried every file.
-pub fn remove_stale(master: &Path, generation: u64, only: Option<&str>) -> Result<()> {
-    let key = only.map(|dataset| format!("{}.", dataset_key(dataset)));
+/// After a commit: deletes tile files of every other generation (with `keep_referenced`,
+/// only those the new master does not map: it kept other datasets, whose files may be of
+/// any generation) and temporary masters left by crashed writes of this master. Returns the
+/// first failure, having tried every file.
+pub fn remove_stale(master: &Path, generation: u64, keep_referenced: bool) -> Result<()> {
+    let referenced = match keep_referenced {
+        true => Some(referenced_files(master)?),
+        false => None,
+    };
     let mut first_error = None;
     let mut remove = |p: PathBuf| {
         if let Err(e) = std::fs::remove_file(&p) {
@@ -243,8 +267,8 @@ pub fn remove_stale(master: &Path, generation: u64, only: Option<&str>) -> Resul
     if let Ok(entries) = std::fs::read_dir(&dir) {
         for entry in entries.flatten() {
             let name = entry.file_name().to_string_lossy().into_owned();
-            let ours = key.as_ref().is_none_or(|k| name.starts_with(k.as_str()));
-            if ours && generation_of(&name).is_some_and(|g| g != generation) {
+            let needed = referenced.as_ref().is_some_and(|r| r.contains(&name));
+            if !needed && generation_of(&name).is_some_and(|g| g != generation) {
                 remove(entry.path());
             }
         }
@@ -370,7 +394,7 @@ mod tests {
         }
         let stale_tmp = temporary_master(&m, 1);
         std::fs::write(&stale_tmp, b"x").unwrap();
-        remove_stale(&m, 2, None).unwrap();
+        remove_stale(&m, 2, false).unwrap();
         assert!(keep.exists() && foreign.exists());
         assert!(!old.exists() && !stale_tmp.exists());
     }

@@ -17,33 +17,43 @@ use crate::platform::tile_bytes::{write_runs, Durability, Run};
 use crate::status::{fail, Result, H5TILE_ERR_HDF5};
 use std::path::Path;
 
-/// Creates `path` holding `dataset` of `global` shape with its contiguous storage allocated
-/// (with `keep_from`, beside everything else of that file), and returns the storage's byte
-/// offset in the file (None when the dataset has no elements).
+/// One dataset of a new single file: its name, element type and shape.
+pub struct NewDataset<'a> {
+    pub name: &'a str,
+    pub dtype: Dtype,
+    pub global: &'a [u64],
+}
+
+/// Creates `path` holding `datasets`, each with its contiguous storage allocated (with
+/// `keep_from`, beside everything else of that file), and returns each storage's byte offset
+/// in the file (None for a dataset with no elements).
 pub fn create(
     path: &Path,
-    dataset: &str,
-    dtype: Dtype,
-    global: &[u64],
+    datasets: &[NewDataset],
     keep_from: Option<&Path>,
-) -> Result<Option<u64>> {
+) -> Result<Vec<Option<u64>>> {
     let _l = hdf5::lock();
-    let file = super::keep::new_master(path, keep_from.map(|old| (old, dataset)))?;
-    let t = dtype.hdf5_type()?;
+    let names: Vec<&str> = datasets.iter().map(|d| d.name).collect();
+    let file = super::keep::new_master(path, keep_from.map(|old| (old, names.as_slice())))?;
     let dcpl = Plist::contiguous_allocated()?;
-    let dset = Dataset::create(&file, dataset, &t, &Space::simple(global)?, &dcpl)?;
-    let offset = dset.data_offset();
-    drop(dset);
-    file.close()?;
-    let elements = crate::geometry::tile::volume(global);
-    match (offset, elements) {
-        (_, 0) => Ok(None),
-        (None, _) => fail(
-            H5TILE_ERR_HDF5,
-            format!("HDF5 allocated no storage for '{dataset}'"),
-        ),
-        (offset, _) => Ok(offset),
+    let mut offsets = Vec::with_capacity(datasets.len());
+    for d in datasets {
+        let t = d.dtype.hdf5_type()?;
+        let dset = Dataset::create(&file, d.name, &t, &Space::simple(d.global)?, &dcpl)?;
+        let offset = dset.data_offset();
+        offsets.push(match (offset, crate::geometry::tile::volume(d.global)) {
+            (_, 0) => None,
+            (None, _) => {
+                return fail(
+                    H5TILE_ERR_HDF5,
+                    format!("HDF5 allocated no storage for '{}'", d.name),
+                )
+            }
+            (offset, _) => offset,
+        });
     }
+    file.close()?;
+    Ok(offsets)
 }
 
 /// Name of the attribute holding, per tile, its offset then its shape (`[tiles, 2, ndim]`).
@@ -64,9 +74,9 @@ pub fn recorded_tiles(dset: &Dataset, global: &[u64]) -> Option<Vec<Tile>> {
     tiles.iter().all(|t| t.fits_in(global)).then_some(tiles)
 }
 
-/// Records `tiles` (each with what was summed of it) as attributes of `dataset` in the file
-/// `path`, before it is committed; nothing when no tile was summed.
-pub fn record(path: &Path, dataset: &str, dtype: Dtype, tiles: &[(Tile, Summary)]) -> Result<()> {
+/// Records `tiles` (each with what was summed of it) as attributes of `dataset` in the new
+/// file `file`, before it is committed; nothing when no tile was summed.
+pub fn record(file: &File, dataset: &str, dtype: Dtype, tiles: &[(Tile, Summary)]) -> Result<()> {
     if tiles
         .iter()
         .all(|(_, s)| s.sums.is_none() && s.extremes.is_none())
@@ -74,8 +84,7 @@ pub fn record(path: &Path, dataset: &str, dtype: Dtype, tiles: &[(Tile, Summary)
         return Ok(());
     }
     let _l = hdf5::lock();
-    let file = File::open_write_with(path, &Plist::file_access_master()?)?;
-    let dset = Dataset::open(&file, dataset)?;
+    let dset = Dataset::open(file, dataset)?;
     let ndim = tiles[0].0.ndim() as u64;
     let boxes: Vec<u64> = tiles
         .iter()
@@ -83,9 +92,12 @@ pub fn record(path: &Path, dataset: &str, dtype: Dtype, tiles: &[(Tile, Summary)
         .collect();
     dset.write_u64_attribute(TILES_ATTRIBUTE, &[tiles.len() as u64, 2, ndim], &boxes)?;
     let summaries: Vec<Summary> = tiles.iter().map(|(_, s)| s.clone()).collect();
-    super::checksums::record(&dset, dtype, &summaries)?;
-    drop(dset);
-    file.close()
+    super::checksums::record(&dset, dtype, &summaries)
+}
+
+/// Opens the new file `path` to record its tiles.
+pub fn open_new(path: &Path) -> Result<File> {
+    File::open_write_with(path, &Plist::file_access_master()?)
 }
 
 /// Writes `tile` (dense, row-major, `elem` bytes per element, in `buf`) into the contiguous

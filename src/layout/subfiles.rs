@@ -44,26 +44,36 @@ const ALIGNMENT: u64 = 4096;
 /// What a subfile's user block starts with; the write's generation (little-endian) follows.
 const STAMP: &[u8; 16] = b"h5tile subfile\n\0";
 
+/// One tile a subfile holds: tile `k` of `rank`, of a dataset of `dtype` and `global` shape.
+pub struct SubfileTile<'a> {
+    pub rank: usize,
+    pub k: usize,
+    pub dtype: Dtype,
+    pub global: &'a [u64],
+    pub tile: &'a Tile,
+}
+
 /// Creates the subfile `path` of write `generation` with one contiguous dataset per tile of
-/// `tiles` (rank, index on that rank, tile; none empty), its storage allocated and not filled,
-/// each with the tile's place in its attributes as in a tile file, and stamps it with the
-/// generation. Returns each tile's `TileBytes`, in order.
-pub fn create(
-    path: &Path,
-    generation: u64,
-    dtype: Dtype,
-    global: &[u64],
-    tiles: &[(usize, usize, Tile)],
-) -> Result<Vec<TileBytes>> {
+/// `tiles` (none empty), its storage allocated and not filled, each with the tile's place in
+/// its attributes as in a tile file, and stamps it with the generation. Returns each tile's
+/// `TileBytes`, in order.
+pub fn create(path: &Path, generation: u64, tiles: &[SubfileTile]) -> Result<Vec<TileBytes>> {
     let offsets = (|| {
         let _l = hdf5::lock();
         let fcpl = Plist::file_with_user_block(ALIGNMENT)?;
         let file = File::create_as(path, &fcpl, &Plist::file_access_aligned(ALIGNMENT)?)?;
-        let t = dtype.hdf5_type()?;
         let dcpl = Plist::contiguous_allocated()?;
         let mut offsets = Vec::with_capacity(tiles.len());
-        for (rank, k, tile) in tiles {
+        for SubfileTile {
+            rank,
+            k,
+            dtype,
+            global,
+            tile,
+        } in tiles
+        {
             let name = tile_dataset(*rank, *k);
+            let t = dtype.hdf5_type()?;
             let dset = Dataset::create(&file, &name, &t, &Space::simple(&tile.shape)?, &dcpl)?;
             write_u64_attribute(&dset, "h5tile_offset", &tile.offset)?;
             write_u64_attribute(&dset, "h5tile_global_shape", global)?;
@@ -157,10 +167,21 @@ mod tests {
     fn every_tile_starts_on_its_own_block() {
         let d = tempfile::tempdir().unwrap();
         let path = d.path().join("s.h5");
-        let tiles: Vec<(usize, usize, Tile)> = (0..5)
-            .map(|r| (r, 0, Tile::new(vec![0, 3 * r as u64], vec![7, 3])))
+        let boxes: Vec<Tile> = (0..5)
+            .map(|r| Tile::new(vec![0, 3 * r as u64], vec![7, 3]))
             .collect();
-        let bytes = create(&path, 9, Dtype::Int16, &[7, 15], &tiles).unwrap();
+        let tiles: Vec<SubfileTile> = boxes
+            .iter()
+            .enumerate()
+            .map(|(rank, tile)| SubfileTile {
+                rank,
+                k: 0,
+                dtype: Dtype::Int16,
+                global: &[7, 15],
+                tile,
+            })
+            .collect();
+        let bytes = create(&path, 9, &tiles).unwrap();
         let mut offsets: Vec<u64> = bytes.iter().map(|b| b.data_offset).collect();
         assert!(offsets.iter().all(|o| o % ALIGNMENT == 0), "{offsets:?}");
         offsets.sort();

@@ -83,26 +83,23 @@ pub struct Source {
     pub bytes: TileBytes,
 }
 
-/// Writes the master file at `path`: `dataset` of `global` shape whose elements come from
-/// `sources` (`summaries[i]` recording what `sources[i]`'s bytes were); elements no source
-/// covers read as zero. Syncing and renaming are the caller's
-/// (see `layout::commit`).
-pub fn write_master(
-    path: &Path,
+/// Adds to the new master `file` the virtual dataset `dataset` of `global` shape whose
+/// elements come from `sources` (`summaries[i]` recording what `sources[i]`'s bytes were);
+/// elements no source covers read as zero.
+pub fn add_virtual_dataset(
+    file: &File,
     dataset: &str,
     dtype: Dtype,
     global: &[u64],
     sources: &[Source],
     summaries: &[Summary],
-    keep_from: Option<&Path>,
 ) -> Result<()> {
     let _l = hdf5::lock();
-    let file = super::keep::new_master(path, keep_from.map(|old| (old, dataset)))?;
     let t = dtype.hdf5_type()?;
     let dcpl = Plist::dataset_create()?;
     for Source {
         tile,
-        file,
+        file: source_file,
         dataset: source,
         ..
     } in sources
@@ -111,12 +108,12 @@ pub fn write_master(
         vspace.select_block(&tile.offset, &tile.shape)?;
         let src_space = Space::simple(&tile.shape)?;
         // Our file names hold no '%', which HDF5 would read as a pattern (see `tile_dir`).
-        debug_assert!(!file.contains('%') && !source.contains('%'));
-        dcpl.add_virtual_mapping(&vspace, file, source, &src_space)
+        debug_assert!(!source_file.contains('%') && !source.contains('%'));
+        dcpl.add_virtual_mapping(&vspace, source_file, source, &src_space)
             .map_err(|e| Error::new(e.status, format!("cannot map tile {tile}: {}", e.message)))?;
     }
     let space = Space::simple(global)?;
-    let dset = Dataset::create(&file, dataset, &t, &space, &dcpl)?;
+    let dset = Dataset::create(file, dataset, &t, &space, &dcpl)?;
     if !sources.is_empty() {
         let bytes: Vec<u64> = sources
             .iter()
@@ -125,6 +122,5 @@ pub fn write_master(
         dset.write_u64_attribute(TILE_BYTES_ATTRIBUTE, &[sources.len() as u64, 2], &bytes)?;
         super::checksums::record(&dset, dtype, summaries)?;
     }
-    drop(dset);
-    file.close()
+    Ok(())
 }

@@ -7,15 +7,21 @@
 //! self-contained, its virtual datasets contiguous); these are built with the feature
 //! `internals` only, which the tool turns on, as are the tool's own file work: `copy` (a master
 //! copied with its sources, verified), `remove` (a master removed with its tile files), and
-//! `files` (the file-system steps these and `pack` share).
+//! `files` (the file-system steps these and `pack` share). `checkpoint` (many datasets and
+//! attributes assembled call by call, committed by `write`) and `series` (a folder of
+//! numbered checkpoints: their names, the record of the latest, retention, and finding the
+//! newest complete or verified one) serve the C API; `series` stands on `inspect` and
+//! `verify`, which are therefore always built.
 
 pub(crate) mod batches;
+pub(crate) mod checkpoint;
 #[cfg(any(test, feature = "internals"))]
 pub(crate) mod copy;
 #[cfg(any(test, feature = "internals"))]
 pub(crate) mod files;
 pub(crate) mod fnv;
-#[cfg(any(test, feature = "internals"))]
+// Its parts for the tool alone are unused in the plain library.
+#[cfg_attr(not(any(test, feature = "internals")), allow(dead_code))]
 pub(crate) mod inspect;
 #[cfg(any(test, feature = "internals"))]
 pub(crate) mod pack;
@@ -25,6 +31,10 @@ pub(crate) mod read;
 pub(crate) mod relocate;
 #[cfg(any(test, feature = "internals"))]
 pub(crate) mod remove;
-#[cfg(any(test, feature = "internals"))]
+// Its parts for the tool alone are unused in the plain library.
+#[cfg_attr(not(any(test, feature = "internals")), allow(dead_code))]
+pub(crate) mod series;
+// Its parts for the tool alone are unused in the plain library.
+#[cfg_attr(not(any(test, feature = "internals")), allow(dead_code))]
 pub(crate) mod verify;
 pub(crate) mod write;

@@ -9,8 +9,8 @@
 //! finds the file the previous one left (with `H5TILE_KEEP_OTHERS`, several fields of one
 //! checkpoint can be written in the background at once).
 
-use crate::dtype::Dtype;
-use crate::ops::write::{self, LocalTile, WriteArgs, WriteOptions};
+use crate::ops::checkpoint::{self, SeriesStep};
+use crate::ops::write::Checkpoint;
 use crate::platform::comm::Comm;
 use crate::status::*;
 use parking_lot::Mutex;
@@ -52,49 +52,20 @@ impl Request {
     }
 }
 
-/// `WriteArgs` owning their path, name and shape, for a write that outlives the call.
-pub struct OwnedWrite {
-    path: PathBuf,
-    dataset: String,
-    dtype: Dtype,
-    global: Vec<u64>,
-    tiles: Vec<LocalTile<'static>>,
-    options: WriteOptions,
-}
+/// A commit that outlives the call that started it, with the series step it completes.
+pub struct OwnedWrite(Checkpoint<'static>, Option<SeriesStep>);
 
 impl OwnedWrite {
     /// # Safety
     /// The tile buffers stay the caller's: they must stay alive and untouched until the write
-    /// completes (the contract of `h5tile_write_async`), however long `args` lives.
-    pub unsafe fn new(args: &WriteArgs) -> OwnedWrite {
-        let tiles = args
-            .tiles
-            .iter()
-            .map(|t| std::mem::transmute::<LocalTile<'_>, LocalTile<'static>>(t.clone()))
-            .collect();
-        OwnedWrite {
-            path: args.path.to_path_buf(),
-            dataset: args.dataset.to_string(),
-            dtype: args.dtype,
-            global: args.global.to_vec(),
-            tiles,
-            options: args.options,
-        }
+    /// completes (the contract of `h5tile_write_async`), however long the result lives.
+    pub unsafe fn new(ck: Checkpoint<'_>, series: Option<SeriesStep>) -> OwnedWrite {
+        let ck = std::mem::transmute::<Checkpoint<'_>, Checkpoint<'static>>(ck);
+        OwnedWrite(ck, series)
     }
 
     pub fn path(&self) -> &Path {
-        &self.path
-    }
-
-    pub fn args(&self) -> WriteArgs<'_> {
-        WriteArgs {
-            path: &self.path,
-            dataset: &self.dataset,
-            dtype: self.dtype,
-            global: &self.global,
-            tiles: self.tiles.clone(),
-            options: self.options,
-        }
+        &self.0.path
     }
 }
 
@@ -113,7 +84,7 @@ impl Job {
         let Job(comm, owned, earlier) = self;
         // Their outcome is theirs to report; this write only needs them finished.
         earlier.iter().for_each(|r| drop(r.complete()));
-        catch_panic(|| write::write_checked(&comm, &owned.args()))
+        catch_panic(|| checkpoint::commit_checked(&comm, &owned.0, owned.1.as_ref()))
     }
 }
 
@@ -204,8 +175,9 @@ mod tests {
             })
             .collect();
         let args = crate::ops::write::tests::f64_args(path, dataset, &global, tiles, options);
-        write::check(&args).unwrap();
-        start(Comm::solo(), unsafe { OwnedWrite::new(&args) })
+        let ck = args.checkpoint();
+        crate::ops::write::check(&ck).unwrap();
+        start(Comm::solo(), unsafe { OwnedWrite::new(ck, None) })
     }
 
     fn read_back(path: &Path) -> Result<Vec<f64>> {

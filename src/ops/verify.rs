@@ -13,6 +13,8 @@ use crate::layout::subfiles::check_stamp;
 use crate::platform::hdf5::{self, Dataset, File};
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
 
 /// Something wrong with one tile's source.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -267,6 +269,77 @@ fn source_dataset_fits(
         )),
         _ => None,
     }
+}
+
+/// Threads reading tiles to verify their checksums when nothing says otherwise: the CPUs, at
+/// most 16 (more seldom helps: the reads wait on the disk).
+pub fn default_threads() -> usize {
+    std::thread::available_parallelism().map_or(4, |n| n.get().min(16))
+}
+
+/// One checksummed tile to read: the index of its dataset in the caller's list, and of the
+/// tile in that dataset's tiles (`DatasetInfo::tiled`).
+pub type TileJob = (usize, usize);
+
+/// The tiles of `datasets` that `verify_tiles` reads: every tile with recorded checksums and a
+/// recorded place (virtual datasets' and the single-file layout's), but those `skip` names
+/// (given the dataset's index and the tile: the caller found their source bad already, and
+/// reading it would only repeat that).
+pub fn checksum_jobs(
+    datasets: &[&DatasetInfo],
+    skip: impl Fn(usize, &TileInfo) -> bool,
+) -> Vec<TileJob> {
+    let mut jobs = Vec::new();
+    for (d, info) in datasets.iter().enumerate() {
+        let Some(vds) = info.tiled() else { continue };
+        for (t, tile) in vds.tiles.iter().enumerate() {
+            if checksummed_bytes(tile, info.element_bytes) > 0 && !skip(d, tile) {
+                jobs.push((d, t));
+            }
+        }
+    }
+    jobs
+}
+
+/// The bytes `job` (of `checksum_jobs(datasets, ..)`) reads.
+pub fn job_bytes(datasets: &[&DatasetInfo], (d, t): TileJob) -> u64 {
+    let info = datasets[d];
+    info.tiled()
+        .map_or(0, |v| checksummed_bytes(&v.tiles[t], info.element_bytes))
+}
+
+/// Reads the tiles `jobs` names and compares their blocks with their checksums
+/// (`verify_checksums`), the tiles shared out among up to `threads` threads, which give
+/// `progress` the bytes of each block checked. Returns each job's problems, in the order of
+/// `jobs` (none: the tile is as written).
+pub fn verify_tiles(
+    datasets: &[&DatasetInfo],
+    jobs: &[TileJob],
+    threads: usize,
+    progress: &(dyn Fn(u64) + Sync),
+) -> Vec<Vec<Problem>> {
+    let found: Vec<Mutex<Vec<Problem>>> = jobs.iter().map(|_| Mutex::new(Vec::new())).collect();
+    // Threads take the next job as they finish one: tiles of unequal sizes balance out.
+    let next = AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        for _ in 0..threads.clamp(1, jobs.len().max(1)) {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(&(d, t)) = jobs.get(i) else { break };
+                let info = datasets[d];
+                let Some(vds) = info.tiled() else { continue };
+                let tile = &vds.tiles[t];
+                let block = vds.checksum_block.unwrap_or(0);
+                let problems =
+                    verify_checksums(&tile.path, tile, info.element_bytes, block, progress);
+                *found[i].lock().unwrap_or_else(|e| e.into_inner()) = problems;
+            });
+        }
+    });
+    found
+        .into_iter()
+        .map(|m| m.into_inner().unwrap_or_else(|e| e.into_inner()))
+        .collect()
 }
 
 /// The largest checksum block read: far above the 1 MiB h5tile writes.

@@ -115,6 +115,24 @@ impl Comm {
         self.broadcast(values);
     }
 
+    /// Rank 0's `bytes` on every rank.
+    pub fn broadcast_bytes(&self, bytes: Vec<u8>) -> Vec<u8> {
+        let mut len = [bytes.len() as u64];
+        self.broadcast(&mut len);
+        let mut words: Vec<u64> = bytes
+            .chunks(8)
+            .map(|c| {
+                let mut w = [0u8; 8];
+                w[..c.len()].copy_from_slice(c);
+                u64::from_ne_bytes(w)
+            })
+            .collect();
+        self.broadcast_vec(&mut words);
+        let mut out: Vec<u8> = words.iter().flat_map(|w| w.to_ne_bytes()).collect();
+        out.truncate(len[0] as usize);
+        out
+    }
+
     /// Rank `root`'s `text` on every rank.
     pub fn broadcast_text(&self, root: usize, text: &mut String) {
         if let Comm::Mpi(c) = self {

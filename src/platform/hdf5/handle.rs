@@ -77,7 +77,6 @@ handle!(
     /// An attribute.
     Attribute, hdf5_sys::h5a::H5Aclose
 );
-#[cfg(any(test, feature = "internals"))]
 handle!(
     /// Any object opened by its path (a group, a dataset, a named datatype).
     Object, hdf5_sys::h5o::H5Oclose
@@ -209,7 +208,6 @@ impl File {
     }
 }
 
-#[cfg(any(test, feature = "internals"))]
 impl File {
     /// The path of every dataset in the file, each object once (by the first of its names in
     /// name order); external links are not followed.
@@ -465,6 +463,13 @@ impl Dataset {
 }
 
 impl Space {
+    /// A scalar dataspace: one element.
+    pub fn scalar() -> Result<Space> {
+        let _l = super::lock();
+        let id = unsafe { H5Screate(H5S_class_t::H5S_SCALAR) };
+        Space::from_id(id, || "cannot create a scalar dataspace".into())
+    }
+
     /// A simple dataspace of the given extents, everything selected.
     pub fn simple(dims: &[u64]) -> Result<Space> {
         let _l = super::lock();

@@ -2,6 +2,7 @@
 //! library's one-time set-up, turning HDF5 failures into `H5TILE_ERR_HDF5` with the error
 //! stack, and small RAII handle types (`handle`).
 
+mod attributes;
 #[cfg(any(test, feature = "internals"))]
 mod copy;
 pub mod gds;
@@ -11,6 +12,9 @@ mod properties;
 mod relocate;
 mod types;
 
+#[cfg(test)]
+pub(crate) use attributes::read_text;
+pub use attributes::AttributeValue;
 #[cfg(any(test, feature = "internals"))]
 pub use copy::{Link, LinkTarget, NamedTypes, ObjectKey};
 pub use handle::{is_hdf5, Attribute, Dataset, File, ObjectKind, Plist, Space, Storage, Type};

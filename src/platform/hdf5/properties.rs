@@ -243,7 +243,6 @@ impl Dataset {
 
     /// Attribute `name` as elements of `mem_type` (HDF5 converting them) with its extents, None
     /// when there is none or it cannot be read as such.
-    #[cfg(any(test, feature = "internals"))]
     pub fn attribute_as(&self, name: &str, mem_type: &Type) -> Option<(Vec<u64>, Vec<u8>)> {
         self.attribute_raw(name, mem_type.id(), mem_type.size())
     }

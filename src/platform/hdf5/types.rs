@@ -90,7 +90,6 @@ impl Dtype {
     }
 }
 
-#[cfg(any(test, feature = "internals"))]
 impl Type {
     /// A short name for the type: h5tile's name for one of its element types ("float64"),
     /// else HDF5's class and size ("string (12 B)", "variable-length string",

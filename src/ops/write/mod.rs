@@ -1,0 +1,354 @@
+//! `h5tile_write` and checkpoints: the collective commit of every rank's tiles of one or more
+//! datasets, with attributes, as one new version of a file.
+//!
+//! Order of events, each step agreed by all ranks before the next so a failure anywhere is the
+//! same failure everywhere and nothing on disk is touched until every check has passed:
+//! 1. validate: local argument checks (`agree::validate`), then all ranks check they were
+//!    given the same arguments (`agree::same_arguments`);
+//! 2. plan: rank 0 gathers every tile, checks overlap and coverage per dataset, checks and
+//!    prepares the path (`plan`);
+//! 3. write: each layout's writer writes this rank's tiles where its layout keeps them, under
+//!    new names invisible to readers of the old file (`tile_files`, `subfiles`, `single`);
+//! 4. gather: rank 0 learns where each tile went and what it summed to (`messages::Placed`);
+//! 5. commit: rank 0 completes the new master under its temporary name, with every dataset
+//!    and attribute, and renames it over the old one (the commit point), then deletes the
+//!    files no version needs any more. Readers and a crash see the old file or the new one,
+//!    never some of the datasets.
+
+mod agree;
+mod messages;
+mod plan;
+mod single;
+mod subfiles;
+mod summing;
+#[cfg(test)]
+pub(crate) mod tests;
+mod tile_files;
+
+pub use crate::platform::hdf5::AttributeValue;
+pub use agree::validate_dataset_name;
+
+use crate::dtype::Dtype;
+use crate::geometry::tile::Tile;
+use crate::layout;
+use crate::platform::comm::Comm;
+use crate::platform::device::Buffer;
+use crate::platform::hdf5::File;
+use crate::status::*;
+use messages::{decode, encode, Placed};
+use plan::Plan;
+use std::path::{Path, PathBuf};
+
+/// Largest number of dimensions the C API accepts.
+pub const MAX_NDIM: usize = 32;
+
+/// How a written dataset is stored.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Layout {
+    /// One file per non-empty tile plus a master holding the virtual dataset.
+    Vds,
+    /// One self-contained file written by all ranks in parallel.
+    Single,
+    /// One file per group of ranks (by default per node) holding a dataset per tile, plus a
+    /// master holding the virtual dataset.
+    Subfiles,
+}
+
+impl Layout {
+    /// The name the C API gives it.
+    pub fn c_name(self) -> &'static str {
+        match self {
+            Layout::Vds => "H5TILE_LAYOUT_VDS",
+            Layout::Single => "H5TILE_LAYOUT_SINGLE",
+            Layout::Subfiles => "H5TILE_LAYOUT_SUBFILES",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WriteOptions {
+    pub layout: Layout,
+    /// Fail with `H5TILE_ERR_EXISTS` instead of replacing an existing file.
+    pub no_overwrite: bool,
+    /// Tiles may leave gaps, which read back as zero.
+    pub allow_partial: bool,
+    /// Keep the file's other contents: replace or add only the datasets written.
+    pub keep_others: bool,
+    /// No `fsync` (`H5TILE_NO_SYNC`): the commit is still an atomic rename, but a power or
+    /// node failure may lose the write.
+    pub no_sync: bool,
+    /// Subfiled layout: ranks per subfile, within one node (None: the whole node).
+    pub ranks_per_file: Option<usize>,
+    /// How tiles in device memory move.
+    pub gds: crate::platform::device::Gds,
+}
+
+impl Default for WriteOptions {
+    fn default() -> Self {
+        WriteOptions {
+            layout: Layout::Vds,
+            no_overwrite: false,
+            allow_partial: false,
+            keep_others: false,
+            no_sync: false,
+            ranks_per_file: None,
+            gds: crate::platform::device::Gds::Auto,
+        }
+    }
+}
+
+/// One tile this rank contributes, with its dense row-major buffer (`tile.volume()` elements;
+/// made at the C boundary, which also found how its bytes move).
+#[derive(Clone, Debug)]
+pub struct LocalTile<'a> {
+    pub tile: Tile,
+    pub buf: Buffer<'a>,
+}
+
+/// Everything one rank passes to a collective write of one dataset.
+#[derive(Clone, Debug)]
+pub struct WriteArgs<'a> {
+    pub path: &'a Path,
+    pub dataset: &'a str,
+    pub dtype: Dtype,
+    pub global: &'a [u64],
+    pub tiles: Vec<LocalTile<'a>>,
+    pub options: WriteOptions,
+}
+
+impl<'a> WriteArgs<'a> {
+    /// The same write as a checkpoint of one field.
+    pub fn checkpoint(&self) -> Checkpoint<'a> {
+        Checkpoint {
+            path: self.path.to_path_buf(),
+            fields: vec![Field {
+                dataset: self.dataset.to_string(),
+                dtype: self.dtype,
+                global: self.global.to_vec(),
+                tiles: self.tiles.clone(),
+            }],
+            attributes: Vec::new(),
+            options: self.options,
+        }
+    }
+}
+
+/// One dataset of a checkpoint: its name, element type, global shape and this rank's tiles
+/// of it (any number, none included).
+#[derive(Clone, Debug)]
+pub struct Field<'a> {
+    pub dataset: String,
+    pub dtype: Dtype,
+    pub global: Vec<u64>,
+    pub tiles: Vec<LocalTile<'a>>,
+}
+
+/// An attribute a checkpoint stores on `object`: "/" (the file), a group or a dataset path.
+/// Rank 0's values are stored.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Attribute {
+    pub object: String,
+    pub name: String,
+    pub value: AttributeValue,
+}
+
+/// Everything one rank passes to a collective commit: datasets and attributes made visible
+/// together, replacing the file at `path` (with `keep_others`, only what it names).
+#[derive(Clone, Debug)]
+pub struct Checkpoint<'a> {
+    pub path: PathBuf,
+    pub fields: Vec<Field<'a>>,
+    pub attributes: Vec<Attribute>,
+    pub options: WriteOptions,
+}
+
+impl<'a> Checkpoint<'a> {
+    /// This rank's tiles over every field, numbered (`k`) in field order: (k, field, tile).
+    fn local_tiles(&self) -> impl Iterator<Item = (usize, usize, &LocalTile<'a>)> {
+        self.fields
+            .iter()
+            .enumerate()
+            .flat_map(|(f, field)| field.tiles.iter().map(move |t| (f, t)))
+            .enumerate()
+            .map(|(k, (f, t))| (k, f, t))
+    }
+
+    /// `local_tiles` that hold elements.
+    fn non_empty_tiles(&self) -> impl Iterator<Item = (usize, usize, &LocalTile<'a>)> {
+        self.local_tiles().filter(|(_, _, t)| !t.tile.is_empty())
+    }
+
+    /// The same commit with its fields and attributes in name order, so that ranks that added
+    /// them in different orders agree.
+    fn sorted(&self) -> Checkpoint<'a> {
+        let mut ck = self.clone();
+        ck.fields.sort_by(|a, b| a.dataset.cmp(&b.dataset));
+        ck.attributes
+            .sort_by(|a, b| (&a.object, &a.name).cmp(&(&b.object, &b.name)));
+        ck
+    }
+
+    /// The datasets it writes.
+    fn datasets(&self) -> Vec<&str> {
+        self.fields.iter().map(|f| f.dataset.as_str()).collect()
+    }
+
+    /// The file whose other contents the new master keeps (`H5TILE_KEEP_OTHERS`).
+    fn keep_from(&self) -> Option<&Path> {
+        self.options.keep_others.then_some(self.path.as_path())
+    }
+}
+
+/// Writes `args` collectively over `comm`: a checkpoint of one dataset.
+pub fn write(comm: &Comm, args: &WriteArgs) -> Result<()> {
+    commit(comm, &args.checkpoint())
+}
+
+/// Commits `ck` collectively over `comm`; see the module documentation for the protocol.
+pub fn commit(comm: &Comm, ck: &Checkpoint) -> Result<()> {
+    comm.agree_on(|| check(ck))?;
+    commit_checked(comm, ck)
+}
+
+/// The checks one rank makes alone. A commit started in the background makes them before it
+/// returns, so that a bad call fails at once.
+pub fn check(ck: &Checkpoint) -> Result<()> {
+    agree::validate(ck)
+}
+
+/// `commit` after every rank's `check` has passed.
+pub fn commit_checked(comm: &Comm, ck: &Checkpoint) -> Result<()> {
+    let ck = &ck.sorted();
+    agree::same_arguments(comm, ck)?;
+    let plan = plan::plan(comm, ck)?;
+    match ck.options.layout {
+        Layout::Vds => run(comm, ck, &plan, tile_files::TileFiles),
+        Layout::Subfiles => run(comm, ck, &plan, subfiles::Subfiles),
+        Layout::Single => run(comm, ck, &plan, single::SingleFile),
+    }
+}
+
+/// How one layout writes a commit's tiles and the master that finds them.
+trait LayoutWriter {
+    /// Whether the layout keeps tiles in the tile folder beside the master.
+    const IN_TILE_DIR: bool;
+
+    /// Step 3, on every rank, agreed: writes this rank's tiles, noting every file it creates
+    /// in `written`, and returns what rank 0 records of each non-empty one.
+    fn write_tiles(
+        &self,
+        comm: &Comm,
+        ck: &Checkpoint,
+        plan: &Plan,
+        written: &mut Vec<PathBuf>,
+    ) -> Result<Vec<Placed>>;
+
+    /// Step 5, on rank 0: the new master at `tmp` holding every dataset of `ck`, each tile
+    /// recorded as `placed[rank]` says (attributes and the commit are the caller's).
+    fn master(
+        &self,
+        tmp: &Path,
+        ck: &Checkpoint,
+        plan: &Plan,
+        placed: &[Vec<Placed>],
+    ) -> Result<File>;
+}
+
+/// Steps 3 to 5 with `writer`. A failure before the commit removes what was written.
+fn run<W: LayoutWriter>(comm: &Comm, ck: &Checkpoint, plan: &Plan, writer: W) -> Result<()> {
+    let dir = layout::tile_dir(&ck.path);
+    let mut written: Vec<PathBuf> = Vec::new();
+    let result = writer.write_tiles(comm, ck, plan, &mut written);
+    let placed_by_rank = match &result {
+        Ok(placed) => comm.gather_varcount_to_root(&encode(placed)),
+        Err(_) => None,
+    };
+    let finish = |tmp: &Path| {
+        let placed: Vec<Vec<Placed>> = placed_by_rank
+            .unwrap_or_default()
+            .iter()
+            .enumerate()
+            .map(|(rank, words)| {
+                let elem_of = |k| plan.elem_of(ck, rank, k);
+                decode::<Placed>(words, &elem_of)
+            })
+            .collect();
+        let file = writer.master(tmp, ck, plan, &placed)?;
+        for a in &ck.attributes {
+            file.set_attribute(&a.object, &a.name, &a.value)?;
+        }
+        file.close()
+    };
+    let tiles = W::IN_TILE_DIR.then_some(dir.as_path());
+    let (result, committed) = match result {
+        Ok(_) => commit_on_root(comm, ck, plan.generation, tiles, finish),
+        Err(e) => (Err(e), false),
+    };
+    if result.is_err() && !committed {
+        for p in &written {
+            let _ = std::fs::remove_file(p);
+        }
+        // Once every rank has removed its files, a tile folder left empty goes too.
+        let _ = comm.agree(Ok(()));
+        if comm.is_root() && tiles.is_some() {
+            let _ = std::fs::remove_dir(&dir);
+        }
+    }
+    result
+}
+
+/// Step 5: on rank 0, `finish` completes the new master at its temporary path, which is then
+/// renamed over the target (the commit point, after syncing the tile folder `tiles` and the
+/// master's folder), after which files no version needs are removed. Returns the agreed
+/// outcome and whether the commit happened (then no new file may be removed).
+fn commit_on_root(
+    comm: &Comm,
+    ck: &Checkpoint,
+    generation: u64,
+    tiles: Option<&Path>,
+    finish: impl FnOnce(&Path) -> Result<()>,
+) -> (Result<()>, bool) {
+    let path = ck.path.as_path();
+    let sync = !ck.options.no_sync;
+    let mut committed = false;
+    let result = crate::status::catch_panic(|| {
+        if !comm.is_root() {
+            return Ok(());
+        }
+        let tmp = layout::temporary_master(path, generation);
+        let switched = finish(&tmp)
+            .and_then(|()| injected_failure())
+            .and_then(|()| layout::commit(&tmp, path, tiles, sync));
+        if let Err(e) = switched {
+            let _ = std::fs::remove_file(&tmp);
+            return Err(e);
+        }
+        committed = true;
+        match sync {
+            true => layout::sync_parent(path),
+            false => Ok(()),
+        }
+        .and_then(|()| layout::remove_stale(path, generation, ck.options.keep_others))
+        .map_err(|e| {
+            Error::new(
+                e.status,
+                format!(
+                    "{} (after the commit: the new dataset is in place)",
+                    e.message
+                ),
+            )
+        })
+    });
+    let mut flag = [committed as u64];
+    comm.broadcast(&mut flag);
+    (comm.agree(result), flag[0] == 1)
+}
+
+/// Unit tests make a write fail between its new master and the commit; elsewhere a no-op.
+#[cfg(not(test))]
+fn injected_failure() -> Result<()> {
+    Ok(())
+}
+
+#[cfg(test)]
+use tests::injected_failure;

@@ -1,0 +1,121 @@
+//! The VDS layout's writer: each rank writes each of its non-empty tiles to a file of its own
+//! in the tile folder; rank 0's master maps every dataset to its tiles' files.
+
+use super::messages::{placed_record, Placed, PlacedIn};
+use super::plan::Plan;
+use super::summing::summarized;
+use super::{Checkpoint, LayoutWriter};
+use crate::layout::checksums::Summary;
+use crate::layout::{self, vds};
+use crate::platform::comm::Comm;
+use crate::platform::hdf5::File;
+use crate::status::Result;
+use std::path::{Path, PathBuf};
+
+pub struct TileFiles;
+
+impl LayoutWriter for TileFiles {
+    const IN_TILE_DIR: bool = true;
+
+    fn write_tiles(
+        &self,
+        comm: &Comm,
+        ck: &Checkpoint,
+        plan: &Plan,
+        written: &mut Vec<PathBuf>,
+    ) -> Result<Vec<Placed>> {
+        let dir = layout::tile_dir(&ck.path);
+        let sync = !ck.options.no_sync;
+        comm.agree_on(|| {
+            let mut placed = Vec::new();
+            for (k, f, local) in ck.non_empty_tiles() {
+                let field = &ck.fields[f];
+                let name = layout::tile_file_name(&field.dataset, plan.generation, comm.rank(), k);
+                let path = dir.join(name);
+                written.push(path.clone());
+                let (bytes, summary) = summarized(field.dtype, local, || {
+                    vds::write_tile(
+                        &path,
+                        field.dtype,
+                        &local.tile,
+                        &field.global,
+                        local.buf,
+                        sync,
+                    )
+                })?;
+                placed.push(Placed {
+                    k,
+                    placed_in: PlacedIn::OwnFile,
+                    bytes,
+                    summary,
+                });
+            }
+            Ok(placed)
+        })
+    }
+
+    fn master(
+        &self,
+        tmp: &Path,
+        ck: &Checkpoint,
+        plan: &Plan,
+        placed: &[Vec<Placed>],
+    ) -> Result<File> {
+        master_of_sources(tmp, ck, plan, placed)
+    }
+}
+
+/// The master of the layouts that keep tiles in the tile folder: a virtual dataset per field
+/// mapping each tile to the file `placed` names (its own, or its group's subfile).
+pub fn master_of_sources(
+    tmp: &Path,
+    ck: &Checkpoint,
+    plan: &Plan,
+    placed: &[Vec<Placed>],
+) -> Result<File> {
+    let dir = layout::tile_dir(&ck.path);
+    let dir_name = dir.file_name().unwrap_or_default().to_string_lossy();
+    let datasets = ck.datasets();
+    let file = layout::keep::new_master(tmp, ck.keep_from().map(|old| (old, &datasets[..])))?;
+    for (f, field) in ck.fields.iter().enumerate() {
+        let mut sources = Vec::new();
+        let mut summaries: Vec<Summary> = Vec::new();
+        for p in plan.tiles_of(f) {
+            let record = placed_record(placed, p);
+            let (file, dataset) = match record.placed_in {
+                PlacedIn::Subfile(first) => (
+                    layout::subfile_name(subfile_key(ck), plan.generation, first),
+                    layout::subfiles::tile_dataset(p.rank, p.k),
+                ),
+                _ => (
+                    layout::tile_file_name(&field.dataset, plan.generation, p.rank, p.k),
+                    vds::TILE_DATASET.to_string(),
+                ),
+            };
+            sources.push(vds::Source {
+                tile: p.tile.clone(),
+                file: format!("{dir_name}/{file}"),
+                dataset,
+                bytes: record.bytes,
+            });
+            summaries.push(record.summary.clone());
+        }
+        vds::add_virtual_dataset(
+            &file,
+            &field.dataset,
+            field.dtype,
+            &field.global,
+            &sources,
+            &summaries,
+        )?;
+    }
+    Ok(file)
+}
+
+/// The dataset whose name a commit's subfiles carry: its first (the subfiles of a checkpoint
+/// hold the tiles of every dataset, so the name only helps a person tell commits apart).
+pub fn subfile_key<'a>(ck: &'a Checkpoint) -> &'a str {
+    ck.fields
+        .first()
+        .map_or("checkpoint", |f| f.dataset.as_str())
+}
