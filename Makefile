@@ -217,9 +217,10 @@ test-scale: stage
 demo: stage
 	$(CMAKE) -S examples -B $(BUILD)/examples -DCMAKE_PREFIX_PATH=$(STAGE) >/dev/null
 	$(CMAKE) --build $(BUILD)/examples
-	$(MPIRUN) -n 4 $(BUILD)/examples/heat2d $(BUILD)/demo/heat.h5
+	rm -rf $(BUILD)/demo/heat-series $(BUILD)/demo/heat-series-serial
+	$(MPIRUN) -n 4 $(BUILD)/examples/heat2d $(BUILD)/demo/heat-series
 	@echo "--- the same program with no launcher (one process):"
-	$(BUILD)/examples/heat2d $(BUILD)/demo/heat-serial.h5
+	$(BUILD)/examples/heat2d $(BUILD)/demo/heat-series-serial
 
 # Speed and memory beside the baselines, measured side by side in one run (bench/suite.py
 # says what and the knobs; BENCH_SCALE=0 leaves out the many-rank section); prints ratios,

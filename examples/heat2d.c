@@ -1,11 +1,13 @@
 /* A 2-D heat-equation solver that checkpoints and restarts with h5tile.
  *
  * The field lives on a 2-D Cartesian grid of MPI ranks, each holding a block plus one layer of
- * halo cells. After some Jacobi steps the solver writes a checkpoint with h5tile_write (each
- * rank its own block, no gathering), then restarts from it on a *different* decomposition
- * (1-D row slabs) with h5tile_read, and checks that every value came back where it belongs.
+ * halo cells. Every `steps / 5` Jacobi steps the solver saves a checkpoint in a series (the
+ * field, with the step, the time and the field's units as attributes, in one commit; each
+ * rank writes its own block, no gathering), keeping the last two and every 20th step. Then it
+ * restarts from the latest checkpoint the series holds, on a *different* decomposition (1-D
+ * row slabs), and checks that every value came back where it belongs.
  *
- *   mpirun -n 4 ./heat2d [checkpoint.h5] [N] [steps]      or simply   ./heat2d
+ *   mpirun -n 4 ./heat2d [series folder] [N] [steps]      or simply   ./heat2d
  */
 #include <h5tile.h>
 #include <dirent.h>
@@ -48,26 +50,51 @@ static uint64_t fingerprint(const double *v, uint64_t rows, uint64_t cols, uint6
   return h;
 }
 
-static void show_layout(const char *path) {
-  struct stat st;
-  if (stat(path, &st) == 0) printf("  %-44s %10lld bytes  (master: the virtual dataset)\n", path, (long long)st.st_size);
-  char dir[4096];
-  snprintf(dir, sizeof dir, "%s.tiles", path);
+/* Bytes of the files in `dir` (a checkpoint's tile folder) and their count. */
+static long long folder_bytes(const char *dir, int *files) {
+  long long total = 0;
+  *files = 0;
+  DIR *d = opendir(dir);
+  if (!d) return 0;
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL) {
+    char file[8192];
+    struct stat st;
+    snprintf(file, sizeof file, "%s/%s", dir, e->d_name);
+    if (e->d_name[0] != '.' && stat(file, &st) == 0) {
+      total += st.st_size;
+      ++*files;
+    }
+  }
+  closedir(d);
+  return total;
+}
+
+/* Lists the series folder `dir`: each entry, a tile folder as its count of files and bytes. */
+static void show_series(const char *dir) {
   DIR *d = opendir(dir);
   if (!d) return;
   struct dirent *e;
   while ((e = readdir(d)) != NULL) {
     if (e->d_name[0] == '.') continue;
     char file[8192];
+    struct stat st;
     snprintf(file, sizeof file, "%s/%s", dir, e->d_name);
-    if (stat(file, &st) == 0) printf("  %-44s %10lld bytes\n", file, (long long)st.st_size);
+    if (stat(file, &st) != 0) continue;
+    if (S_ISDIR(st.st_mode)) {
+      int files;
+      long long bytes = folder_bytes(file, &files);
+      printf("  %-36s %10lld bytes in %d tile files\n", e->d_name, bytes, files);
+    } else {
+      printf("  %-36s %10lld bytes\n", e->d_name, (long long)st.st_size);
+    }
   }
   closedir(d);
 }
 
 int main(int argc, char **argv) {
   MPI_Init(&argc, &argv);
-  const char *path = argc > 1 ? argv[1] : "heat.h5";
+  const char *series = argc > 1 ? argv[1] : "heat-series";
   const uint64_t N = argc > 2 ? strtoull(argv[2], NULL, 10) : 2048;
   const int steps = argc > 3 ? atoi(argv[3]) : 50;
   int size, rank;
@@ -96,35 +123,57 @@ int main(int argc, char **argv) {
   MPI_Datatype column;
   MPI_Type_vector((int)nr, 1, (int)W, MPI_DOUBLE, &column);
   MPI_Type_commit(&column);
-  for (int s = 0; s < steps; s++) {
+  /* The checkpoint: the block without its halos, copied out so the solver may go on. */
+  double *block = malloc(nr * nc * sizeof *block);
+  const uint64_t global[2] = {N, N}, offset[2] = {r0, c0}, shape[2] = {nr, nc};
+  h5tile_series_options keep = h5tile_series_options_default();
+  keep.keep_last = 2;
+  keep.keep_every = 20;
+  const int every = steps >= 5 ? steps / 5 : 1;
+  const double dt = 0.2; /* in units of dx^2 / alpha */
+  double t_write = 0.0;
+  uint64_t before = 0;
+  for (int s = 1; s <= steps; s++) {
     MPI_Sendrecv(&u[1 * W + 1], (int)nc, MPI_DOUBLE, up, 0, &u[(nr + 1) * W + 1], (int)nc, MPI_DOUBLE, down, 0, cart, MPI_STATUS_IGNORE);
     MPI_Sendrecv(&u[nr * W + 1], (int)nc, MPI_DOUBLE, down, 1, &u[0 * W + 1], (int)nc, MPI_DOUBLE, up, 1, cart, MPI_STATUS_IGNORE);
     MPI_Sendrecv(&u[1 * W + 1], 1, column, left, 2, &u[1 * W + nc + 1], 1, column, right, 2, cart, MPI_STATUS_IGNORE);
     MPI_Sendrecv(&u[1 * W + nc], 1, column, right, 3, &u[1 * W + 0], 1, column, left, 3, cart, MPI_STATUS_IGNORE);
     for (uint64_t i = 1; i <= nr; i++)
       for (uint64_t j = 1; j <= nc; j++)
-        next[i * W + j] = u[i * W + j] + 0.2 * (u[(i - 1) * W + j] + u[(i + 1) * W + j] + u[i * W + j - 1] + u[i * W + j + 1] - 4 * u[i * W + j]);
+        next[i * W + j] = u[i * W + j] + dt * (u[(i - 1) * W + j] + u[(i + 1) * W + j] + u[i * W + j - 1] + u[i * W + j + 1] - 4 * u[i * W + j]);
     double *t = u; u = next; next = t;
+    if (s % every != 0 && s != steps) continue;
+
+    /* --- checkpoint: every rank writes its own block; one logical dataset results -------- */
+    for (uint64_t i = 0; i < nr; i++) memcpy(&block[i * nc], &u[(i + 1) * W + 1], nc * sizeof *block);
+    MPI_Barrier(cart);
+    double t0 = MPI_Wtime();
+    h5tile_checkpoint *ck;
+    CHECK_H5TILE(h5tile_series_begin(cart, series, (uint64_t)s, &keep, NULL, &ck));
+    CHECK_H5TILE(h5tile_checkpoint_add(ck, "/temperature", H5TILE_FLOAT64, 2, global, offset, shape, block));
+    const int64_t step = s;
+    const double time = s * dt;
+    CHECK_H5TILE(h5tile_checkpoint_attr(ck, "/", "step", H5TILE_INT64, 1, &step));
+    CHECK_H5TILE(h5tile_checkpoint_attr(ck, "/", "time", H5TILE_FLOAT64, 1, &time));
+    CHECK_H5TILE(h5tile_checkpoint_attr_string(ck, "/temperature", "units", "K"));
+    CHECK_H5TILE(h5tile_checkpoint_commit(ck)); /* one collective commit; frees ck */
+    t_write = MPI_Wtime() - t0;
+    uint64_t mine = fingerprint(block, nr, nc, r0, c0, N);
+    MPI_Reduce(&mine, &before, 1, MPI_UINT64_T, MPI_SUM, 0, cart);
   }
 
-  /* --- checkpoint: every rank writes its own block; one logical dataset results ----------- */
-  double *block = malloc(nr * nc * sizeof *block); /* the block without its halos */
-  for (uint64_t i = 0; i < nr; i++) memcpy(&block[i * nc], &u[(i + 1) * W + 1], nc * sizeof *block);
-  const uint64_t global[2] = {N, N}, offset[2] = {r0, c0}, shape[2] = {nr, nc};
-  MPI_Barrier(cart);
-  double t0 = MPI_Wtime();
-  CHECK_H5TILE(h5tile_write(cart, path, "/temperature", H5TILE_FLOAT64, 2, global, offset, shape, block, NULL));
-  double t_write = MPI_Wtime() - t0;
-  uint64_t mine = fingerprint(block, nr, nc, r0, c0, N), before = 0;
-  MPI_Reduce(&mine, &before, 1, MPI_UINT64_T, MPI_SUM, 0, cart);
-
-  /* --- restart on another decomposition: 1-D row slabs ----------------------------------- */
+  /* --- restart from the latest checkpoint, on another decomposition: 1-D row slabs ------- */
+  uint64_t latest_step = 0;
+  int64_t recorded_step = -1;
+  char path[4096];
+  CHECK_H5TILE(h5tile_series_latest(cart, series, 0, &latest_step, path, sizeof path));
+  CHECK_H5TILE(h5tile_attr_read(cart, path, "/", "step", H5TILE_INT64, 1, &recorded_step));
   uint64_t s0, ns;
   split(N, size, rank, &s0, &ns);
   double *slab = malloc((ns ? ns : 1) * N * sizeof *slab);
   const uint64_t slab_off[2] = {s0, 0}, slab_shape[2] = {ns, N};
   MPI_Barrier(cart);
-  t0 = MPI_Wtime();
+  double t0 = MPI_Wtime();
   CHECK_H5TILE(h5tile_read(cart, path, "/temperature", H5TILE_FLOAT64, 2, slab_off, slab_shape, slab, NULL));
   double t_read = MPI_Wtime() - t0;
   uint64_t got = fingerprint(slab, ns, N, s0, 0, N), after = 0;
@@ -137,16 +186,19 @@ int main(int argc, char **argv) {
     double mib = (double)(N * N * sizeof(double)) / (1024.0 * 1024.0);
     printf("h5tile %s demo: 2-D heat equation, %" PRIu64 "x%" PRIu64 " float64 field, %d steps\n", h5tile_version(), N, N, steps);
     printf("  solver decomposition : %dx%d process grid (one block per rank)\n", dims[0], dims[1]);
-    printf("  checkpoint           : h5tile_write  -> %s:/temperature  %.1f MiB in %.3f s (%.0f MiB/s)\n", path, mib, t_write, mib / t_write);
+    printf("  checkpoints          : every %d steps into the series %s (keeping the last 2 and every 20th)\n", every, series);
+    printf("  last checkpoint      : h5tile_checkpoint_commit -> %.1f MiB in %.3f s (%.0f MiB/s)\n", mib, t_write, mib / t_write);
+    printf("  restart              : h5tile_series_latest -> step %" PRIu64 " (attribute step = %" PRId64 "), %s\n", latest_step, recorded_step, path);
     printf("  restart decomposition: %d row slabs\n", size);
     printf("  restart              : h5tile_read   <- %.1f MiB in %.3f s (%.0f MiB/s)\n", mib, t_read, mib / t_read);
     printf("  check                : %s (fingerprint %016" PRIx64 " before, %016" PRIx64 " after; centre %.3f)\n",
            before == after ? "every value back in its place" : "MISMATCH", before, after, centre_max);
-    printf("files written:\n");
-    show_layout(path);
-    printf("open it in Python:\n  python3 -c \"import h5py; f = h5py.File('%s'); d = f['/temperature']; print(d.shape, d.dtype, d[%" PRIu64 ", %" PRIu64 "])\"\n", path, N / 2, N / 2);
+    printf("files in the series %s:\n", series);
+    show_series(series);
+    printf("open it in Python:\n  python3 -c \"import h5py; f = h5py.File('%s'); d = f['/temperature']; print(f.attrs['step'], d.shape, d.attrs['units'], d[%" PRIu64 ", %" PRIu64 "])\"\n", path, N / 2, N / 2);
+    printf("list the series:\n  h5tile ls %s\n", series);
   }
-  int ok = before == after && centre_max > 0.0;
+  int ok = before == after && centre_max > 0.0 && latest_step == (uint64_t)steps && recorded_step == steps;
   MPI_Bcast(&ok, 1, MPI_INT, 0, cart);
   free(u); free(next); free(block); free(slab);
   MPI_Type_free(&column);

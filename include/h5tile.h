@@ -443,7 +443,8 @@ h5tile_status h5tile_checkpoint_add(h5tile_checkpoint *ck,
                                     const void *buf);
 
 // Sets attribute `name` of `object` ("/" for the file, or a group or dataset path; a missing
-// group is created) to `count` (1 or more) values of `dtype` at `values`, copied now. Every
+// group is created) to `count` (1 or more) values of `dtype` at `values`, copied now; one
+// value is stored as a scalar (h5py reads a number), more as a one-dimensional array. Every
 // rank passes the same attributes; rank 0's values are stored. Setting a name again replaces
 // it. Not collective; failures as for `h5tile_checkpoint_add`.
 //

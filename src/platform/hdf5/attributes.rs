@@ -1,5 +1,5 @@
 //! Attributes a user stores with a checkpoint, on the file, a group or a dataset: numbers as
-//! one-dimensional arrays of one of the 14 element types, text as a scalar variable-length
+//! a scalar (one value) or a one-dimensional array of one of the 14 element types, text as a scalar variable-length
 //! UTF-8 string (what h5py writes for a `str`, and reads back as one).
 
 use super::handle::Object;
@@ -41,7 +41,11 @@ impl File {
         let data: *const c_void = match value {
             AttributeValue::Numbers { dtype: d, bytes } => {
                 dtype = d.hdf5_type()?;
-                space = Space::simple(&[(bytes.len() / d.size()) as u64])?;
+                // One value is a scalar, as h5py stores `attrs["step"] = 100`.
+                space = match bytes.len() / d.size() {
+                    1 => Space::scalar()?,
+                    n => Space::simple(&[n as u64])?,
+                };
                 bytes.as_ptr().cast()
             }
             AttributeValue::Text(s) => {
