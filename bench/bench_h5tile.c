@@ -25,13 +25,19 @@
  *   bench_h5tile overlap_async FILE ROWS COLS SWEEPS h5tile_write_async, the computation while
  *                                                   it writes, then h5tile_wait (under
  *                                                   MPI_THREAD_MULTIPLE)
+ *   bench_h5tile checkpoint  FILE ROWS COLS NFIELDS one checkpoint commit of NFIELDS fields of
+ *                                                   ROWS x COLS, each rank adding its row slab
+ *                                                   of each (one buffer for all)
+ *   bench_h5tile fields      FILE ROWS COLS NFIELDS the same fields as NFIELDS h5tile_writes
+ *                                                   with H5TILE_KEEP_OTHERS (before checkpoints)
  *   bench_h5tile scale       DIR ROWS COLS SPEC...   "write" once per SPEC, each to
  *                                                   DIR/SPEC/field.h5 (one launch of many ranks
  *                                                   for every layout); SPEC is LAYOUT[-kK][-nosync]
  *                                                   (-kK: ranks_per_file = K), e.g. vds, single,
  *                                                   subfiles, subfiles-k8, subfiles-k8-nosync
  *
- * Layout and flags of "write", "write_grid", "overlap" and "overlap_async" (environment):
+ * Layout and flags of "write", "write_grid", "checkpoint", "fields", "overlap" and
+ * "overlap_async" (environment):
  *   BENCH_LAYOUT=vds|single|subfiles   h5tile_write_options.layout (default vds; write_grid
  *                                      with NTILES = 1 and write_single: single)
  *   BENCH_NO_SYNC=1                    H5TILE_NO_SYNC in h5tile_write_options.flags
@@ -264,6 +270,29 @@ int main(int argc, char **argv) {
         t0 = (MPI_Barrier(MPI_COMM_WORLD), MPI_Wtime()); /* filling is not writing */
         check(h5tile_write(MPI_COMM_WORLD, path, "/data", H5TILE_FLOAT64, 2, global, off, shp, buf,
                            &o), "write");
+    } else if ((strcmp(mode, "checkpoint") == 0 || strcmp(mode, "fields") == 0) && n > 0) {
+        /* N fields of ROWS x COLS, each rank its row slab of each: one checkpoint commit, or
+         * (fields) one h5tile_write per field keeping the others, as before checkpoints. */
+        h5tile_write_options o = options_of(spec_from_env("vds"));
+        buf = filled(r0 * cols, nr * cols);
+        t0 = (MPI_Barrier(MPI_COMM_WORLD), MPI_Wtime());
+        char name[64];
+        if (strcmp(mode, "checkpoint") == 0) {
+            h5tile_checkpoint *ck;
+            check(h5tile_checkpoint_begin(MPI_COMM_WORLD, path, &o, &ck), "checkpoint_begin");
+            for (uint64_t f = 0; f < n; f++) {
+                snprintf(name, sizeof name, "/field%llu", (unsigned long long)f);
+                check(h5tile_checkpoint_add(ck, name, H5TILE_FLOAT64, 2, global, off, shp, buf), "add");
+            }
+            check(h5tile_checkpoint_commit(ck), "checkpoint_commit");
+        } else {
+            o.flags |= H5TILE_KEEP_OTHERS;
+            for (uint64_t f = 0; f < n; f++) {
+                snprintf(name, sizeof name, "/field%llu", (unsigned long long)f);
+                check(h5tile_write(MPI_COMM_WORLD, path, name, H5TILE_FLOAT64, 2, global, off, shp,
+                                   buf, &o), "write");
+            }
+        }
     } else if (strcmp(mode, "pwrite") == 0) {
         buf = filled(r0 * cols, nr * cols);
         char file[4096];

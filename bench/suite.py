@@ -15,6 +15,9 @@ the baselines, saved as target/bench/suite.json and drawn as target/bench/suite.
               running while the computation does (how much of the shorter one is hidden)
   unsynced    H5TILE_NO_SYNC writes (VDS and subfiles) against pwrite of the same bytes by the
               same ranks into a new file each, without fsync; fastest round and median
+  checkpoint  with BENCH_CHECKPOINT_RANKS ranks: one checkpoint commit of 32 fields of
+              1/32 of the bytes against one field of all of them, and 32 fields of 64 KiB
+              against one of 64 KiB and against 32 h5tile_writes of them (KEEP_OTHERS)
   python      the Python package (bench/python_contenders.py): h5tile.to_file and from_file
               of the same row slabs with each of BENCH_RANKS ranks (mpi4py), beside the C API's
               and h5py's; and legate.io.hdf5 on CPU (one process) where it can be imported
@@ -39,7 +42,7 @@ the baselines, saved as target/bench/suite.json and drawn as target/bench/suite.
 Knobs (environment): BENCH_GIB (1), BENCH_ROUNDS (3), BENCH_RANKS (1,2,4), BENCH_TILES
 (16,256,4096), BENCH_CHUNK (4096), BENCH_SUBFILE_TILES (4096), BENCH_SUBFILE_RANKS (64),
 BENCH_SCALE (1; 0 skips the scale section), BENCH_SCALE_RANKS (16,64,256),
-BENCH_SCALE_TILE_KIB (1024), BENCH_DIR (target/bench/data). Reads find the data in the page
+BENCH_SCALE_TILE_KIB (1024), BENCH_CHECKPOINT_RANKS (4), BENCH_DIR (target/bench/data). Reads find the data in the page
 cache (it was just written), for every contender alike. Every measurement but the scale
 section's starts right after memory has been touched and freed (Bench.prewarm: on this VM a
 write into memory left free for a few seconds runs about 5x slower, whatever writes). Without
@@ -82,6 +85,7 @@ class Bench:
         self.do_scale = os.environ.get("BENCH_SCALE", "1") not in ("0", "")
         self.scale_ranks = env_list("BENCH_SCALE_RANKS", "16,64,256")
         self.scale_tile_kib = int(os.environ.get("BENCH_SCALE_TILE_KIB", "1024"))
+        self.checkpoint_ranks = int(os.environ.get("BENCH_CHECKPOINT_RANKS", "4"))
         self.runs = {}  # name -> list of measurement dicts
         self.sweeps = None  # the computation of the overlap measurement, sized in round one
         self.shim = None  # the fault shim (libfault_shim.so), for the scale section's counts
@@ -241,6 +245,28 @@ class Bench:
                     os.remove(self.path(f"nosync{r}.h5.r{k}"))
             self.remove(f"nosync{r}.h5")
 
+    def checkpoint_step(self):
+        """A checkpoint of many fields against one field of the same bytes, at
+        BENCH_CHECKPOINT_RANKS ranks, taking turns: 32 fields of BENCH_GIB/32 each against one of
+        BENCH_GIB; 32 fields of 64 KiB against one of 64 KiB, and against the 32 h5tile_writes
+        users made before checkpoints."""
+        r, cols = self.checkpoint_ranks, 8192
+        big_rows = self.bytes // 8 // cols
+        runs = [("checkpoint one field", "write", big_rows, 0),
+                ("checkpoint 32 fields", "checkpoint", big_rows // 32, 32),
+                ("checkpoint small one field", "write", 8, 0),
+                ("checkpoint small 32 fields", "checkpoint", 1, 32),
+                ("checkpoint small 32 writes", "fields", 1, 32)]
+        turn = self.round_index % len(runs)
+        for name, mode, rows, n in runs[turn:] + runs[:turn]:
+            self.remove("checkpoint.h5")
+            os.sync()
+            if rows >= 1 << 10:
+                self.prewarm()
+            result = self.launch(mode, self.path("checkpoint.h5"), rows, cols, [n] if n else [], ranks=r)[-1]
+            self.record(name, result)
+        self.remove("checkpoint.h5")
+
     def round(self, index):
         self.round_index = index
         mib16 = 16 * MIB
@@ -268,6 +294,7 @@ class Bench:
             for step in steps[index % len(steps):] + steps[:index % len(steps)]:
                 step(r)
         self.overlap()
+        self.checkpoint_step()
         self.h5tile("read whole (1 process)", "read_whole", f"tiled{self.ranks[0]}.h5")
         self.h5tile(f"batched {self.chunk}x{self.chunk}", "batched", f"tiled{self.ranks[0]}.h5", [self.chunk])
         self.h5tile(f"batched view {self.chunk}x{self.chunk}", "batched_view", f"tiled{self.ranks[0]}.h5",
@@ -455,6 +482,7 @@ class Bench:
                                    f"({f['groups']} + 1)", f["on_disk"] == f["groups"] + 1, f["on_disk"]))
 
         nosync = self.report_nosync(checks) if self.has_subfiles else {}
+        checkpoint = self.report_checkpoint(checks)
         python = self.report_python(checks)
 
         whole = self.median("read whole (1 process)", "seconds_with_sum")
@@ -528,6 +556,7 @@ class Bench:
             "chunk": self.chunk, "throughput_GiB_s": {label: rate for label, rate, _ in rows},
             "batched_over_whole": ratios, "memory": memory, "tile_count": scaling, "overlap": overlap,
             "subfiles": subfiles, "subfiles_files": self.files, "verify": verify, "python": python, "nosync": nosync,
+            "checkpoint": checkpoint,
             "scale": {"tile_KiB": self.scale_tile_kib, "rounds": 1, "cores": os.cpu_count(),
                       "rows": self.scale_rows},
             "targets": [{"what": w, "met": ok, "value": v} for w, ok, v in checks],
@@ -562,6 +591,25 @@ class Bench:
                 print(f"{layout + ' NO_SYNC, ' + rr:34}{self.rate(name):8.2f}{self.fastest(name):9.2f}"
                       f"{x_fast:10.2f}{x_median:10.2f}   >= 0.8")
         return nosync
+
+    def report_checkpoint(self, checks):
+        """Checkpoints of many fields against one field of the same bytes (medians)."""
+        r = self.checkpoint_ranks
+        print(f"\n{'checkpoints, ' + str(r) + ' ranks':34}{'seconds':>8}{'x one':>9}   target")
+        one, small = self.median("checkpoint one field"), self.median("checkpoint small one field")
+        rows = [("32 fields of 1/32 the bytes", "checkpoint 32 fields", one, 1.2),
+                ("32 fields of 64 KiB", "checkpoint small 32 fields", small, 3.0),
+                ("32 h5tile_writes of 64 KiB", "checkpoint small 32 writes", small, None)]
+        print(f"{'one field of ' + f'{self.bytes / GIB:.2f} GiB':34}{one:8.3f}")
+        print(f"{'one field of 64 KiB':34}{small:8.3f}")
+        out = {}
+        for label, name, base, target in rows:
+            x = self.median(name) / base
+            out[name] = {"seconds": self.median(name), "x_one_field": x}
+            if target:
+                checks.append((f"{label}: <= {target}x one field ({x:.2f}x)", x <= target, x))
+            print(f"{label:34}{self.median(name):8.3f}{x:9.2f}   {'<= ' + str(target) if target else '(before checkpoints)'}")
+        return out
 
     def report_python(self, checks):
         """The Python package beside the C API on the same bytes, beside h5py (one process,

@@ -3,8 +3,9 @@
  *      adds as two tiles, and an int32 vector that rank 0 alone holds) with attributes on the
  *      file and a dataset; read back on another decomposition; h5tile_attr_read and its
  *      errors; the subfiled layout writes one subfile per group, not one per dataset;
- *   2. ranks that disagree on the datasets, and a rank whose add fails: the same status on
- *      every rank from the commit, and the old file untouched;
+ *   2. ranks that disagree on the datasets, a rank whose add fails, and a rank that marks
+ *      its checkpoint failed (h5tile_checkpoint_fail): the same status on every rank from the
+ *      commit, and the old file untouched;
  *   3. h5tile_checkpoint_commit_async completed by h5tile_wait;
  *   4. a series with keep_last 2 and keep_every 3 over steps 1 to 7: after each commit, the
  *      checkpoints kept are exactly those the rule names; h5tile_series_latest finds step 7,
@@ -184,6 +185,21 @@ int main(int argc, char **argv) {
         EXPECT_STATUS(h5tile_checkpoint_commit(ck), H5TILE_ERR_INVALID_ARGUMENT);
         CHECK_MSG(strstr(h5tile_last_error(), "was added as float64") != NULL, "message \"%s\"",
                   h5tile_last_error());
+        CHECK_UNTOUCHED(good, before);
+    }
+
+    before = snapshot(good);
+    {
+        /* A rank that cannot go on marks its checkpoint failed and still commits. */
+        fields f;
+        fill(&f, 7);
+        h5tile_checkpoint *ck = NULL;
+        EXPECT_OK(h5tile_checkpoint_begin(MPI_COMM_WORLD, good, &o, &ck));
+        add_fields(ck, &f, 7);
+        if (rank == size - 1) EXPECT_OK(h5tile_checkpoint_fail(ck, "the solver diverged"));
+        EXPECT_STATUS(h5tile_checkpoint_commit(ck), H5TILE_ERR_INVALID_ARGUMENT);
+        CHECK_MSG(strstr(h5tile_last_error(), "failed on this rank before its commit: the solver diverged"),
+                  "message \"%s\"", h5tile_last_error());
         CHECK_UNTOUCHED(good, before);
     }
 

@@ -9,9 +9,12 @@
 !> Every function returns an h5tile status (H5TILE_OK = 0); h5tile_last_error() says why.
 !>
 !> Options: start from h5tile_write_options_default() / h5tile_read_options_default(), set
-!> fields, and pass the result as the optional `opts` argument (absent: the defaults).
-!> Write requests (h5tile_write_async, h5tile_write_tiles_async) and batched reads
-!> (h5tile_batches_open) are opaque handles of type h5tile_request and h5tile_batches.
+!> fields, and pass the result as the optional `opts` argument (absent: the defaults); a
+!> series' retention likewise from h5tile_series_options_default(), as `sopts`.
+!> Write requests (h5tile_write_async, h5tile_write_tiles_async, h5tile_checkpoint_commit_async),
+!> batched reads (h5tile_batches_open) and checkpoints being assembled (h5tile_checkpoint_begin,
+!> h5tile_series_begin) are opaque handles of type h5tile_request, h5tile_batches and
+!> h5tile_checkpoint.
 module h5tile
   use, intrinsic :: iso_c_binding
   implicit none
@@ -47,6 +50,8 @@ module h5tile
   ! How device memory moves (the options' gds field).
   integer(c_int), parameter, public :: H5TILE_GDS_FROM_ENVIRONMENT = 0, H5TILE_GDS_AUTO = 1, &
     H5TILE_GDS_ON = 2, H5TILE_GDS_OFF = 3
+  ! h5tile_series_latest flag: also pass over checkpoints whose checksums or tile files fail.
+  integer(c_int), parameter, public :: H5TILE_SERIES_VERIFY = 1
 
   !> Options of the writes: h5tile_write_options of h5tile.h, field by field. Start from
   !> h5tile_write_options_default(), then set layout, flags (an ior of H5TILE_NO_OVERWRITE,
@@ -71,8 +76,18 @@ module h5tile
     integer(c_int32_t) :: gds
   end type
 
-  !> A write started by h5tile_write_async or h5tile_write_tiles_async (opaque); h5tile_wait
-  !> completes and frees it.
+  !> Options of h5tile_series_begin (which checkpoints a series keeps): h5tile_series_options
+  !> of h5tile.h. Start from h5tile_series_options_default() (keep every checkpoint), then set
+  !> keep_last (keep the newest keep_last) and keep_every (also keep every step that is a
+  !> multiple of it); never change size.
+  type, bind(C), public :: h5tile_series_options
+    integer(c_size_t) :: size
+    integer(c_int64_t) :: keep_last
+    integer(c_int64_t) :: keep_every
+  end type
+
+  !> A write started by h5tile_write_async, h5tile_write_tiles_async or
+  !> h5tile_checkpoint_commit_async (opaque); h5tile_wait completes and frees it.
   type, public :: h5tile_request
     private
     type(c_ptr) :: ptr = c_null_ptr
@@ -85,12 +100,24 @@ module h5tile
     integer :: ndim = 0
   end type
 
+  !> A checkpoint being assembled (opaque), from h5tile_checkpoint_begin or
+  !> h5tile_series_begin; h5tile_checkpoint_commit, _commit_async or _abort frees it.
+  type, public :: h5tile_checkpoint
+    private
+    type(c_ptr) :: ptr = c_null_ptr
+  end type
+
   public :: h5tile_version, h5tile_last_error, h5tile_status_name
   public :: h5tile_write_options_default, h5tile_read_options_default
   public :: h5tile_write, h5tile_write_tiles, h5tile_write_async, h5tile_write_tiles_async
   public :: h5tile_wait, h5tile_fence, h5tile_read, h5tile_inspect, h5tile_partition
   public :: h5tile_batches_open, h5tile_batches_next, h5tile_batches_next_view
   public :: h5tile_batches_info, h5tile_batches_free
+  public :: h5tile_series_options_default
+  public :: h5tile_checkpoint_begin, h5tile_checkpoint_add, h5tile_checkpoint_attr
+  public :: h5tile_checkpoint_attr_string, h5tile_checkpoint_commit
+  public :: h5tile_checkpoint_commit_async, h5tile_checkpoint_abort, h5tile_attr_read
+  public :: h5tile_series_begin, h5tile_series_latest
 
   ! Shapes and offsets are integer(c_int64_t) or default-kind integer (c_int32_t), all
   ! arguments of one call the same kind: every procedure taking them is a generic over both.
@@ -123,8 +150,38 @@ module h5tile
     module procedure wait_request, wait_c_ptr
   end interface
 
-  ! Why the module itself refused the last call (array arguments of mismatched sizes) before
-  ! reaching the library; empty otherwise. Every call resets it; h5tile_last_error prefers it.
+  interface h5tile_checkpoint_add
+    module procedure checkpoint_add_i64, checkpoint_add_i32
+  end interface
+
+  !> The element type comes from the values' kind: integer(c_int32_t) H5TILE_INT32,
+  !> integer(c_int64_t) H5TILE_INT64, real(c_float) H5TILE_FLOAT32, real(c_double)
+  !> H5TILE_FLOAT64, each a scalar or a 1-D array. Other types: the form with dtype, count
+  !> and a type(c_ptr) to the values, as the C function takes them.
+  interface h5tile_checkpoint_attr
+    module procedure attr_i32, attr_i32_1d, attr_i64, attr_i64_1d, attr_r32, attr_r32_1d, &
+      attr_r64, attr_r64_1d, attr_c_ptr
+  end interface
+
+  !> As h5tile_checkpoint_attr: the element type from the kind of `values`, count =
+  !> size(values) (1 for a scalar); or dtype, count and a type(c_ptr).
+  interface h5tile_attr_read
+    module procedure attr_read_i32, attr_read_i32_1d, attr_read_i64, attr_read_i64_1d, &
+      attr_read_r32, attr_read_r32_1d, attr_read_r64, attr_read_r64_1d, attr_read_c_ptr
+  end interface
+
+  ! The step is integer(c_int64_t) or default-kind integer.
+  interface h5tile_series_begin
+    module procedure series_begin_i64, series_begin_i32
+  end interface
+
+  interface h5tile_series_latest
+    module procedure series_latest_i64, series_latest_i32
+  end interface
+
+  ! Why the module itself refused the last call (array arguments of mismatched sizes, a
+  ! negative step or count, a path too short for its text) before or after reaching the
+  ! library; empty otherwise. Every call resets it; h5tile_last_error prefers it.
   character(len=:), allocatable :: local_error
 
   interface
@@ -253,6 +310,103 @@ module h5tile
       type(c_ptr), value :: it
     end subroutine
 
+    integer(c_int) function c_checkpoint_begin_f(comm, path, opts, out) &
+        bind(C, name="h5tile_checkpoint_begin_f")
+      import :: c_int, c_char, c_ptr
+      integer(c_int), value :: comm
+      character(kind=c_char), dimension(*), intent(in) :: path
+      type(c_ptr), value :: opts
+      type(c_ptr), intent(out) :: out
+    end function
+
+    integer(c_int) function c_checkpoint_fail(ck, why) bind(C, name="h5tile_checkpoint_fail")
+      import :: c_int, c_char, c_ptr
+      type(c_ptr), value :: ck
+      character(kind=c_char), dimension(*), intent(in) :: why
+    end function
+
+    integer(c_int) function c_checkpoint_add(ck, dataset, dtype, ndim, global_shape, &
+        tile_offset, tile_shape, buf) bind(C, name="h5tile_checkpoint_add")
+      import :: c_int, c_char, c_size_t, c_int64_t, c_ptr
+      type(c_ptr), value :: ck
+      character(kind=c_char), dimension(*), intent(in) :: dataset
+      integer(c_int), value :: dtype
+      integer(c_size_t), value :: ndim
+      integer(c_int64_t), dimension(*), intent(in) :: global_shape, tile_offset, tile_shape
+      type(c_ptr), value :: buf
+    end function
+
+    integer(c_int) function c_checkpoint_attr(ck, object, name, dtype, count, values) &
+        bind(C, name="h5tile_checkpoint_attr")
+      import :: c_int, c_char, c_size_t, c_ptr
+      type(c_ptr), value :: ck
+      character(kind=c_char), dimension(*), intent(in) :: object, name
+      integer(c_int), value :: dtype
+      integer(c_size_t), value :: count
+      type(c_ptr), value :: values
+    end function
+
+    integer(c_int) function c_checkpoint_attr_string(ck, object, name, value) &
+        bind(C, name="h5tile_checkpoint_attr_string")
+      import :: c_int, c_char, c_ptr
+      type(c_ptr), value :: ck
+      character(kind=c_char), dimension(*), intent(in) :: object, name, value
+    end function
+
+    integer(c_int) function c_checkpoint_commit(ck) bind(C, name="h5tile_checkpoint_commit")
+      import :: c_int, c_ptr
+      type(c_ptr), value :: ck
+    end function
+
+    integer(c_int) function c_checkpoint_commit_async(ck, req) &
+        bind(C, name="h5tile_checkpoint_commit_async")
+      import :: c_int, c_ptr
+      type(c_ptr), value :: ck
+      type(c_ptr), intent(out) :: req
+    end function
+
+    subroutine c_checkpoint_abort(ck) bind(C, name="h5tile_checkpoint_abort")
+      import :: c_ptr
+      type(c_ptr), value :: ck
+    end subroutine
+
+    integer(c_int) function c_attr_read_f(comm, path, object, name, dtype, count, values) &
+        bind(C, name="h5tile_attr_read_f")
+      import :: c_int, c_char, c_size_t, c_ptr
+      integer(c_int), value :: comm, dtype
+      character(kind=c_char), dimension(*), intent(in) :: path, object, name
+      integer(c_size_t), value :: count
+      type(c_ptr), value :: values
+    end function
+
+    integer(c_int) function c_series_begin_f(comm, dir, step, sopts, opts, out) &
+        bind(C, name="h5tile_series_begin_f")
+      import :: c_int, c_char, c_int64_t, c_ptr
+      integer(c_int), value :: comm
+      character(kind=c_char), dimension(*), intent(in) :: dir
+      integer(c_int64_t), value :: step
+      type(c_ptr), value :: sopts, opts
+      type(c_ptr), intent(out) :: out
+    end function
+
+    integer(c_int) function c_series_latest_f(comm, dir, flags, step, path, path_bytes) &
+        bind(C, name="h5tile_series_latest_f")
+      import :: c_int, c_char, c_int32_t, c_int64_t, c_size_t, c_ptr
+      integer(c_int), value :: comm
+      character(kind=c_char), dimension(*), intent(in) :: dir
+      integer(c_int32_t), value :: flags
+      integer(c_int64_t), intent(out) :: step
+      type(c_ptr), value :: path
+      integer(c_size_t), value :: path_bytes
+    end function
+
+    integer(c_int) function c_series_options_init(opts, size) &
+        bind(C, name="h5tile_series_options_init")
+      import :: c_int, c_size_t, h5tile_series_options
+      type(h5tile_series_options), intent(out) :: opts
+      integer(c_size_t), value :: size
+    end function
+
     integer(c_int) function c_write_options_init(opts, size) &
         bind(C, name="h5tile_write_options_init")
       import :: c_int, c_size_t, h5tile_write_options
@@ -328,6 +482,15 @@ contains
     type(h5tile_read_options) :: opts
     integer(c_int) :: status
     status = c_read_options_init(opts, c_sizeof(opts))
+    if (status /= H5TILE_OK) opts%size = 0
+  end function
+
+  !> Default series options (keep every checkpoint), for a struct of this module's size (the
+  !> library fills it: h5tile_series_options_init).
+  function h5tile_series_options_default() result(opts)
+    type(h5tile_series_options) :: opts
+    integer(c_int) :: status
+    status = c_series_options_init(opts, c_sizeof(opts))
     if (status /= H5TILE_OK) opts%size = 0
   end function
 
@@ -600,6 +763,336 @@ contains
     it%ndim = 0
   end subroutine
 
+  ! --- checkpoints and series ---
+
+  !> Begins a checkpoint of the file `path` (see h5tile_checkpoint_begin in h5tile.h): its
+  !> datasets (h5tile_checkpoint_add) and attributes (h5tile_checkpoint_attr, _attr_string)
+  !> are gathered on each rank and written all at once by h5tile_checkpoint_commit, collective
+  !> over `comm`; readers and a crash see the old file or the new one. `opts` as for
+  !> h5tile_write (layout included). Not collective; `comm` must stay valid until the commit.
+  integer function h5tile_checkpoint_begin(comm, path, ck, opts) result(status)
+    integer, intent(in) :: comm
+    character(len=*), intent(in) :: path
+    type(h5tile_checkpoint), intent(out) :: ck
+    type(h5tile_write_options), intent(in), optional :: opts
+    type(h5tile_write_options), target :: o
+    call reset_error()
+    status = c_checkpoint_begin_f(int(comm, c_int), cstr(path), write_opts(opts, o), ck%ptr)
+  end function
+
+  !> Adds this rank's tile of `dataset` to the checkpoint, shapes and offsets as h5tile_write
+  !> takes them (Fortran order, 0-based offsets). The array behind buf must stay untouched
+  !> until the commit completes (give it the TARGET or ASYNCHRONOUS attribute). Call it once
+  !> per tile (several for several tiles of one dataset), and on ranks that hold none of a
+  !> dataset once with a zero-extent tile. Not collective; a failure (also an offset or shape
+  !> the module refuses) is returned again by the commit, on every rank, which then writes
+  !> nothing: a program may check the commit's status alone.
+  integer function checkpoint_add_i64(ck, dataset, dtype, global_shape, tile_offset, &
+      tile_shape, buf) result(status)
+    type(h5tile_checkpoint), intent(in) :: ck
+    character(len=*), intent(in) :: dataset
+    integer, intent(in) :: dtype
+    integer(c_int64_t), intent(in) :: global_shape(:), tile_offset(:), tile_shape(:)
+    type(c_ptr), intent(in) :: buf
+    integer(c_size_t) :: n
+    integer(c_int) :: recorded
+    n = size(global_shape, kind=c_size_t)
+    status = check_tile(n, tile_offset, tile_shape)
+    if (status /= H5TILE_OK) then
+      ! Refused here, and marked in the checkpoint too, so that its commit fails on every
+      ! rank as after any failed add.
+      recorded = c_checkpoint_fail(ck%ptr, cstr("h5tile_checkpoint_add of '" // dataset // &
+        "': " // local_error))
+      return
+    end if
+    status = c_checkpoint_add(ck%ptr, cstr(dataset), int(dtype, c_int), n, &
+      reversed(global_shape), reversed(tile_offset), reversed(tile_shape), buf)
+  end function
+
+  !> Sets attribute `name` of `object` ("/" for the file, or a group or dataset path) to
+  !> `count` values of type `dtype` at `values` (copied now). Every rank passes the same
+  !> attributes; rank 0's are stored. Not collective. The generic h5tile_checkpoint_attr also
+  !> takes the values themselves, typed.
+  integer function attr_c_ptr(ck, object, name, dtype, count, values) result(status)
+    type(h5tile_checkpoint), intent(in) :: ck
+    character(len=*), intent(in) :: object, name
+    integer, intent(in) :: dtype, count
+    type(c_ptr), intent(in) :: values
+    call reset_error()
+    if (count < 0) then
+      status = refuse("count is " // itoa(count))
+      return
+    end if
+    status = c_checkpoint_attr(ck%ptr, cstr(object), cstr(name), int(dtype, c_int), &
+      int(count, c_size_t), values)
+  end function
+
+  integer function attr_i32(ck, object, name, value) result(status)
+    type(h5tile_checkpoint), intent(in) :: ck
+    character(len=*), intent(in) :: object, name
+    integer(c_int32_t), intent(in), target :: value
+    status = attr_c_ptr(ck, object, name, H5TILE_INT32, 1, c_loc(value))
+  end function
+
+  integer function attr_i32_1d(ck, object, name, values) result(status)
+    type(h5tile_checkpoint), intent(in) :: ck
+    character(len=*), intent(in) :: object, name
+    integer(c_int32_t), intent(in), target, contiguous :: values(:)
+    type(c_ptr) :: p
+    p = c_null_ptr
+    if (size(values) > 0) p = c_loc(values)
+    status = attr_c_ptr(ck, object, name, H5TILE_INT32, size(values), p)
+  end function
+
+  integer function attr_i64(ck, object, name, value) result(status)
+    type(h5tile_checkpoint), intent(in) :: ck
+    character(len=*), intent(in) :: object, name
+    integer(c_int64_t), intent(in), target :: value
+    status = attr_c_ptr(ck, object, name, H5TILE_INT64, 1, c_loc(value))
+  end function
+
+  integer function attr_i64_1d(ck, object, name, values) result(status)
+    type(h5tile_checkpoint), intent(in) :: ck
+    character(len=*), intent(in) :: object, name
+    integer(c_int64_t), intent(in), target, contiguous :: values(:)
+    type(c_ptr) :: p
+    p = c_null_ptr
+    if (size(values) > 0) p = c_loc(values)
+    status = attr_c_ptr(ck, object, name, H5TILE_INT64, size(values), p)
+  end function
+
+  integer function attr_r32(ck, object, name, value) result(status)
+    type(h5tile_checkpoint), intent(in) :: ck
+    character(len=*), intent(in) :: object, name
+    real(c_float), intent(in), target :: value
+    status = attr_c_ptr(ck, object, name, H5TILE_FLOAT32, 1, c_loc(value))
+  end function
+
+  integer function attr_r32_1d(ck, object, name, values) result(status)
+    type(h5tile_checkpoint), intent(in) :: ck
+    character(len=*), intent(in) :: object, name
+    real(c_float), intent(in), target, contiguous :: values(:)
+    type(c_ptr) :: p
+    p = c_null_ptr
+    if (size(values) > 0) p = c_loc(values)
+    status = attr_c_ptr(ck, object, name, H5TILE_FLOAT32, size(values), p)
+  end function
+
+  integer function attr_r64(ck, object, name, value) result(status)
+    type(h5tile_checkpoint), intent(in) :: ck
+    character(len=*), intent(in) :: object, name
+    real(c_double), intent(in), target :: value
+    status = attr_c_ptr(ck, object, name, H5TILE_FLOAT64, 1, c_loc(value))
+  end function
+
+  integer function attr_r64_1d(ck, object, name, values) result(status)
+    type(h5tile_checkpoint), intent(in) :: ck
+    character(len=*), intent(in) :: object, name
+    real(c_double), intent(in), target, contiguous :: values(:)
+    type(c_ptr) :: p
+    p = c_null_ptr
+    if (size(values) > 0) p = c_loc(values)
+    status = attr_c_ptr(ck, object, name, H5TILE_FLOAT64, size(values), p)
+  end function
+
+  !> Sets attribute `name` of `object` to the text `value` (as h5py stores a str; trailing
+  !> blanks are kept: pass trim(value) to drop them). As h5tile_checkpoint_attr.
+  integer function h5tile_checkpoint_attr_string(ck, object, name, value) result(status)
+    type(h5tile_checkpoint), intent(in) :: ck
+    character(len=*), intent(in) :: object, name, value
+    call reset_error()
+    status = c_checkpoint_attr_string(ck%ptr, cstr(object), cstr(name), cstr(value))
+  end function
+
+  !> Collective over the checkpoint's communicator: writes every dataset and attribute of ck
+  !> and makes them visible at once (see h5tile_checkpoint_commit in h5tile.h); the same
+  !> status on every rank. Frees ck, whatever the outcome. In a series, the checkpoint is then
+  !> recorded as the latest and those the series options no longer keep are removed.
+  integer function h5tile_checkpoint_commit(ck) result(status)
+    type(h5tile_checkpoint), intent(inout) :: ck
+    call reset_error()
+    status = c_checkpoint_commit(ck%ptr)
+    ck%ptr = c_null_ptr
+  end function
+
+  !> h5tile_checkpoint_commit that returns before the data is written: h5tile_wait(req) or
+  !> h5tile_fence completes it. The arrays added must stay untouched until then. Frees ck.
+  integer function h5tile_checkpoint_commit_async(ck, req) result(status)
+    type(h5tile_checkpoint), intent(inout) :: ck
+    type(h5tile_request), intent(out) :: req
+    call reset_error()
+    status = c_checkpoint_commit_async(ck%ptr, req%ptr)
+    ck%ptr = c_null_ptr
+  end function
+
+  !> Frees ck without writing anything (one never begun, or already freed, is fine). Not
+  !> collective: when one rank aborts, every rank must.
+  subroutine h5tile_checkpoint_abort(ck)
+    type(h5tile_checkpoint), intent(inout) :: ck
+    call c_checkpoint_abort(ck%ptr)
+    ck%ptr = c_null_ptr
+  end subroutine
+
+  !> Collective: reads attribute `name` of `object` ("/" for the file) of the file `path` as
+  !> `count` values of type `dtype` (HDF5 converting numbers) into the memory at `values`.
+  !> Every rank gets the values and the same status: H5TILE_ERR_NOT_FOUND (no file, object or
+  !> attribute), H5TILE_ERR_DTYPE (text, or a type that does not convert), H5TILE_ERR_SHAPE
+  !> (the attribute holds another number of values). The generic h5tile_attr_read also takes
+  !> the values themselves, typed (count = size(values)); they are left as they were on failure.
+  integer function attr_read_c_ptr(comm, path, object, name, dtype, count, values) &
+      result(status)
+    integer, intent(in) :: comm
+    character(len=*), intent(in) :: path, object, name
+    integer, intent(in) :: dtype, count
+    type(c_ptr), intent(in) :: values
+    call reset_error()
+    if (count < 0) then
+      status = refuse("count is " // itoa(count))
+      return
+    end if
+    status = c_attr_read_f(int(comm, c_int), cstr(path), cstr(object), cstr(name), &
+      int(dtype, c_int), int(count, c_size_t), values)
+  end function
+
+  integer function attr_read_i32(comm, path, object, name, value) result(status)
+    integer, intent(in) :: comm
+    character(len=*), intent(in) :: path, object, name
+    integer(c_int32_t), intent(inout), target :: value
+    status = attr_read_c_ptr(comm, path, object, name, H5TILE_INT32, 1, c_loc(value))
+  end function
+
+  integer function attr_read_i32_1d(comm, path, object, name, values) result(status)
+    integer, intent(in) :: comm
+    character(len=*), intent(in) :: path, object, name
+    integer(c_int32_t), intent(inout), target, contiguous :: values(:)
+    type(c_ptr) :: p
+    p = c_null_ptr
+    if (size(values) > 0) p = c_loc(values)
+    status = attr_read_c_ptr(comm, path, object, name, H5TILE_INT32, size(values), p)
+  end function
+
+  integer function attr_read_i64(comm, path, object, name, value) result(status)
+    integer, intent(in) :: comm
+    character(len=*), intent(in) :: path, object, name
+    integer(c_int64_t), intent(inout), target :: value
+    status = attr_read_c_ptr(comm, path, object, name, H5TILE_INT64, 1, c_loc(value))
+  end function
+
+  integer function attr_read_i64_1d(comm, path, object, name, values) result(status)
+    integer, intent(in) :: comm
+    character(len=*), intent(in) :: path, object, name
+    integer(c_int64_t), intent(inout), target, contiguous :: values(:)
+    type(c_ptr) :: p
+    p = c_null_ptr
+    if (size(values) > 0) p = c_loc(values)
+    status = attr_read_c_ptr(comm, path, object, name, H5TILE_INT64, size(values), p)
+  end function
+
+  integer function attr_read_r32(comm, path, object, name, value) result(status)
+    integer, intent(in) :: comm
+    character(len=*), intent(in) :: path, object, name
+    real(c_float), intent(inout), target :: value
+    status = attr_read_c_ptr(comm, path, object, name, H5TILE_FLOAT32, 1, c_loc(value))
+  end function
+
+  integer function attr_read_r32_1d(comm, path, object, name, values) result(status)
+    integer, intent(in) :: comm
+    character(len=*), intent(in) :: path, object, name
+    real(c_float), intent(inout), target, contiguous :: values(:)
+    type(c_ptr) :: p
+    p = c_null_ptr
+    if (size(values) > 0) p = c_loc(values)
+    status = attr_read_c_ptr(comm, path, object, name, H5TILE_FLOAT32, size(values), p)
+  end function
+
+  integer function attr_read_r64(comm, path, object, name, value) result(status)
+    integer, intent(in) :: comm
+    character(len=*), intent(in) :: path, object, name
+    real(c_double), intent(inout), target :: value
+    status = attr_read_c_ptr(comm, path, object, name, H5TILE_FLOAT64, 1, c_loc(value))
+  end function
+
+  integer function attr_read_r64_1d(comm, path, object, name, values) result(status)
+    integer, intent(in) :: comm
+    character(len=*), intent(in) :: path, object, name
+    real(c_double), intent(inout), target, contiguous :: values(:)
+    type(c_ptr) :: p
+    p = c_null_ptr
+    if (size(values) > 0) p = c_loc(values)
+    status = attr_read_c_ptr(comm, path, object, name, H5TILE_FLOAT64, size(values), p)
+  end function
+
+  !> Begins the checkpoint of `step` (>= 0) in the series kept in the folder `dir` (created if
+  !> missing): h5tile_checkpoint_begin of the file dir/ckpt.<step>.h5, the step zero-padded to
+  !> 12 digits. After its commit the series records it as the latest complete checkpoint and
+  !> removes those `sopts` (absent: keep every one) no longer keeps, never the latest. `opts`
+  !> as for h5tile_checkpoint_begin. Not collective.
+  integer function series_begin_i64(comm, dir, step, ck, sopts, opts) result(status)
+    integer, intent(in) :: comm
+    character(len=*), intent(in) :: dir
+    integer(c_int64_t), intent(in) :: step
+    type(h5tile_checkpoint), intent(out) :: ck
+    type(h5tile_series_options), intent(in), optional :: sopts
+    type(h5tile_write_options), intent(in), optional :: opts
+    type(h5tile_series_options), target :: s
+    type(h5tile_write_options), target :: o
+    type(c_ptr) :: sp
+    call reset_error()
+    if (step < 0) then
+      status = refuse("step is " // itoa64(step) // "; steps are 0 or more")
+      return
+    end if
+    sp = c_null_ptr
+    if (present(sopts)) then
+      s = sopts
+      sp = c_loc(s)
+    end if
+    status = c_series_begin_f(int(comm, c_int), cstr(dir), step, sp, write_opts(opts, o), &
+      ck%ptr)
+  end function
+
+  !> Collective: the newest complete checkpoint of the series in `dir` (passing over those a
+  !> crash left incomplete and, with flags = H5TILE_SERIES_VERIFY, those whose checksums or
+  !> tile files fail): its step, and its path in `path` (optional; blank-padded). The same
+  !> answer on every rank. H5TILE_ERR_NOT_FOUND when there is none (or no folder);
+  !> H5TILE_ERR_INVALID_ARGUMENT when the path is longer than len(path) (step is still set).
+  integer function series_latest_i64(comm, dir, step, path, flags) result(status)
+    integer, intent(in) :: comm
+    character(len=*), intent(in) :: dir
+    integer(c_int64_t), intent(out) :: step
+    character(len=*), intent(out), optional :: path
+    integer, intent(in), optional :: flags
+    character(kind=c_char), allocatable, target :: text(:)
+    integer(c_int32_t) :: f
+    integer :: i, n
+    call reset_error()
+    step = 0
+    f = 0
+    if (present(flags)) f = int(flags, c_int32_t)
+    if (.not. present(path)) then
+      status = c_series_latest_f(int(comm, c_int), cstr(dir), f, step, c_null_ptr, 0_c_size_t)
+      return
+    end if
+    path = ""
+    ! Room for any path the system takes, so that one too long for `path` is named here.
+    allocate(text(max(len(path), 4096) + 1))
+    status = c_series_latest_f(int(comm, c_int), cstr(dir), f, step, c_loc(text), &
+      size(text, kind=c_size_t))
+    if (status /= H5TILE_OK) return
+    n = 0
+    do while (text(n + 1) /= c_null_char)
+      n = n + 1
+    end do
+    if (n > len(path)) then
+      status = refuse("path has room for " // itoa(len(path)) // " characters; the latest " &
+        // "checkpoint's path has " // itoa(n))
+      return
+    end if
+    do i = 1, n
+      path(i:i) = text(i)
+    end do
+  end function
+
   ! --- helpers ---
 
   ! The C address of the caller's options (a copy in `o`), or NULL when absent.
@@ -682,6 +1175,40 @@ contains
     status = batches_open_i64(comm, path, dataset, wide(chunk_shape), it, opts)
   end function
 
+  integer function checkpoint_add_i32(ck, dataset, dtype, global_shape, tile_offset, &
+      tile_shape, buf) result(status)
+    type(h5tile_checkpoint), intent(in) :: ck
+    character(len=*), intent(in) :: dataset
+    integer, intent(in) :: dtype
+    integer(c_int32_t), intent(in) :: global_shape(:), tile_offset(:), tile_shape(:)
+    type(c_ptr), intent(in) :: buf
+    status = checkpoint_add_i64(ck, dataset, dtype, wide(global_shape), wide(tile_offset), &
+      wide(tile_shape), buf)
+  end function
+
+  integer function series_begin_i32(comm, dir, step, ck, sopts, opts) result(status)
+    integer, intent(in) :: comm
+    character(len=*), intent(in) :: dir
+    integer(c_int32_t), intent(in) :: step
+    type(h5tile_checkpoint), intent(out) :: ck
+    type(h5tile_series_options), intent(in), optional :: sopts
+    type(h5tile_write_options), intent(in), optional :: opts
+    status = series_begin_i64(comm, dir, int(step, c_int64_t), ck, sopts, opts)
+  end function
+
+  integer function series_latest_i32(comm, dir, step, path, flags) result(status)
+    integer, intent(in) :: comm
+    character(len=*), intent(in) :: dir
+    integer(c_int32_t), intent(out) :: step
+    character(len=*), intent(out), optional :: path
+    integer, intent(in), optional :: flags
+    integer(c_int64_t) :: wide_step
+    status = series_latest_i64(comm, dir, wide_step, path, flags)
+    step = int(min(wide_step, int(huge(step), c_int64_t)), c_int32_t)
+    if (wide_step > huge(step) .and. status == H5TILE_OK) status = refuse("step " // &
+      itoa64(wide_step) // " does not fit a default integer: pass an integer(c_int64_t)")
+  end function
+
   pure function wide(v) result(w)
     integer(c_int32_t), intent(in) :: v(:)
     integer(c_int64_t) :: w(size(v))
@@ -761,6 +1288,14 @@ contains
 
   function itoa(i) result(s)
     integer, intent(in) :: i
+    character(len=:), allocatable :: s
+    character(len=24) :: buf
+    write (buf, "(i0)") i
+    s = trim(buf)
+  end function
+
+  function itoa64(i) result(s)
+    integer(c_int64_t), intent(in) :: i
     character(len=:), allocatable :: s
     character(len=24) :: buf
     write (buf, "(i0)") i

@@ -487,6 +487,16 @@ h5tile_status h5tile_checkpoint_commit(h5tile_checkpoint *ck);
 // As `h5tile_checkpoint_commit`; `req` must be NULL or writable.
 h5tile_status h5tile_checkpoint_commit_async(h5tile_checkpoint *ck, h5tile_request **req);
 
+// Marks the checkpoint `ck` failed on this rank because of `why` (the program's own error,
+// e.g. an exception in a language binding): its commit then fails on every rank with
+// `H5TILE_ERR_INVALID_ARGUMENT` before anything is written, the message naming this rank and
+// `why`. For a rank that cannot go on while the others commit: it still calls the commit, so
+// that no rank waits for it. Not collective.
+//
+// # Safety
+// `ck` must be NULL or a live checkpoint; `why` NULL or a NUL-terminated string.
+h5tile_status h5tile_checkpoint_fail(h5tile_checkpoint *ck, const char *why);
+
 // Frees `ck` without writing anything (NULL is fine). Not collective: when one rank aborts,
 // every rank must (a commit on the others would wait for it).
 //

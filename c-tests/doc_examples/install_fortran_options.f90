@@ -1,5 +1,6 @@
-! docs/install.md's options and batches: what they assume (this rank's columns j0+1..j0+nj of
-! a 64x48 array a), then their lines; a failed status stops the program.
+! docs/install.md's options and batches, and its checkpoint and restart: what they assume
+! (this rank's columns j0+1..j0+nj of a 64x48 array a), then their lines; a failed status
+! stops the program.
 program example
   use mpi
   use h5tile

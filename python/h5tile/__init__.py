@@ -8,11 +8,15 @@ Python code in one process share one library. See docs/python.md.
     a = h5tile.from_file("out.h5", "/data")
     for chunk, offsets in h5tile.from_file_batched("out.h5", "/data", chunk_size=(4096, 4096)):
         ...
+    with h5tile.Series("run/ckpt", keep_last=3).save(step) as ck:
+        ck.add("/u", u)
+        ck.attrs["step"] = step
 """
 
 __version__ = "0.2.0"
 
 from ._batches import BatchReader, from_file_batched
+from ._checkpoint import Checkpoint
 from ._errors import (
     CorruptError,
     CudaError,
@@ -34,10 +38,12 @@ from ._library import library_version
 from ._partition import partition
 from ._pending import fence, to_file_async
 from ._read import from_file, inspect
+from ._series import Series
 from ._write import to_file
 
 __all__ = [
     "BatchReader",
+    "Checkpoint",
     "CorruptError",
     "CudaError",
     "DtypeError",
@@ -52,6 +58,7 @@ __all__ = [
     "NotADatasetError",
     "NotFoundError",
     "PanicError",
+    "Series",
     "ShapeError",
     "fence",
     "from_file",

@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import ctypes
 import os
-from ctypes import POINTER, c_bool, c_char_p, c_int, c_size_t, c_uint64, c_void_p
+from ctypes import POINTER, c_bool, c_char_p, c_int, c_size_t, c_uint32, c_uint64, c_void_p
 from pathlib import Path
 
 from ._errors import H5TileError, error_for
-from ._options import ReadOptions, WriteOptions
+from ._options import ReadOptions, SeriesOptions, WriteOptions
 
 LIBRARY_ENV = "H5TILE_LIBRARY"
 SONAME = "libh5tile.so.0"
@@ -28,7 +28,7 @@ SONAME = "libh5tile.so.0"
 Status = c_int  # h5tile_status
 Dtype = c_int  # h5tile_dtype
 Fint = c_int  # MPI_Fint: Fortran handles are ints in Open MPI and MPICH
-Handle = c_void_p  # h5tile_batches *, h5tile_request * (opaque)
+Handle = c_void_p  # h5tile_batches *, h5tile_request *, h5tile_checkpoint * (opaque)
 U64s = POINTER(c_uint64)  # const uint64_t *, uint64_t *
 
 # name: (return type, argument types), as in include/h5tile.h.
@@ -79,8 +79,34 @@ FUNCTIONS: dict[str, tuple[object, tuple[object, ...]]] = {
         Status, (Handle, POINTER(Dtype), POINTER(c_size_t), POINTER(c_uint64)),
     ),
     "h5tile_batches_free": (None, (Handle,)),
+    "h5tile_checkpoint_begin_f": (
+        Status, (Fint, c_char_p, POINTER(WriteOptions), POINTER(Handle)),
+    ),
+    "h5tile_checkpoint_add": (
+        Status, (Handle, c_char_p, Dtype, c_size_t, U64s, U64s, U64s, c_void_p),
+    ),
+    "h5tile_checkpoint_attr": (
+        Status, (Handle, c_char_p, c_char_p, Dtype, c_size_t, c_void_p),
+    ),
+    "h5tile_checkpoint_attr_string": (Status, (Handle, c_char_p, c_char_p, c_char_p)),
+    "h5tile_checkpoint_commit": (Status, (Handle,)),
+    "h5tile_checkpoint_commit_async": (Status, (Handle, POINTER(Handle))),
+    "h5tile_checkpoint_abort": (None, (Handle,)),
+    "h5tile_checkpoint_fail": (Status, (Handle, c_char_p)),
+    "h5tile_attr_read_f": (
+        Status, (Fint, c_char_p, c_char_p, c_char_p, Dtype, c_size_t, c_void_p),
+    ),
+    "h5tile_series_begin_f": (
+        Status,
+        (Fint, c_char_p, c_uint64, POINTER(SeriesOptions), POINTER(WriteOptions),
+         POINTER(Handle)),
+    ),
+    "h5tile_series_latest_f": (
+        Status, (Fint, c_char_p, c_uint32, POINTER(c_uint64), c_char_p, c_size_t),
+    ),
     "h5tile_write_options_init": (Status, (POINTER(WriteOptions), c_size_t)),
     "h5tile_read_options_init": (Status, (POINTER(ReadOptions), c_size_t)),
+    "h5tile_series_options_init": (Status, (POINTER(SeriesOptions), c_size_t)),
 }
 
 # Functions of the header Python leaves alone, and why.
@@ -89,7 +115,8 @@ NOT_CALLED: dict[str, str] = {
     name: _C_COMM
     for name in (
         "h5tile_write", "h5tile_write_tiles", "h5tile_write_async", "h5tile_write_tiles_async",
-        "h5tile_fence", "h5tile_read", "h5tile_batches_open",
+        "h5tile_fence", "h5tile_read", "h5tile_batches_open", "h5tile_checkpoint_begin",
+        "h5tile_series_begin", "h5tile_series_latest", "h5tile_attr_read",
     )
 }
 

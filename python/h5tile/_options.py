@@ -1,5 +1,5 @@
-"""The option structs of the C API (`h5tile_write_options`, `h5tile_read_options`) and how
-Python's keywords fill them.
+"""The option structs of the C API (`h5tile_write_options`, `h5tile_read_options`,
+`h5tile_series_options`) and how Python's keywords fill them.
 
 The library is told the size of the struct Python built (the `size` field, set by
 `h5tile_*_options_init`), so this package keeps working with a newer libh5tile whose structs
@@ -32,6 +32,15 @@ class ReadOptions(ctypes.Structure):
         ("flags", c_uint32),
         ("dtype", c_int),
         ("gds", c_uint32),
+    ]
+
+
+class SeriesOptions(ctypes.Structure):
+    _c_name_ = "h5tile_series_options"
+    _fields_ = [
+        ("size", c_size_t),
+        ("keep_last", c_uint64),
+        ("keep_every", c_uint64),
     ]
 
 

@@ -1,8 +1,10 @@
-"""Writes that complete in the background: `to_file_async`, `fence`, and completion at exit.
+"""Writes that complete in the background: `to_file_async`, `Checkpoint.commit_async`, `fence`,
+and completion at exit.
 
-Each write started by `h5tile_write_async_f` gets a thread of ours that waits for it
-(`h5tile_wait`, which releases the GIL) and then settles its Future, so the Future completes
-on its own, as `concurrent.futures` users expect, and holds the array's memory until then.
+Each write started by `h5tile_write_async_f` or `h5tile_checkpoint_commit_async` gets a thread
+of ours that waits for it (`h5tile_wait`, which releases the GIL) and then settles its Future,
+so the Future completes on its own, as `concurrent.futures` users expect, and holds the arrays'
+memory until then.
 Because that wait takes the request away from the C library's own list, `fence` first waits
 for our threads, then calls `h5tile_fence_f` (for writes started by other code in this
 process, and for the agreement over the communicator), and agrees our outcomes over the
@@ -20,16 +22,16 @@ from typing import Any, Sequence
 
 from ._comm import fortran_handle
 from ._library import failure, last_error, lib
-from ._write import WriteCall, prepare_write
+from ._write import prepare_write
 
 _lock = threading.Lock()
 _started: list[_Pending] = []  # since the last fence, oldest first
 
 
 class _Pending:
-    def __init__(self, request: ctypes.c_void_p, call: WriteCall, future: Future[None]) -> None:
+    def __init__(self, request: ctypes.c_void_p, keep: object, future: Future[None]) -> None:
         self.request = request
-        self.call: WriteCall | None = call  # the array stays alive until the write ends
+        self.keep: object = keep  # the arrays (and C arguments) stay alive until the write ends
         self.future = future
         self.outcome: tuple[int, str] = (0, "")
         # Not a daemon: the interpreter waits for it at exit, before MPI may be finalized.
@@ -38,7 +40,7 @@ class _Pending:
     def _wait(self) -> None:
         status = lib.h5tile_wait(self.request)  # completes and frees the request
         self.outcome = (status, last_error() if status else "")  # this thread's message
-        self.call = None
+        self.keep = None
         if status:
             self.future.set_exception(failure(*self.outcome))
         else:
@@ -57,6 +59,19 @@ def _keep_exit_hook_last() -> None:
     # before anything registered earlier (mpi4py's own finalization, where it uses atexit).
     atexit.unregister(_complete_at_exit)
     atexit.register(_complete_at_exit)
+
+
+def track(request: ctypes.c_void_p, keep: object) -> Future[None]:
+    """The Future of a started request, settled by a thread of ours when the request ends;
+    `keep` (what the write reads) is held until then. `fence` waits for it."""
+    future: Future[None] = Future()
+    future.set_running_or_notify_cancel()  # a started write cannot be cancelled
+    pending = _Pending(request, keep, future)
+    with _lock:
+        _started.append(pending)
+    pending.thread.start()
+    _keep_exit_hook_last()
+    return future
 
 
 def to_file_async(
@@ -90,18 +105,12 @@ def to_file_async(
     status = lib.h5tile_write_async_f(*call.args(), ctypes.byref(request))
     if status:
         raise failure(status, last_error())
-    future: Future[None] = Future()
-    future.set_running_or_notify_cancel()  # a started write cannot be cancelled
-    pending = _Pending(request, call, future)
-    with _lock:
-        _started.append(pending)
-    pending.thread.start()
-    _keep_exit_hook_last()
-    return future
+    return track(request, call)
 
 
 def fence(comm: Any = None) -> None:
-    """Waits for every write this process started with `to_file_async` since the last fence.
+    """Waits for every write this process started with `to_file_async` or
+    `Checkpoint.commit_async` since the last fence.
     Collective over `comm` (None: this process alone): once it has returned on every rank,
     every file written is complete and visible to any reader. Raises the first failure among
     the writes of any rank, the same on every rank (each write's Future keeps its own)."""

@@ -72,11 +72,22 @@ class WriteCall:
         )
 
 
-def _prepare(
-    handle: int, array: Any, path: Any, dataset_name: Any, comm: Any,
-    global_shape: Sequence[int] | None, offset: Sequence[int] | None, options: dict[str, Any],
-) -> WriteCall:
-    opts = write_options(**options)
+@dataclass
+class PlacedTile:
+    """An array as this rank's tile of a dataset: its memory, and where the tile lies (C
+    arrays of the global shape, offset and shape)."""
+
+    buffer: Buffer
+    global_shape: Any
+    offset: Any
+    shape: Any
+
+
+def place_tile(
+    array: Any, comm: Any, global_shape: Sequence[int] | None, offset: Sequence[int] | None,
+) -> PlacedTile:
+    """`array` placed as `to_file` places it: the whole dataset for comm=None, else at
+    `offset` (default: this rank's block of `partition`) in `global_shape`."""
     buffer = buffer_of(array)
     ndim = len(buffer.shape)
     if global_shape is None:
@@ -95,9 +106,18 @@ def _prepare(
             f"the array has {ndim} dimensions, global_shape {len(global_shape)} and offset {len(offset)}: "
             "they must be the same"
         )
+    return PlacedTile(buffer, u64_array(global_shape), u64_array(offset), u64_array(buffer.shape))
+
+
+def _prepare(
+    handle: int, array: Any, path: Any, dataset_name: Any, comm: Any,
+    global_shape: Sequence[int] | None, offset: Sequence[int] | None, options: dict[str, Any],
+) -> WriteCall:
+    opts = write_options(**options)
+    tile = place_tile(array, comm, global_shape, offset)
     return WriteCall(
-        handle, encode_path(path), encode_name(dataset_name), buffer, u64_array(global_shape),
-        u64_array(offset), u64_array(buffer.shape), opts,
+        handle, encode_path(path), encode_name(dataset_name), tile.buffer, tile.global_shape,
+        tile.offset, tile.shape, opts,
     )
 
 

@@ -27,8 +27,12 @@ SCALARS = {
     "int32_t": ctypes.c_int32,
     "bool": ctypes.c_bool,
 }
-OPAQUE = {"h5tile_batches", "h5tile_request", "void"}
-STRUCTS = {"h5tile_write_options": _options.WriteOptions, "h5tile_read_options": _options.ReadOptions}
+OPAQUE = {"h5tile_batches", "h5tile_request", "h5tile_checkpoint", "void"}
+STRUCTS = {
+    "h5tile_write_options": _options.WriteOptions,
+    "h5tile_read_options": _options.ReadOptions,
+    "h5tile_series_options": _options.SeriesOptions,
+}
 
 
 @pytest.fixture(scope="module")

@@ -239,6 +239,35 @@ pub unsafe extern "C" fn h5tile_checkpoint_commit_async(
     })
 }
 
+/// Marks the checkpoint `ck` failed on this rank because of `why` (the program's own error,
+/// e.g. an exception in a language binding): its commit then fails on every rank with
+/// `H5TILE_ERR_INVALID_ARGUMENT` before anything is written, the message naming this rank and
+/// `why`. For a rank that cannot go on while the others commit: it still calls the commit, so
+/// that no rank waits for it. Not collective.
+///
+/// # Safety
+/// `ck` must be NULL or a live checkpoint; `why` NULL or a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn h5tile_checkpoint_fail(
+    ck: *mut h5tile_checkpoint,
+    why: *const c_char,
+) -> h5tile_status {
+    run(|| {
+        let ck = out_arg(ck, "ck")?;
+        let why = match why.is_null() {
+            true => "no reason given".to_string(),
+            false => std::ffi::CStr::from_ptr(why).to_string_lossy().into_owned(),
+        };
+        let failed = fail(
+            H5TILE_ERR_INVALID_ARGUMENT,
+            format!("the checkpoint failed on this rank before its commit: {why}"),
+        );
+        // The commit reports it; this call itself succeeded.
+        let _ = ck.assembly.note(failed);
+        Ok(())
+    })
+}
+
 /// Frees `ck` without writing anything (NULL is fine). Not collective: when one rank aborts,
 /// every rank must (a commit on the others would wait for it).
 ///
@@ -286,7 +315,9 @@ pub unsafe extern "C" fn h5tile_attr_read(
             false => Ok(Vec::new()),
         })?;
         let bytes = comm.broadcast_bytes(read);
-        std::ptr::copy_nonoverlapping(bytes.as_ptr(), values.cast::<u8>(), bytes.len());
+        if !bytes.is_empty() {
+            std::ptr::copy_nonoverlapping(bytes.as_ptr(), values.cast::<u8>(), bytes.len());
+        }
         Ok(())
     })
 }

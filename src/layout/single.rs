@@ -103,7 +103,7 @@ pub fn open_new(path: &Path) -> Result<File> {
 /// Writes `tile` (dense, row-major, `elem` bytes per element, in `buf`) into the contiguous
 /// storage at byte `data_offset` of the file at `path`, one write per contiguous run (each in
 /// pieces over this rank's I/O threads; from device memory, one h5tile_gds device transfer);
-/// then, with `sync`, syncs the file.
+/// then makes the file as durable as `durability` says.
 pub fn write_tile(
     path: &Path,
     data_offset: u64,
@@ -111,7 +111,7 @@ pub fn write_tile(
     tile: &Tile,
     elem: usize,
     buf: Buffer,
-    sync: bool,
+    durability: Durability,
 ) -> Result<()> {
     let runs: Vec<Run> = tile_runs(global, tile, elem)
         .into_iter()
@@ -121,9 +121,5 @@ pub fn write_tile(
             len,
         })
         .collect();
-    let durability = match sync {
-        true => Durability::SyncNow,
-        false => Durability::Never,
-    };
     write_runs(path, &runs, buf, durability)
 }

@@ -8,6 +8,7 @@ use crate::dtype::Dtype;
 use crate::geometry::tile::Tile;
 use crate::platform::device::Buffer;
 use crate::platform::hdf5::{self, Dataset, File, Plist, Space};
+use crate::platform::tile_bytes::Durability;
 use crate::status::{Error, Result};
 use std::path::Path;
 
@@ -25,18 +26,19 @@ pub struct TileBytes {
 
 /// Writes one tile file at `path`: dataset `/tile` of the tile's shape, contiguous, filled by
 /// one `H5Dwrite` straight from the caller's buffer, with the tile's place recorded in the
-/// attributes `h5tile_offset` and `h5tile_global_shape`; then, with `sync`, syncs it to disk.
+/// attributes `h5tile_offset` and `h5tile_global_shape`; then makes it as durable as
+/// `durability` says (`SyncLater`: the caller syncs it, with the rank's other tile files).
 pub fn write_tile(
     path: &Path,
     dtype: Dtype,
     tile: &Tile,
     global: &[u64],
     buf: Buffer,
-    sync: bool,
+    durability: Durability,
 ) -> Result<TileBytes> {
     let data_offset = (|| {
         let _l = hdf5::lock();
-        let config = buf.route().write_config(sync);
+        let config = buf.route().write_config(durability != Durability::Never);
         let file = File::create_with(path, &hdf5::gds::tile_access(config)?)?;
         let t = dtype.hdf5_type()?;
         let space = Space::simple(&tile.shape)?;
@@ -50,7 +52,7 @@ pub fn write_tile(
         file.close()?;
         Ok(data_offset)
     })()?;
-    if sync {
+    if durability == Durability::SyncNow {
         sync_path(path)?;
     }
     let file_size = std::fs::metadata(path)

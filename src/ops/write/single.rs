@@ -11,6 +11,7 @@ use crate::layout::vds::TileBytes;
 use crate::layout::{self, single};
 use crate::platform::comm::Comm;
 use crate::platform::hdf5::File;
+use crate::platform::tile_bytes::Durability;
 use crate::status::Result;
 use std::path::{Path, PathBuf};
 
@@ -52,14 +53,18 @@ impl LayoutWriter for SingleFile {
         })?;
         let mut offsets = created;
         comm.broadcast_vec(&mut offsets);
+        let durability = match ck.options.no_sync {
+            false => Durability::SyncLater,
+            true => Durability::Never,
+        };
         comm.agree_on(|| {
             let mut placed = Vec::new();
             for (k, f, local) in ck.non_empty_tiles() {
                 let field = &ck.fields[f];
-                let (tile, buf, sync) = (&local.tile, local.buf, !ck.options.no_sync);
+                let (tile, buf) = (&local.tile, local.buf);
                 let (global, elem) = (&field.global, field.dtype.size());
                 let ((), summary) = summarized(field.dtype, local, || {
-                    single::write_tile(&tmp, offsets[f], global, tile, elem, buf, sync)
+                    single::write_tile(&tmp, offsets[f], global, tile, elem, buf, durability)
                 })?;
                 let bytes = TileBytes {
                     data_offset: offsets[f],
@@ -71,6 +76,10 @@ impl LayoutWriter for SingleFile {
                     bytes,
                     summary,
                 });
+            }
+            // One sync for every tile this rank wrote into the file.
+            if durability == Durability::SyncLater && !placed.is_empty() {
+                layout::sync_path(&tmp)?;
             }
             Ok(placed)
         })

@@ -151,7 +151,7 @@ fn what_a_crash_leaves_does_not_disturb_readers_and_the_next_write_removes_it() 
         &Tile::new(vec![0, 0], vec![6, 4]),
         &[6, 4],
         host_bytes(&data),
-        true,
+        crate::platform::tile_bytes::Durability::SyncNow,
     )
     .unwrap();
     let tmp = layout::temporary_master(&path, 7);

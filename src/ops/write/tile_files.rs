@@ -9,6 +9,7 @@ use crate::layout::checksums::Summary;
 use crate::layout::{self, vds};
 use crate::platform::comm::Comm;
 use crate::platform::hdf5::File;
+use crate::platform::tile_bytes::{sync_paths, Durability};
 use crate::status::Result;
 use std::path::{Path, PathBuf};
 
@@ -25,23 +26,21 @@ impl LayoutWriter for TileFiles {
         written: &mut Vec<PathBuf>,
     ) -> Result<Vec<Placed>> {
         let dir = layout::tile_dir(&ck.path);
-        let sync = !ck.options.no_sync;
+        let durability = match ck.options.no_sync {
+            false => Durability::SyncLater,
+            true => Durability::Never,
+        };
         comm.agree_on(|| {
             let mut placed = Vec::new();
+            let first = written.len();
             for (k, f, local) in ck.non_empty_tiles() {
                 let field = &ck.fields[f];
                 let name = layout::tile_file_name(&field.dataset, plan.generation, comm.rank(), k);
                 let path = dir.join(name);
                 written.push(path.clone());
+                let (global, tile) = (&field.global, &local.tile);
                 let (bytes, summary) = summarized(field.dtype, local, || {
-                    vds::write_tile(
-                        &path,
-                        field.dtype,
-                        &local.tile,
-                        &field.global,
-                        local.buf,
-                        sync,
-                    )
+                    vds::write_tile(&path, field.dtype, tile, global, local.buf, durability)
                 })?;
                 placed.push(Placed {
                     k,
@@ -49,6 +48,10 @@ impl LayoutWriter for TileFiles {
                     bytes,
                     summary,
                 });
+            }
+            // The rank's tile files synced together: one journal commit for many.
+            if durability == Durability::SyncLater {
+                sync_paths(&written[first..])?;
             }
             Ok(placed)
         })

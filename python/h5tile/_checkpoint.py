@@ -1,0 +1,231 @@
+"""`Checkpoint`: many datasets and attributes written as one file, all at once or not at all
+(`h5tile_checkpoint_*`), and a context manager that commits on a clean exit.
+
+Failing together. The commit is collective and the C library agrees its outcome, so when one
+rank's part is bad every rank raises. A rank that fails before its commit (a Python check in
+`add` or `attrs`, or its `with` block raised) must not leave the others waiting in theirs: it
+marks its checkpoint failed (`h5tile_checkpoint_fail`) and commits. Every rank's commit then
+fails before anything is written, and the others' exception says which rank failed and why. A
+local abort would instead leave them waiting for ever.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+from concurrent.futures import Future
+from types import TracebackType
+from typing import Any, Callable, Sequence
+
+from ._attributes import Attributes, attribute_name, attribute_value
+from ._collective import prepare_together
+from ._comm import fortran_handle, size_and_rank
+from ._dtypes import code_of
+from ._errors import H5TileError, InvalidArgumentError
+from ._library import check, failure, last_error, lib
+from ._pending import track
+from ._write import PlacedTile, encode_name, encode_path, place_tile, write_options
+
+# How the library words a checkpoint marked failed (`h5tile_checkpoint_fail`).
+_FAILED = "the checkpoint failed on this rank before its commit: "
+
+
+def _refuse(ck: int, error: BaseException) -> None:
+    """Makes the commit of `ck` fail on every rank, naming `error`."""
+    said = str(error)
+    text = (type(error).__name__ + (f": {said}" if said else "")).replace("\0", "?")
+    lib.h5tile_checkpoint_fail(ck, text.encode("utf-8", "replace"))
+
+
+def _commit_failure(status: int, message: str) -> H5TileError:
+    """The exception of a failed commit; a rank's failure (see `_refuse`) told as what it was."""
+    start = message.find(_FAILED)
+    if start < 0:
+        return failure(status, message)
+    rank = message[:start]  # "on rank N: " on the other ranks
+    what = message[start + len(_FAILED):]
+    return failure(status, f"{rank}the checkpoint failed before its commit ({what}); nothing was written")
+
+
+def _stand_in_commit(handle: int, error: BaseException) -> None:
+    """For a rank whose checkpoint could not begin: the commit the others will make, refused."""
+    stand_in = ctypes.c_void_p()
+    if lib.h5tile_checkpoint_begin_f(handle, b"?", None, ctypes.byref(stand_in)) == 0:
+        _refuse(stand_in.value or 0, error)
+        lib.h5tile_checkpoint_commit(stand_in)
+
+
+class Checkpoint:
+    """Datasets (`add`) and attributes (`attrs`) of the file `path`, written all at once by
+    `commit`, collective over `comm` (None: this process alone): readers and a crash see the
+    old file or the new one, never some of its datasets.
+
+        with h5tile.Checkpoint("run/ckpt.h5", comm=world) as ck:
+            ck.add("/u", u_tile, global_shape=shape)
+            ck.attrs["step"] = 100
+            ck.attrs["/u"]["units"] = "K"
+
+    The `with` block commits when it ends cleanly. When it raises: with comm=None or a
+    communicator of one rank the checkpoint is aborted; with several ranks this rank's commit
+    is made to fail on every rank (nothing is written, and the other ranks raise
+    `InvalidArgumentError` naming this rank and its exception), so that no rank waits for
+    ever. The exception then goes on. Write options are those of `to_file`; the layout applies
+    to every dataset. Beginning is local (not collective); a rank that cannot begin fails every
+    rank's commit in the same way.
+    """
+
+    path: Any
+    """The file the checkpoint writes."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str] | bytes,
+        comm: Any = None,
+        *,
+        layout: str = "vds",
+        overwrite: bool = True,
+        sync: bool = True,
+        keep_others: bool = False,
+        allow_partial: bool = False,
+        ranks_per_file: int = 0,
+        compression: Any = None,
+    ) -> None:
+        handle = fortran_handle(comm)
+
+        def begin(out: Any) -> int:
+            opts = write_options(layout, overwrite, sync, keep_others, allow_partial,
+                                 ranks_per_file, compression)
+            return int(lib.h5tile_checkpoint_begin_f(handle, encode_path(path), ctypes.byref(opts), out))
+
+        self._open(path, comm, handle, begin)
+
+    @classmethod
+    def _begun(cls, path: Any, comm: Any, handle: int, begin: Callable[[Any], int]) -> Checkpoint:
+        """A checkpoint that `begin(out)` starts (`Series.save`'s `h5tile_series_begin_f`)."""
+        ck = cls.__new__(cls)
+        ck._open(path, comm, handle, begin)
+        return ck
+
+    def _open(self, path: Any, comm: Any, handle: int, begin: Callable[[Any], int]) -> None:
+        self.path = path
+        self._comm = comm
+        self._ck: int | None = None
+        self._ended = ""  # "committed" or "aborted" once the C checkpoint is freed
+        self._refused = False
+        self._keep: list[PlacedTile] = []  # what the commit reads, alive until it completes
+        self.attrs = Attributes(self._set_attribute)
+        out = ctypes.c_void_p()
+        prepare_together(comm, lambda: check(begin(ctypes.byref(out))),
+                         lambda error: _stand_in_commit(handle, error))
+        self._ck = out.value
+
+    def _handle(self, doing: str) -> int:
+        if self._ck is None:
+            raise InvalidArgumentError(
+                f"cannot {doing} the checkpoint of {self.path!r}: it was {self._ended}")
+        return self._ck
+
+    def _refuse(self, error: BaseException) -> None:
+        if not self._refused and self._ck is not None:
+            self._refused = True
+            _refuse(self._ck, error)
+
+    def add(self, name: str, array: Any, offset: Sequence[int] | None = None,
+            global_shape: Sequence[int] | None = None) -> None:
+        """Adds `array` as this rank's tile of the dataset `name`, placed as `to_file` places
+        it (comm=None: the whole dataset; with a communicator, `global_shape` is needed when it
+        has several ranks and `offset` defaults to this rank's block of `partition`). Adding
+        one name again adds another tile of it (same dtype and global shape). The array is read
+        at the commit: do not modify it before. Not collective; a failure raises here, and
+        makes the commit fail on every rank."""
+        ck = self._handle("add to")
+        try:
+            tile = place_tile(array, self._comm, global_shape, offset)
+            dataset = encode_name(name)
+        except Exception as error:
+            self._refuse(error)
+            raise
+        b = tile.buffer
+        check(lib.h5tile_checkpoint_add(ck, dataset, b.code, len(b.shape), tile.global_shape,
+                                        tile.offset, tile.shape, b.pointer))
+        self._keep.append(tile)
+
+    def _set_attribute(self, owner: str, name: Any, value: Any) -> None:
+        ck = self._handle("set an attribute of")
+        try:
+            where = f"of '{owner}'"
+            name = attribute_name(name, where)
+            stored = attribute_value(value, f"attribute '{name}' {where}")
+            key, obj = name.encode(), owner.encode()
+        except Exception as error:
+            self._refuse(error)
+            raise
+        if isinstance(stored, bytes):
+            check(lib.h5tile_checkpoint_attr_string(ck, obj, key, stored))
+        else:  # copied by the library now
+            check(lib.h5tile_checkpoint_attr(ck, obj, key, code_of(stored.dtype), stored.size,
+                                             stored.ctypes.data))
+
+    def commit(self) -> None:
+        """Writes every dataset and attribute, visible at once; collective. When it returns the
+        data is on disk (unless sync=False). Raises an `H5TileError` subclass, the same on every
+        rank (nothing written). A checkpoint is committed once."""
+        ck = self._end("committed", "commit")
+        status = lib.h5tile_checkpoint_commit(ck)
+        self._keep = []
+        if status:
+            self._ended = "committed, and the commit failed"
+            raise _commit_failure(status, last_error())
+
+    def commit_async(self) -> Future[None]:
+        """`commit` that returns at once with a `concurrent.futures.Future` while the write runs
+        in the background, as `to_file_async`; `h5tile.fence` waits for it too. The added
+        arrays are held until it ends: do not modify them meanwhile. Disagreements between
+        ranks raise here."""
+        ck = self._end("committed", "commit")
+        request = ctypes.c_void_p()
+        status = lib.h5tile_checkpoint_commit_async(ck, ctypes.byref(request))
+        keep, self._keep = self._keep, []
+        if status:
+            self._ended = "committed, and the commit failed"
+            raise _commit_failure(status, last_error())
+        return track(request, keep)
+
+    def abort(self) -> None:
+        """Drops the checkpoint without writing anything (nothing to do once committed or
+        aborted). Not collective: every rank must abort, as a commit waits for all ranks."""
+        if self._ck is not None:
+            lib.h5tile_checkpoint_abort(self._end("aborted", "abort"))
+        self._keep = []
+
+    def _end(self, ended: str, doing: str) -> int:
+        ck = self._handle(doing)
+        self._ck, self._ended = None, ended
+        return ck
+
+    def __enter__(self) -> Checkpoint:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None,
+                 traceback: TracebackType | None) -> None:
+        if self._ck is None:  # committed or aborted within the block
+            return
+        if error is None:
+            self.commit()
+        elif size_and_rank(self._comm)[0] == 1:
+            self.abort()
+        else:
+            self._refuse(error)
+            try:
+                self.commit()
+            except H5TileError:
+                pass  # the refusal: the other ranks raise it, this one its own error
+
+    def __del__(self) -> None:
+        # Dropped unfinished (not through `with`): free the C side.
+        ck = getattr(self, "_ck", None)
+        if ck is not None:
+            lib.h5tile_checkpoint_abort(ck)
+
+    def __repr__(self) -> str:
+        return f"<h5tile.Checkpoint of {self.path!r}{', ' + self._ended if self._ended else ''}>"
