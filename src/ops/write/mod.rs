@@ -244,14 +244,17 @@ trait LayoutWriter {
     ) -> Result<Vec<Placed>>;
 
     /// Step 5, on rank 0: the new master at `tmp` holding every dataset of `ck`, each tile
-    /// recorded as `placed[rank]` says (attributes and the commit are the caller's).
+    /// recorded as `placed[rank]` says (attributes and the commit are the caller's). By
+    /// default, that of the layouts keeping tiles in the tile folder: a virtual dataset each.
     fn master(
         &self,
         tmp: &Path,
         ck: &Checkpoint,
         plan: &Plan,
         placed: &[Vec<Placed>],
-    ) -> Result<File>;
+    ) -> Result<File> {
+        tile_files::master_of_sources(tmp, ck, plan, placed)
+    }
 }
 
 /// Steps 3 to 5 with `writer`. A failure before the commit removes what was written.

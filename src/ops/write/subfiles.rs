@@ -6,13 +6,12 @@
 use super::messages::{decode, encode, Allocated, Placed, PlacedIn, Planned};
 use super::plan::{ndims, planned_here, Plan};
 use super::summing::summarized;
-use super::tile_files::{master_of_sources, subfile_key};
+use super::tile_files::subfile_key;
 use super::{Checkpoint, LayoutWriter};
 use crate::layout::{self, subfiles};
 use crate::platform::comm::Comm;
-use crate::platform::hdf5::File;
 use crate::status::Result;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 pub struct Subfiles;
 
@@ -99,15 +98,5 @@ impl LayoutWriter for Subfiles {
             false => Ok(()),
         })?;
         Ok(placed)
-    }
-
-    fn master(
-        &self,
-        tmp: &Path,
-        ck: &Checkpoint,
-        plan: &Plan,
-        placed: &[Vec<Placed>],
-    ) -> Result<File> {
-        master_of_sources(tmp, ck, plan, placed)
     }
 }

@@ -56,16 +56,6 @@ impl LayoutWriter for TileFiles {
             Ok(placed)
         })
     }
-
-    fn master(
-        &self,
-        tmp: &Path,
-        ck: &Checkpoint,
-        plan: &Plan,
-        placed: &[Vec<Placed>],
-    ) -> Result<File> {
-        master_of_sources(tmp, ck, plan, placed)
-    }
 }
 
 /// The master of the layouts that keep tiles in the tile folder: a virtual dataset per field
