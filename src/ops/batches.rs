@@ -2,12 +2,21 @@
 //! order of their offsets, dealt over the ranks of a communicator, with the next chunk read by
 //! a background thread while the caller works on the current one.
 //!
-//! Memory held by an open iterator is one chunk (the read-ahead buffer), plus at most one chunk
+//! Memory held by an open iterator is one chunk (the read-ahead buffer; two with `next_view`,
+//! none while the first chunk goes straight into the caller's buffer), plus at most one chunk
 //! of HDF5 chunk cache for files whose storage chunks straddle the requested chunks; it never
 //! grows with the dataset.
+//!
+//! Checksums: a rank's chunks come in row-major order, so a chunk narrower than a tile shares
+//! the tile's 1 MiB blocks (whole rows of it) with the chunks beside it. The source keeps the
+//! blocks it has checked (`byte_reads::CheckedBlocks`, a bit per block): each is read whole and
+//! summed once, for the first chunk touching it, and the chunks after read only their bytes of
+//! it. The dealing stays as documented (contiguous runs), so ranks share blocks only in the
+//! row of chunks where one run ends and the next begins.
 
 use crate::dtype::Dtype;
 use crate::geometry::tile::Tile;
+use crate::ops::read::byte_reads::ReadCounts;
 use crate::ops::read::source::Source;
 use crate::ops::read::{check_conversion, on_one_version, open_dataset, OpenDataset, ReadOptions};
 use crate::platform::comm::Comm;
@@ -123,37 +132,82 @@ fn chunk_buffer(bytes: usize) -> PageBuffer {
     PageBuffer::new(bytes)
 }
 
-/// One chunk as read by the reader thread.
+/// Where the reader thread puts the next chunk.
+enum Target {
+    /// A buffer of the iterator's, handed back filled.
+    Buffer(PageBuffer),
+    /// The caller's own buffer, `next` waiting for the chunk.
+    Caller(CallerBytes),
+}
+
+/// The bytes of a caller's buffer, lent to the reader thread while the caller waits.
+struct CallerBytes {
+    start: *mut u8,
+    len: usize,
+}
+
+// SAFETY: `next` sends these bytes to the reader and waits until it has read into them (or has
+// stopped), so only one thread uses them at a time, and only while the caller's borrow lasts.
+unsafe impl Send for CallerBytes {}
+
+/// One chunk as read by the reader thread (`buffer` None: into the caller's).
 struct Filled {
     tile: Tile,
     result: Result<()>,
-    buffer: PageBuffer,
+    buffer: Option<PageBuffer>,
 }
 
 /// An open batched read: this rank's run of chunks and the thread reading one ahead.
+///
+/// The reader reads the chunks in order, each into the place it is sent (`Target`). The first
+/// chunk `next` asks for, with nothing read ahead, goes straight into the caller's buffer
+/// (no copy; an iterator of one chunk holds no buffer at all); from then on the reader fills
+/// the iterator's buffer with the chunk after while the caller works on this one: one buffer
+/// for `next`, two for `next_view` (one lent to the caller, one filling).
 pub struct Batches {
     grid: ChunkGrid,
+    /// The next chunk to deliver, and the next to ask the reader for (`next..requested` are
+    /// in flight).
     next: u128,
+    requested: u128,
     end: u128,
     count: u128,
     max_chunk_bytes: usize,
     elem: usize,
     dtype: Dtype,
-    /// Empty buffers back to the reader, and filled ones from it.
-    free: Option<SyncSender<PageBuffer>>,
+    /// Where to read the next chunks to the reader, and filled chunks from it.
+    free: Option<SyncSender<Target>>,
     filled: Option<Receiver<Filled>>,
-    reader: Option<JoinHandle<()>>,
-    /// The chunk `next_view` lent the caller, given back to the reader on the next call.
+    /// The reader thread, which ends with what its reads cost.
+    reader: Option<JoinHandle<ReadCounts>>,
+    /// The chunk `next_view` lent the caller, given back on the next call.
     lent: Option<PageBuffer>,
-    /// Whether the second buffer that lending needs (one lent, one read ahead) exists.
-    second_buffer: bool,
+    /// Buffers neither in flight nor lent.
+    spare: Vec<PageBuffer>,
+    /// Buffers made in all (at most 2).
+    made: usize,
 }
 
 impl Batches {
     /// Collective over `comm`: opens `dataset`, checks `chunk`, deals the chunks, and starts
-    /// reading the first one. `dtype` None delivers elements in the dataset's own type.
+    /// the reader, which reads the first chunk when it is asked for. `dtype` None delivers
+    /// elements in the dataset's own type.
     pub fn open(
         comm: &Comm,
+        path: &Path,
+        dataset: &str,
+        chunk: &[u64],
+        options: &ReadOptions,
+    ) -> Result<Batches> {
+        let share = (comm.rank(), comm.size());
+        Batches::open_share(comm, share, path, dataset, chunk, options)
+    }
+
+    /// `open` for the chunks rank `share.0` of `share.1` gets (tests play every rank of a
+    /// communicator in one process).
+    fn open_share(
+        comm: &Comm,
+        (rank, size): (usize, usize),
         path: &Path,
         dataset: &str,
         chunk: &[u64],
@@ -173,7 +227,7 @@ impl Batches {
             };
             let file_type = open.dataset.dtype()?;
             check_conversion(&file_type, dtype, path, dataset, options.narrowing)?;
-            let range = grid.share(comm.rank(), comm.size());
+            let range = grid.share(rank, size);
             let region = grid.bounds(&range);
             let source =
                 match Source::open(path, dataset, open, shape.len(), options, region.as_ref())? {
@@ -199,7 +253,7 @@ impl Batches {
             .map(|(&c, &s)| c.min(s) as usize)
             .product::<usize>()
             * elem;
-        let (free_tx, free_rx) = sync_channel::<PageBuffer>(1);
+        let (free_tx, free_rx) = sync_channel::<Target>(1);
         let (filled_tx, filled_rx) = sync_channel::<Filled>(1);
         let reader_grid = grid.clone();
         let reader_range = range.clone();
@@ -222,13 +276,10 @@ impl Batches {
                     format!("cannot start the read-ahead thread: {e}"),
                 )
             })?;
-        if !range.is_empty() {
-            // The one read-ahead buffer: the reader starts on the first chunk right away.
-            let _ = free_tx.send(chunk_buffer(max_chunk_bytes));
-        }
         Ok(Batches {
             grid,
             next: range.start,
+            requested: range.start,
             end: range.end,
             count: range.end - range.start,
             max_chunk_bytes,
@@ -238,7 +289,8 @@ impl Batches {
             filled: Some(filled_rx),
             reader: Some(reader),
             lent: None,
-            second_buffer: false,
+            spare: Vec::new(),
+            made: 0,
         })
     }
 
@@ -263,13 +315,31 @@ impl Batches {
     }
 
     /// Copies the next chunk into `buf` and returns its place, or None when done. A `buf` too
-    /// small for the chunk fails with `H5TILE_ERR_INVALID_ARGUMENT` and does not advance.
+    /// small for the chunk fails with `H5TILE_ERR_INVALID_ARGUMENT` and does not advance. With
+    /// nothing read ahead (the first call), the chunk is read straight into `buf`, unless
+    /// `buf` starts off a 16-byte boundary: the kernel copies file data into such a buffer
+    /// at a fraction of its speed (see `PageBuffer`), slower than reading ahead and copying.
     pub fn next(&mut self, buf: &mut [u8]) -> Result<Option<Tile>> {
         let room = buf.len();
-        self.next_into(room, |chunk| {
-            copy_in_pieces(&mut buf[..chunk.len()], chunk);
-            Ok(())
-        })
+        self.give_back_lent();
+        let straight = self.requested == self.next && (buf.as_ptr() as usize).is_multiple_of(16);
+        if !straight || self.next_bytes().is_none_or(|need| room < need) {
+            return self.next_into(room, |chunk| {
+                copy_in_pieces(&mut buf[..chunk.len()], chunk);
+                Ok(())
+            });
+        }
+        let bytes = CallerBytes {
+            start: buf.as_mut_ptr(),
+            len: room,
+        };
+        self.request(Target::Caller(bytes));
+        // The chunk after is read into the iterator's buffer once this one is in `buf`.
+        self.ahead(2);
+        let (tile, result, buffer) = self.receive()?;
+        debug_assert!(buffer.is_none(), "read into the caller's buffer");
+        self.ahead(1);
+        result.map(|()| Some(tile))
     }
 
     /// `next` for a buffer of `room` bytes that `deliver` copies the chunk's bytes into (device
@@ -293,11 +363,14 @@ impl Batches {
                 ),
             );
         }
+        self.ahead(1);
         let (tile, result, buffer) = self.receive()?;
+        let buffer = buffer.expect("read into the iterator's buffer");
         let outcome = result
             .and_then(|()| deliver(&buffer[..need]))
             .map(|()| tile);
-        self.recycle(buffer);
+        self.spare.push(buffer);
+        self.ahead(1);
         outcome.map(Some)
     }
 
@@ -306,42 +379,52 @@ impl Batches {
     /// after while the caller works on this one.
     pub fn next_view(&mut self) -> Result<Option<(Tile, &[u8])>> {
         self.give_back_lent();
-        if !self.second_buffer && self.next + 1 < self.end {
-            self.second_buffer = true;
-            if let Some(tx) = &self.free {
-                let _ = tx.send(chunk_buffer(self.max_chunk_bytes));
-            }
-        }
         let Some(need) = self.next_bytes() else {
             return Ok(None);
         };
+        self.ahead(2);
         let (tile, result, buffer) = self.receive()?;
+        let buffer = buffer.expect("read into the iterator's buffer");
         if let Err(e) = result {
-            self.recycle(buffer);
+            self.spare.push(buffer);
+            self.ahead(1);
             return Err(e);
         }
         let lent = self.lent.insert(buffer);
         Ok(Some((tile, &lent[..need])))
     }
 
-    /// The buffer lent by `next_view`, back to the reader.
+    /// The buffer lent by `next_view`, back among the spares.
     fn give_back_lent(&mut self) {
         if let Some(buffer) = self.lent.take() {
-            self.recycle(buffer);
+            self.spare.push(buffer);
         }
     }
 
-    /// A delivered buffer back to the reader, while it has chunks left to read.
-    fn recycle(&mut self, buffer: PageBuffer) {
-        if self.next < self.end {
-            if let Some(tx) = &self.free {
-                let _ = tx.send(buffer);
-            }
+    /// Asks the reader for the chunks after those in flight until `depth` are (or none is
+    /// left), each into a spare buffer or a new one.
+    fn ahead(&mut self, depth: u128) {
+        while self.requested < self.end && self.requested - self.next < depth {
+            let buffer = self.spare.pop().unwrap_or_else(|| {
+                self.made += 1;
+                debug_assert!(self.made <= 2, "{} buffers", self.made);
+                chunk_buffer(self.max_chunk_bytes)
+            });
+            self.request(Target::Buffer(buffer));
         }
+    }
+
+    /// Asks the reader for chunk `requested`, read into `target`.
+    fn request(&mut self, target: Target) {
+        if let Some(tx) = &self.free {
+            // A reader that has stopped is reported by `receive`.
+            let _ = tx.send(target);
+        }
+        self.requested += 1;
     }
 
     /// The next filled chunk from the reader, counted as delivered.
-    fn receive(&mut self) -> Result<(Tile, Result<()>, PageBuffer)> {
+    fn receive(&mut self) -> Result<(Tile, Result<()>, Option<PageBuffer>)> {
         let filled = self.filled.as_ref().and_then(|rx| rx.recv().ok());
         let Some(Filled {
             tile,
@@ -356,6 +439,17 @@ impl Batches {
         };
         self.next += 1;
         Ok((tile, result, buffer))
+    }
+}
+
+impl Batches {
+    /// Stops the reader as `Drop` does, returning what its reads of tile bytes cost.
+    #[cfg(any(test, feature = "internals"))]
+    pub fn finish(mut self) -> ReadCounts {
+        self.free.take();
+        self.filled.take();
+        let reader = self.reader.take();
+        reader.and_then(|r| r.join().ok()).unwrap_or_default()
     }
 }
 
@@ -402,22 +496,39 @@ fn copy_in_pieces(dst: &mut [u8], src: &[u8]) {
     });
 }
 
-/// The reader thread: for each chunk of `range`, waits for an empty buffer, reads the chunk
-/// into it, and hands it over; stops when the iterator is dropped.
+/// The reader thread: for each chunk of `range`, waits to be told where to read it, reads it
+/// there, and hands it over; stops when the iterator is dropped, returning what its reads
+/// cost.
 fn read_ahead(
     mut source: Source,
     grid: ChunkGrid,
     range: Range<u128>,
     dtype: Dtype,
     fill_missing: bool,
-    free: Receiver<PageBuffer>,
+    free: Receiver<Target>,
     filled: SyncSender<Filled>,
-) {
+) -> ReadCounts {
     for index in range {
-        let Ok(mut buffer) = free.recv() else { break };
+        let Ok(target) = free.recv() else { break };
         let tile = grid.chunk(index);
-        buffer.set_len(tile.volume() as usize * dtype.size());
-        let result = catch_panic(|| source.read(&tile, dtype, &mut buffer, fill_missing));
+        let len = tile.volume() as usize * dtype.size();
+        let (result, buffer) = match target {
+            Target::Buffer(mut buffer) => {
+                buffer.set_len(len);
+                let read = catch_panic(|| source.read(&tile, dtype, &mut buffer, fill_missing));
+                (read, Some(buffer))
+            }
+            Target::Caller(bytes) => {
+                assert!(len <= bytes.len, "a chunk larger than the caller's buffer");
+                // SAFETY: the caller's buffer of `bytes.len` bytes, borrowed by `next`, which
+                // waits for this chunk before it returns (see `CallerBytes`).
+                let buf = unsafe { std::slice::from_raw_parts_mut(bytes.start, len) };
+                (
+                    catch_panic(|| source.read(&tile, dtype, buf, fill_missing)),
+                    None,
+                )
+            }
+        };
         if filled
             .send(Filled {
                 tile,
@@ -429,6 +540,7 @@ fn read_ahead(
             break;
         }
     }
+    source.counts()
 }
 
 /// Re-opens a chunked dataset with a chunk cache that holds the storage chunks straddling one
@@ -618,6 +730,67 @@ mod tests {
         assert_eq!(it.next(&mut buf).unwrap(), None, "done stays done");
     }
 
+    /// `next` reads the first chunk straight into the caller's buffer and holds one buffer
+    /// of its own from then on (none for a single chunk); `next_view` holds two; mixed, still
+    /// two. The memory an iterator holds is the chunks it reads ahead and lends.
+    #[test]
+    fn an_iterator_holds_one_buffer_for_next_two_for_views_none_for_one_chunk() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("cube.h5");
+        write_cube(&path, [6, 5, 4]);
+        let count = |chunk: &[u64], view: &dyn Fn(usize) -> bool| {
+            let mut it = cube_batches(&path, chunk, ReadOptions::default()).unwrap();
+            // On a 16-byte boundary, as `malloc` gives.
+            let mut words = vec![0u64; it.max_chunk_bytes().div_ceil(8) + 1];
+            let bytes = crate::platform::device::bytes_mut(&mut words);
+            let at = (0..16)
+                .step_by(8)
+                .find(|&k| (bytes[k..].as_ptr() as usize).is_multiple_of(16));
+            let buf = &mut bytes[at.unwrap()..];
+            for k in 0.. {
+                let got = match view(k) {
+                    true => it.next_view().unwrap().map(|(t, b)| (t, as_i32(b))),
+                    false => it
+                        .next(buf)
+                        .unwrap()
+                        .map(|t| (t.clone(), as_i32(&buf[..t.volume() as usize * 4]))),
+                };
+                let Some((tile, values)) = got else { break };
+                let expected: Vec<i32> = (0..tile.volume())
+                    .map(|l| {
+                        let (h, w) = (tile.shape[1] as u128, tile.shape[2] as u128);
+                        let (i, j, k) = (l / (h * w), l / w % h, l % w);
+                        let g = |a: usize, x: u128| tile.offset[a] as u128 + x;
+                        (1000 * g(0, i) + 10 * g(1, j) + g(2, k)) as i32
+                    })
+                    .collect();
+                assert_eq!(values, expected, "{tile}");
+            }
+            it.made
+        };
+        assert_eq!(
+            count(&[6, 5, 4], &|_| false),
+            0,
+            "one chunk, into the caller's buffer"
+        );
+        assert_eq!(count(&[1, 5, 4], &|_| false), 1);
+        assert_eq!(count(&[1, 5, 4], &|_| true), 2);
+        assert_eq!(count(&[1, 2, 3], &|k| k % 3 == 1), 2);
+        assert_eq!(count(&[6, 5, 4], &|_| true), 1);
+        // A buffer off a 16-byte boundary is filled by copying from the iterator's own.
+        let mut it = cube_batches(&path, &[6, 5, 4], ReadOptions::default()).unwrap();
+        let mut words = vec![0u64; 6 * 5 * 4 / 2 + 2];
+        let bytes = crate::platform::device::bytes_mut(&mut words);
+        let at = (0..16)
+            .find(|&k| bytes[k..].as_ptr() as usize % 16 == 8)
+            .unwrap();
+        let tile = it.next(&mut bytes[at..at + 480]).unwrap().unwrap();
+        assert_eq!(tile, Tile::new(vec![0, 0, 0], vec![6, 5, 4]));
+        assert_eq!(as_i32(&bytes[at..at + 12]), vec![0, 1, 2]);
+        assert_eq!(as_i32(&bytes[at + 476..at + 480]), vec![5043]);
+        assert_eq!(it.made, 1);
+    }
+
     #[test]
     fn views_deliver_the_same_chunks_as_copies_also_mixed_with_them() {
         let d = tempfile::tempdir().unwrap();
@@ -765,6 +938,232 @@ mod tests {
             buf, [0; 4],
             "a lost tile reads as the fill value with fill_missing"
         );
+    }
+
+    /// A float64 dataset of `BIG` whose element (i, j) is `1000 i + j`, in four tiles of
+    /// unequal widths (500 x 400 and 500 x 500; 2 blocks of checksums each, the blocks
+    /// ending mid-row), written in `layout`.
+    fn write_big(path: &Path, layout: crate::ops::write::Layout) {
+        use crate::ops::write::LocalTile;
+        let tiles: Vec<Tile> = BIG_TILES
+            .iter()
+            .map(|&(r, c, h, w)| Tile::new(vec![r, c], vec![h, w]))
+            .collect();
+        let data: Vec<Vec<f64>> = tiles.iter().map(big_values).collect();
+        let local = tiles
+            .iter()
+            .zip(&data)
+            .map(|(t, d)| LocalTile {
+                tile: t.clone(),
+                buf: host_bytes(d),
+            })
+            .collect();
+        let options = WriteOptions {
+            layout,
+            ..WriteOptions::default()
+        };
+        crate::testkit::write_tiles(path, "/big", Dtype::Float64, &BIG, local, options).unwrap();
+    }
+
+    const BIG: [u64; 2] = [1000, 900];
+    const BIG_TILES: [(u64, u64, u64, u64); 4] = [
+        (0, 0, 500, 400),
+        (0, 400, 500, 500),
+        (500, 0, 500, 400),
+        (500, 400, 500, 500),
+    ];
+
+    fn big_values(within: &Tile) -> Vec<f64> {
+        let (h, w) = (within.shape[0], within.shape[1]);
+        let (r, c) = (within.offset[0], within.offset[1]);
+        (0..h * w)
+            .map(|k| (1000 * (r + k / w) + c + k % w) as f64)
+            .collect()
+    }
+
+    /// The checksum blocks (tile, block) of `BIG_TILES` that chunks `range` touch: for each
+    /// row of a chunk within a tile, the blocks from its first byte to its last.
+    fn blocks_touched(
+        grid: &ChunkGrid,
+        range: Range<u128>,
+    ) -> std::collections::BTreeSet<(usize, u64)> {
+        let block = crate::layout::checksums::BLOCK_BYTES;
+        let mut touched = std::collections::BTreeSet::new();
+        for index in range {
+            let chunk = grid.chunk(index);
+            for (t, &(r, c, h, w)) in BIG_TILES.iter().enumerate() {
+                let tile = Tile::new(vec![r, c], vec![h, w]);
+                let Some(common) = chunk.intersection(&tile) else {
+                    continue;
+                };
+                for i in common.offset[0]..common.offset[0] + common.shape[0] {
+                    let first = ((i - r) * w + common.offset[1] - c) * 8;
+                    let last = first + common.shape[1] * 8 - 1;
+                    touched.extend((first / block..=last / block).map(|k| (t, k)));
+                }
+            }
+        }
+        touched
+    }
+
+    /// Every chunk of the share, checked against the values, and what reading them cost.
+    fn read_share(
+        path: &Path,
+        chunk: &[u64],
+        share: (usize, usize),
+        options: ReadOptions,
+    ) -> ReadCounts {
+        let mut it =
+            Batches::open_share(&Comm::solo(), share, path, "/big", chunk, &options).unwrap();
+        let grid = ChunkGrid::new(&BIG, chunk).unwrap();
+        let mut expected = grid.share(share.0, share.1);
+        while let Some((tile, bytes)) = it.next_view().unwrap() {
+            assert_eq!(tile, grid.chunk(expected.next().unwrap()));
+            let got: Vec<f64> = bytes
+                .chunks_exact(8)
+                .map(|b| f64::from_ne_bytes(b.try_into().unwrap()))
+                .collect();
+            assert!(got == big_values(&tile), "chunk {tile} of {chunk:?}");
+        }
+        assert!(expected.next().is_none());
+        it.finish()
+    }
+
+    /// Chunks narrower than a tile touch each block many times, row band after row band: a
+    /// rank sums each block once (the first chunk touching it), and later chunks read only
+    /// their own bytes of it. Many chunk shapes (clipped at the edges), tiles of one file
+    /// each, in subfiles and in a single file, every rank of 1 to 4.
+    #[test]
+    fn each_rank_sums_each_block_it_touches_once() {
+        use crate::ops::write::Layout;
+        let d = tempfile::tempdir().unwrap();
+        let blocks_in_all = 8; // four tiles of 2 blocks
+        let bytes_in_all = BIG.iter().product::<u64>() * 8;
+        for layout in [Layout::Vds, Layout::Subfiles, Layout::Single] {
+            let path = d.path().join(format!("{}.h5", layout.c_name()));
+            write_big(&path, layout);
+            let shapes: [&[u64]; 8] = [
+                &[1000, 900],
+                &[64, 100],
+                &[100, 64],
+                &[1, 900],
+                &[333, 450],
+                &[37, 13],
+                &[500, 50],
+                &[1000, 1],
+            ];
+            for chunk in shapes {
+                let grid = ChunkGrid::new(&BIG, chunk).unwrap();
+                for size in 1..=4 {
+                    let mut summed = 0;
+                    for rank in 0..size {
+                        let counts = read_share(&path, chunk, (rank, size), ReadOptions::default());
+                        let touched = blocks_touched(&grid, grid.share(rank, size));
+                        assert_eq!(
+                            counts.blocks_summed,
+                            touched.len() as u64,
+                            "{layout:?}, chunks {chunk:?}, rank {rank} of {size}"
+                        );
+                        summed += counts.blocks_summed;
+                    }
+                    if size == 1 {
+                        assert_eq!(summed, blocks_in_all, "{layout:?} {chunk:?}");
+                    }
+                }
+            }
+            // Chunks taking a fifth of each row (rows of 800 of 4000 bytes, so far apart
+            // in the tile file that each goes straight to its place): every byte is read
+            // at most twice (once as its block is summed, once for the chunk that takes it),
+            // where summing each chunk's blocks read and summed every block 5 times.
+            let counts = read_share(&path, &[50, 100], (0, 1), ReadOptions::default());
+            assert_eq!(counts.blocks_summed, blocks_in_all, "{layout:?}");
+            assert!(
+                counts.bytes_read <= 2 * bytes_in_all,
+                "{layout:?}: {} bytes read of {bytes_in_all}",
+                counts.bytes_read
+            );
+            // Unchecked, nothing is summed.
+            let options = ReadOptions {
+                no_verify: true,
+                ..Default::default()
+            };
+            let counts = read_share(&path, &[64, 100], (0, 1), options);
+            assert_eq!(counts.blocks_summed, 0, "{layout:?}");
+        }
+    }
+
+    /// A damaged block fails every chunk that takes bytes of it, however many chunks touched
+    /// it before (a block that did not match is never taken as checked), naming the file, the
+    /// tile and the bytes; the chunks beside it still come whole.
+    #[test]
+    fn every_chunk_touching_a_damaged_block_fails_naming_it() {
+        use crate::ops::write::Layout;
+        let d = tempfile::tempdir().unwrap();
+        for layout in [Layout::Vds, Layout::Subfiles, Layout::Single] {
+            let path = d.path().join(format!("{}.h5", layout.c_name()));
+            write_big(&path, layout);
+            // Element (900, 100) lies in the second block of tile [500:1000, 0:400] (tile
+            // number 2; its first block holds 327.68 of its rows of 3200 bytes).
+            let (file, at) = {
+                let value = (1000.0f64 * 900.0 + 100.0).to_ne_bytes();
+                let files = match layout {
+                    Layout::Single => vec![path.clone()],
+                    _ => tile_files(&path),
+                };
+                files
+                    .into_iter()
+                    .find_map(|f| {
+                        let bytes = std::fs::read(&f).unwrap();
+                        let at = bytes.windows(8).position(|w| w == value)?;
+                        Some((f, at as u64))
+                    })
+                    .expect("the element's bytes")
+            };
+            let f = std::fs::OpenOptions::new().write(true).open(&file).unwrap();
+            std::os::unix::fs::FileExt::write_all_at(&f, &[0x77], at).unwrap();
+            let name = file.file_name().unwrap().to_string_lossy().to_string();
+            for chunk in [[100u64, 100], [37, 13], [1, 900], [1000, 900]] {
+                let grid = ChunkGrid::new(&BIG, &chunk).unwrap();
+                let mut it =
+                    Batches::open(&Comm::solo(), &path, "/big", &chunk, &Default::default())
+                        .unwrap();
+                let (mut failed, mut whole) = (0, 0);
+                for index in 0..grid.len() {
+                    let damaged = blocks_touched(&grid, index..index + 1).contains(&(2, 1));
+                    match it.next_view() {
+                        Ok(Some((tile, bytes))) => {
+                            assert!(!damaged, "{layout:?}: {tile} came whole");
+                            let got: Vec<f64> = bytes
+                                .chunks_exact(8)
+                                .map(|b| f64::from_ne_bytes(b.try_into().unwrap()))
+                                .collect();
+                            assert!(got == big_values(&tile), "chunk {tile}");
+                            whole += 1;
+                        }
+                        Ok(None) => panic!("chunk {index} missing"),
+                        Err(e) => {
+                            assert!(
+                                damaged,
+                                "{layout:?}: chunk {}: {}",
+                                grid.chunk(index),
+                                e.message
+                            );
+                            assert_eq!(e.status, H5TILE_ERR_CORRUPT, "{}", e.message);
+                            assert!(e.message.contains("[500:1000, 0:400]"), "{}", e.message);
+                            assert!(e.message.contains(&name), "{}", e.message);
+                            assert!(e.message.contains("checksum"), "{}", e.message);
+                            failed += 1;
+                        }
+                    }
+                }
+                assert!(it.next_view().unwrap().is_none());
+                let expect_failed = (0..grid.len())
+                    .filter(|&i| blocks_touched(&grid, i..i + 1).contains(&(2, 1)))
+                    .count();
+                assert_eq!(failed, expect_failed, "{layout:?} {chunk:?}");
+                assert!(whole > 0 || grid.len() == 1, "{layout:?} {chunk:?}");
+            }
+        }
     }
 
     #[test]

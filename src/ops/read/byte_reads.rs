@@ -37,12 +37,14 @@ enum Run {
     /// tile's rows in the single-file layout), read whole and summed piece by piece while
     /// still in the cache, compared with `sum`, and its `parts` delivered: a range that lies
     /// within one part is read straight into its place, the others through scratch. No parts:
-    /// the block is only checked (HDF5 reads it). `label` names it in a `Mismatch`.
+    /// the block is only checked (HDF5 reads it). `label` names it in a `Mismatch`. With `sum`
+    /// None, bytes of a block checked before (`checked_before`): read and delivered alike,
+    /// not summed.
     Verified {
         file: usize,
         ranges: Vec<(u64, usize)>,
         len: usize,
-        sum: u64,
+        sum: Option<u64>,
         parts: Vec<Part>,
         label: BlockLabel,
     },
@@ -90,6 +92,105 @@ impl std::fmt::Display for Mismatch {
 }
 
 impl std::error::Error for Mismatch {}
+
+/// What reads have cost: blocks summed, and bytes read from files (a checked block counts
+/// whole).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ReadCounts {
+    pub blocks_summed: u64,
+    pub bytes_read: u64,
+}
+
+impl std::ops::AddAssign for ReadCounts {
+    fn add_assign(&mut self, other: ReadCounts) {
+        self.blocks_summed += other.blocks_summed;
+        self.bytes_read += other.bytes_read;
+    }
+}
+
+/// The blocks one reader has found matching their checksums, per tile (the caller's number),
+/// with the file they were read from: a later read of the reader takes its bytes of such a
+/// block without reading the rest of it or summing it again (`ByteReads::checked_before`).
+/// Reads in row-major order of narrow boxes touch each block many times (a 1 MiB block holds
+/// 16 rows of a 8192-wide float64 tile, a 1024-wide box an eighth of each): each is summed
+/// once. A bit per block: a terabyte of tiles takes 128 KiB.
+pub(crate) struct CheckedBlocks {
+    block: u64,
+    /// Per tile: the file's (device, inode) and a bit per block.
+    tiles: std::collections::HashMap<usize, ((u64, u64), Vec<u64>)>,
+}
+
+impl CheckedBlocks {
+    /// For tiles checked in blocks of `block` bytes.
+    pub fn new(block: u64) -> CheckedBlocks {
+        CheckedBlocks {
+            block,
+            tiles: Default::default(),
+        }
+    }
+
+    /// Tile `tile`'s bytes are read from the file `id` names: what was checked in another
+    /// file (one that has replaced it since) is forgotten.
+    pub fn reading_from(&mut self, tile: usize, id: (u64, u64)) {
+        if self.tiles.get(&tile).is_some_and(|(was, _)| *was != id) {
+            self.tiles.remove(&tile);
+        }
+        self.tiles.entry(tile).or_insert((id, Vec::new()));
+    }
+
+    /// Whether block `k` of tile `tile` was checked.
+    pub fn contains(&self, tile: usize, k: u64) -> bool {
+        let Some((_, bits)) = self.tiles.get(&tile) else {
+            return false;
+        };
+        bits.get((k / 64) as usize)
+            .is_some_and(|w| w & (1 << (k % 64)) != 0)
+    }
+
+    /// The block `label` names matched its checksum (in the file `reading_from` gave).
+    pub fn insert(&mut self, label: BlockLabel) {
+        let Some((_, bits)) = self.tiles.get_mut(&label.tile) else {
+            return;
+        };
+        let k = label.in_tile.0 / self.block;
+        let word = (k / 64) as usize;
+        if bits.len() <= word {
+            bits.resize(word + 1, 0);
+        }
+        bits[word] |= 1 << (k % 64);
+    }
+}
+
+/// The (device, inode) of `file`, which tells a file replaced under its name from the one
+/// that was there.
+pub(crate) fn file_id(file: &File) -> io::Result<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    let md = file.metadata()?;
+    Ok((md.dev(), md.ino()))
+}
+
+/// Bytes between two parts of a block checked before below which they are read with one call
+/// (through scratch), if the parts are no shorter than the gap (so that no more than twice
+/// what the parts take is read): reading a page costs about what a call does.
+const JOIN_GAP: usize = 4096;
+
+/// The pieces of the file (in the block's order) holding bytes `start..end` of a block lying
+/// at `ranges`.
+fn cut(ranges: &[(u64, usize)], start: usize, end: usize) -> Vec<(u64, usize)> {
+    let mut out = Vec::new();
+    let mut o = 0;
+    for &(at, n) in ranges {
+        let (a, b) = (start.max(o), end.min(o + n));
+        if a < b {
+            out.push((at + (a - o) as u64, b - a));
+        }
+        o += n;
+        if o >= end {
+            break;
+        }
+    }
+    out
+}
 
 /// A plan of byte reads into one buffer of `total` bytes.
 pub(crate) struct ByteReads {
@@ -173,10 +274,78 @@ impl ByteReads {
             file,
             ranges,
             len,
-            sum,
+            sum: Some(sum),
             parts,
             label,
         });
+    }
+
+    /// `parts` (in the block's order) of a block lying at `ranges` of `file` that matched its
+    /// checksum before (`CheckedBlocks`): only their bytes are read, not summed. A part far
+    /// from the others goes straight to its place; parts closer than `JOIN_GAP` are read with
+    /// one call, the bytes between them too, and copied to their places.
+    pub fn checked_before(
+        &mut self,
+        file: usize,
+        ranges: &[(u64, usize)],
+        parts: &[Part],
+        label: BlockLabel,
+    ) {
+        let mut i = 0;
+        while i < parts.len() {
+            let mut j = i + 1;
+            while j < parts.len() && {
+                let gap = parts[j].0 - (parts[j - 1].0 + parts[j - 1].2);
+                gap < JOIN_GAP && gap <= parts[j].2.min(parts[j - 1].2)
+            } {
+                j += 1;
+            }
+            let (start, end) = (parts[i].0, parts[j - 1].0 + parts[j - 1].2);
+            let span = cut(ranges, start, end);
+            if j == i + 1 {
+                let mut dst = parts[i].1;
+                for (at, n) in span {
+                    self.place(file, at, dst, n);
+                    dst += n;
+                }
+            } else {
+                let parts = parts[i..j].iter().map(|&(o, d, n)| (o - start, d, n));
+                self.runs.push(Run::Verified {
+                    file,
+                    ranges: span,
+                    len: end - start,
+                    sum: None,
+                    parts: parts.collect(),
+                    label,
+                });
+            }
+            i = j;
+        }
+    }
+
+    /// The blocks this plan sums: once it has run without error, each matched.
+    pub fn summed(&self) -> impl Iterator<Item = BlockLabel> + '_ {
+        self.runs.iter().filter_map(|run| match run {
+            Run::Verified {
+                sum: Some(_),
+                label,
+                ..
+            } => Some(*label),
+            _ => None,
+        })
+    }
+
+    /// What running this plan costs.
+    pub fn counts(&self) -> ReadCounts {
+        ReadCounts {
+            blocks_summed: self.summed().count() as u64,
+            bytes_read: self.runs.iter().map(|r| r.len() as u64).sum(),
+        }
+    }
+
+    /// The (device, inode) of file `file` (`file_id`).
+    pub fn file_id(&self, file: usize) -> io::Result<(u64, u64)> {
+        file_id(&self.files[file].0)
     }
 
     /// Does the reads into `buf` (of the `total` bytes given to `new`), over `io_threads()`
@@ -380,7 +549,9 @@ impl ByteReads {
                         }
                     };
                     file.read_exact_at(into, at)?;
-                    summed.add(into);
+                    if sum.is_some() {
+                        summed.add(into);
+                    }
                     o += n;
                 }
                 // What of the parts went through scratch goes to its place: both lists are in
@@ -398,7 +569,7 @@ impl ByteReads {
                         k += 1;
                     }
                 }
-                match summed.finish() == *sum {
+                match sum.is_none_or(|sum| summed.finish() == sum) {
                     true => Ok(()),
                     false => {
                         let first = ranges.first().map_or(0, |r| r.0);
@@ -510,6 +681,82 @@ mod tests {
             .and_then(|e| e.downcast_ref::<Mismatch>())
             .unwrap();
         assert_eq!((m.at, m.end, m.label), (50, 3150, label));
+    }
+
+    /// Parts of a block checked before are read without the rest of it, unsummed: a part far
+    /// from the others straight into place (split where the block's ranges are), parts close
+    /// together with one call; a changed byte outside the parts goes unseen, as the block is
+    /// not summed again.
+    #[test]
+    fn parts_of_a_block_checked_before_are_read_alone() {
+        let d = tempfile::tempdir().unwrap();
+        let data: Vec<u8> = (0..20000u32).map(|i| (i * 13 % 251) as u8).collect();
+        let (f, p) = file_of(d.path(), "rows", &data);
+        // The block: 4 ranges of 3000 bytes, 4000 bytes apart in the file (12000 bytes).
+        let ranges: Vec<(u64, usize)> = (0..4).map(|r| (100 + 4000 * r, 3000)).collect();
+        let block: Vec<u8> = ranges
+            .iter()
+            .flat_map(|&(at, n)| data[at as usize..at as usize + n].to_vec())
+            .collect();
+        let label = BlockLabel {
+            tile: 0,
+            in_tile: (0, 12000),
+        };
+        // Far apart: one across two ranges (2900..3100), one within the last; close
+        // together (gaps shorter than the parts): 64 bytes 36 apart, three times; apart (the
+        // gap longer than the part): 10 bytes 20 apart.
+        let parts = vec![
+            (2900, 0, 200),
+            (6000, 200, 64),
+            (6100, 264, 64),
+            (6200, 328, 64),
+            (8000, 392, 10),
+            (8030, 402, 10),
+            (11000, 412, 1000),
+        ];
+        let mut plan = ByteReads::new(1412);
+        let a = plan.add_file(f, p, 0, "rows".into());
+        plan.checked_before(a, &ranges, &parts, label);
+        assert_eq!(plan.summed().count(), 0);
+        // 200, 10, 10 and 1000 placed, the close parts read as one span of 264 bytes.
+        assert_eq!(
+            plan.counts(),
+            ReadCounts {
+                blocks_summed: 0,
+                bytes_read: 200 + 264 + 10 + 10 + 1000
+            }
+        );
+        let mut buf = vec![0u8; 1412];
+        plan.execute_on(1, &mut buf, |_, _, e| e).unwrap();
+        for &(o, d, n) in &parts {
+            assert_eq!(&buf[d..d + n], &block[o..o + n], "part at {o}");
+        }
+    }
+
+    /// A reader's checked blocks, per tile and file: another file under the tile (one that
+    /// replaced it) starts over.
+    #[test]
+    fn checked_blocks_are_kept_per_tile_and_file() {
+        let mut checked = CheckedBlocks::new(1 << 20);
+        let label = |tile, k: u64| BlockLabel {
+            tile,
+            in_tile: (k << 20, (k + 1) << 20),
+        };
+        checked.reading_from(3, (1, 10));
+        checked.reading_from(4, (1, 11));
+        checked.insert(label(3, 0));
+        checked.insert(label(3, 130));
+        checked.insert(label(4, 1));
+        assert!(checked.contains(3, 0) && checked.contains(3, 130) && checked.contains(4, 1));
+        assert!(!checked.contains(3, 1) && !checked.contains(4, 0) && !checked.contains(5, 0));
+        checked.reading_from(3, (1, 10));
+        assert!(checked.contains(3, 130), "the same file: kept");
+        checked.reading_from(3, (1, 12));
+        assert!(
+            !checked.contains(3, 0) && !checked.contains(3, 130),
+            "another file"
+        );
+        assert!(checked.contains(4, 1));
     }
 
     /// Reading past the end of a file is an error naming the file, on one worker or several.

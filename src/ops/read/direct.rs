@@ -2,7 +2,7 @@
 //! only the sources a read needs are opened, a missing one is reported by name, and the tiles
 //! h5tile wrote are read from the bytes their master records, without HDF5.
 
-use super::byte_reads::{BlockLabel, ByteReads, Mismatch, Part};
+use super::byte_reads::{BlockLabel, ByteReads, CheckedBlocks, Mismatch, Part, ReadCounts};
 use super::mappings::{
     corrupt, locate_source, missing_tile, read_tile_bytes, resolve_source, BlockMapping,
 };
@@ -42,6 +42,10 @@ pub struct DirectReader {
     held: Vec<Option<(std::sync::Arc<std::fs::File>, PathBuf)>>,
     /// The block checksums the master records, when reads check them.
     checksums: Option<Box<Recorded>>,
+    /// The blocks earlier reads checked: later reads take their bytes without summing them.
+    checked: CheckedBlocks,
+    /// What the reads of tile bytes have cost so far.
+    counts: ReadCounts,
 }
 
 /// How many tile files one reader may hold open: a quarter of the process's limit on open
@@ -77,12 +81,14 @@ fn gather(plan: &mut ByteReads, f: usize, at: u64, row: usize, dsts: Vec<usize>)
 /// Plans reading a checksummed tile's blocks that rows of `row` bytes touch, each row given
 /// as (its byte in the tile, its byte in the buffer), the tile's (number `tile`) `tile_len`
 /// bytes starting at `data_offset` of file `f`, in blocks of `block` bytes whose checksums
-/// are `sums`. Every touched block is read whole and checked; with `to_buffer` the rows' bytes in it go to
-/// their places (parts continuing each other joined, so a block wholly wanted in order is read
-/// straight into place).
+/// are `sums`. Every touched block is read whole and checked, unless `checked` has it; with
+/// `to_buffer` the rows' bytes in it go to their places (parts continuing each other joined,
+/// so a block wholly wanted in order is read straight into place). Of a block checked
+/// before, only the rows' bytes are read, and nothing without `to_buffer`.
 #[allow(clippy::too_many_arguments)]
 fn plan_blocks(
     plan: &mut ByteReads,
+    checked: &CheckedBlocks,
     (f, tile): (usize, usize),
     data_offset: u64,
     tile_len: u64,
@@ -116,7 +122,11 @@ fn plan_blocks(
         let at = data_offset + k * block;
         let in_tile = (k * block, k * block + len as u64);
         let label = BlockLabel { tile, in_tile };
-        plan.verified(f, vec![(at, len)], sums[k as usize], parts, label);
+        if checked.contains(tile, k) {
+            plan.checked_before(f, &[(at, len)], &parts, label);
+        } else {
+            plan.verified(f, vec![(at, len)], sums[k as usize], parts, label);
+        }
     }
 }
 
@@ -153,7 +163,10 @@ impl DirectReader {
             (true, Some(_)) => Recorded::read(dset, mappings.len()).map(Box::new),
             _ => None,
         };
+        let block = checksums.as_ref().map_or(1, |c| c.block.max(1));
         Ok(DirectReader {
+            checked: CheckedBlocks::new(block),
+            counts: ReadCounts::default(),
             checksums,
             held,
             master: master.to_path_buf(),
@@ -219,10 +232,16 @@ impl DirectReader {
         fill_missing: bool,
     ) -> Result<()> {
         let plan = self.plan(want, dtype, buf, fill_missing)?;
-        let (master, dataset) = (&self.master, &self.dataset);
+        self.counts += plan.counts();
+        let summed: Vec<BlockLabel> = plan.summed().collect();
+        let (master, dataset, mappings) = (&self.master, &self.dataset, &self.mappings);
         plan.execute(buf, |path, region, e| {
             match e.get_ref().and_then(|e| e.downcast_ref::<Mismatch>()) {
-                Some(m) => corrupt(path, &region, dataset, master, &m.to_string()),
+                // The tile the block is of (a subfile holds several).
+                Some(m) => {
+                    let tile = &mappings[m.label.tile].region;
+                    corrupt(path, tile, dataset, master, &m.to_string())
+                }
                 None => missing_tile(
                     path,
                     &region,
@@ -231,7 +250,17 @@ impl DirectReader {
                     &format!("cannot be read ({e})"),
                 ),
             }
-        })
+        })?;
+        summed
+            .into_iter()
+            .for_each(|label| self.checked.insert(label));
+        Ok(())
+    }
+
+    /// What the reads of tile bytes have cost so far.
+    #[cfg_attr(not(any(test, feature = "internals")), allow(dead_code))]
+    pub fn counts(&self) -> ReadCounts {
+        self.counts
     }
 
     /// Under the HDF5 lock: fills what needs filling, reads through HDF5 what must be (parts
@@ -355,11 +384,16 @@ impl DirectReader {
                 );
                 return Err(corrupt(&path, &m.region, &self.dataset, &self.master, &why));
             }
+            let id = plan
+                .file_id(f)
+                .map_err(|e| missing(format!("cannot be read ({e})")))?;
+            self.checked.reading_from(i, id);
             let (row, rows) = box_rows(&m.region.shape, &src, &want.shape, &dst, &common.shape);
             let rows = rows.map(|(s, d)| (s * elem as u64, d as usize * elem));
             let to_buffer = deliver.is_some();
             plan_blocks(
                 plan,
+                &self.checked,
                 (f, i),
                 bytes.data_offset,
                 tile_len,

@@ -4,6 +4,7 @@
 //! the read needs are there. Device memory is filled straight from the file where the bytes'
 //! places are known (h5tile's tiles, contiguous storage), through host memory otherwise.
 
+use super::byte_reads::ReadCounts;
 use super::direct::DirectReader;
 use super::mappings::{block_mappings, check_sources};
 use super::tile_checks::TileChecks;
@@ -18,7 +19,7 @@ use std::path::Path;
 
 pub(crate) enum Source {
     /// h5tile reads the sources of a virtual dataset itself.
-    Direct(DirectReader),
+    Direct(Box<DirectReader>),
     /// HDF5 reads the dataset (any layout); for the single-file layout, with the recorded
     /// checksums of the blocks each read touches checked beside.
     Hdf5(OpenDataset, Option<Box<TileChecks>>),
@@ -42,7 +43,7 @@ impl Source {
             if let Some(mappings) = block_mappings(&open.dataset, ndim)? {
                 let verify = !options.no_verify;
                 let direct = DirectReader::new(path, dataset, &open.dataset, mappings, verify)?;
-                return Ok(Source::Direct(direct));
+                return Ok(Source::Direct(Box::new(direct)));
             }
             if let (false, Some(region)) = (fill_missing, region) {
                 check_sources(path, dataset, &open.dataset, region)?;
@@ -80,8 +81,17 @@ impl Source {
                     open.dataset
                         .read_into(&mem_type, &mem_space, &file_space, buf)?;
                 }
-                checks.as_ref().map_or(Ok(()), |c| c.check(tile))
+                checks.as_mut().map_or(Ok(()), |c| c.check(tile))
             }
+        }
+    }
+
+    /// What this source's reads of tile bytes have cost so far.
+    #[cfg_attr(not(any(test, feature = "internals")), allow(dead_code))]
+    pub fn counts(&self) -> ReadCounts {
+        match self {
+            Source::Direct(direct) => direct.counts(),
+            Source::Hdf5(_, checks) => checks.as_ref().map(|c| c.counts()).unwrap_or_default(),
         }
     }
 

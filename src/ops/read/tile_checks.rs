@@ -5,7 +5,7 @@
 //! from those checked blocks (`read_checked`: each byte read once); elsewhere HDF5 reads the
 //! elements as for any contiguous dataset, and `check` reads the touched blocks a second time.
 
-use super::byte_reads::{BlockLabel, ByteReads, Mismatch, Part};
+use super::byte_reads::{BlockLabel, ByteReads, CheckedBlocks, Mismatch, Part, ReadCounts};
 use crate::dtype::Dtype;
 use crate::geometry::coverage;
 use crate::geometry::tile::Tile;
@@ -36,6 +36,11 @@ pub struct TileChecks {
     /// tiles add up to it is covered exactly.
     apart: bool,
     checksums: Recorded,
+    /// The blocks earlier reads checked: later ones take their bytes without summing them
+    /// (the file is the one opened with the dataset, throughout).
+    checked: CheckedBlocks,
+    /// What the reads of checked blocks have cost so far.
+    counts: ReadCounts,
 }
 
 impl TileChecks {
@@ -56,7 +61,12 @@ impl TileChecks {
         let checksums = Recorded::read(dset, tiles.len())?;
         // Unreadable: HDF5 just read the dataset's header from it, so this is no record.
         let file = std::fs::File::open(path).ok()?;
+        let mut checked = CheckedBlocks::new(checksums.block.max(1));
+        let id = super::byte_reads::file_id(&file).ok()?;
+        (0..tiles.len()).for_each(|i| checked.reading_from(i, id));
         Some(TileChecks {
+            checked,
+            counts: ReadCounts::default(),
             file,
             path: path.to_path_buf(),
             dataset: dataset.to_string(),
@@ -70,8 +80,9 @@ impl TileChecks {
         })
     }
 
-    /// Checks every recorded block `want` touches (after HDF5 has read it).
-    pub fn check(&self, want: &Tile) -> Result<()> {
+    /// Checks every recorded block `want` touches (after HDF5 has read it) that no earlier
+    /// read checked.
+    pub fn check(&mut self, want: &Tile) -> Result<()> {
         let parts: Vec<(usize, Tile)> = (0..self.tiles.len())
             .filter(|&i| self.checksums.tile(i).is_some())
             .filter_map(|i| Some((i, want.intersection(&self.tiles[i])?)))
@@ -84,7 +95,7 @@ impl TileChecks {
     /// of the file that lie within what `want` takes of a block go straight to their place).
     /// Returns false, having read nothing, unless every element of `want` lies in exactly one
     /// checksummed tile and the file stores `dtype` itself; then HDF5 reads, and `check`.
-    pub fn read_checked(&self, want: &Tile, dtype: Dtype, buf: &mut [u8]) -> Result<bool> {
+    pub fn read_checked(&mut self, want: &Tile, dtype: Dtype, buf: &mut [u8]) -> Result<bool> {
         let block = self.checksums.block;
         if !self.apart || self.raw != Some(dtype) || !block.is_multiple_of(self.elem as u64) {
             return Ok(false);
@@ -108,7 +119,8 @@ impl TileChecks {
 
     /// The reads of every block that the parts of `want` (tile number, its common box with
     /// `want`) touch, each checked, and with `deliver` the parts' bytes to their places in
-    /// `want`'s buffer.
+    /// `want`'s buffer. Of a block an earlier read checked, only the parts are read (nothing
+    /// without `deliver`).
     fn plan(&self, want: &Tile, parts: &[(usize, Tile)], deliver: bool) -> Result<ByteReads> {
         let total = if deliver {
             want.volume() as usize * self.elem
@@ -156,19 +168,35 @@ impl TileChecks {
                     in_tile: (start, end),
                 };
                 let ranges = place.ranges(start, end);
-                plan.verified(f, ranges, sums[k as usize], parts, label);
+                match self.checked.contains(*i, k) {
+                    true if deliver => plan.checked_before(f, &ranges, &parts, label),
+                    true => {}
+                    false => plan.verified(f, ranges, sums[k as usize], parts, label),
+                }
             }
         }
         Ok(plan)
     }
 
-    fn execute(&self, plan: ByteReads, buf: &mut [u8]) -> Result<()> {
+    fn execute(&mut self, plan: ByteReads, buf: &mut [u8]) -> Result<()> {
+        self.counts += plan.counts();
+        let summed: Vec<BlockLabel> = plan.summed().collect();
         plan.execute(buf, |_, _, e| {
             match e.get_ref().and_then(|e| e.downcast_ref::<Mismatch>()) {
                 Some(m) => self.mismatch(&self.tiles[m.label.tile], m.label.in_tile),
                 None => self.unreadable(e),
             }
-        })
+        })?;
+        summed
+            .into_iter()
+            .for_each(|label| self.checked.insert(label));
+        Ok(())
+    }
+
+    /// What the reads of checked blocks have cost so far.
+    #[cfg_attr(not(any(test, feature = "internals")), allow(dead_code))]
+    pub fn counts(&self) -> ReadCounts {
+        self.counts
     }
 
     /// Tile `i`'s recorded checksums (the caller knows it has some), as many as its bytes
@@ -254,12 +282,13 @@ mod tests {
             ..WriteOptions::default()
         };
         write_grid(&path, "/g", single, grid_value);
-        let checks = {
+        let open = || {
             let _l = hdf5::lock();
             let file = File::open_read(&path).unwrap();
             let dset = Dataset::open(&file, "/g").unwrap();
             TileChecks::read(&path, "/g", &dset).expect("a record")
         };
+        let mut checks = open();
         // Every box of the grid: within a tile, across tiles, single elements, the whole.
         for (r, c) in (0..6).flat_map(|r| (0..5).map(move |c| (r, c))) {
             for (h, w) in (1..=6 - r).flat_map(|h| (1..=5 - c).map(move |w| (h, w))) {
@@ -276,10 +305,12 @@ mod tests {
         let converted = checks.read_checked(&whole, Dtype::Float32, bytes_mut(&mut out));
         assert!(!converted.unwrap());
         // A flipped bit in tile [3:6, 2:5] (its element (4, 3)): reads touching it fail naming
-        // it, the others still come whole.
+        // it, the others still come whole. (A reader checks each block once: the reads above
+        // have checked every block, so a new reader reads the damaged file.)
         let at = checks.data_offset + (4 * 5 + 3) * 8;
         let file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
         file.write_all_at(&[0x55], at).unwrap();
+        let mut checks = open();
         let mut out = vec![0f64; 30];
         let e = checks
             .read_checked(&whole, Dtype::Float64, bytes_mut(&mut out))
