@@ -1,29 +1,40 @@
 """Fault injection and durability order of h5tile's writes, with real files and real ranks.
 
 usage: fault_injection.py SHIM FAULT_WRITE LAUNCHER SCRATCH CASE...
-  CASE is LAYOUT-MODE-RANKS[-keep][-root][-nosync][-gK]: LAYOUT vds, single or subfiles, MODE
-  write, async or fence (how the write completes), RANKS the number of processes (1: no
-  launcher, MPI_COMM_NULL); keep: H5TILE_KEEP_OTHERS beside another dataset; root: the faults
-  hit rank 0 (which writes the master and commits) instead of the last rank; nosync:
-  H5TILE_NO_SYNC; gK: H5TILE_RANKS_PER_FILE=K for the subfiles' groups (default: all the
-  ranks, one node, one subfile). MODE kill: instead of failing calls, the
-  write is killed (SIGKILL, the process alone or, with several ranks, one rank, after which the
-  launcher ends the others) at KILLS random moments of its run. MODE full: the case's folder is
-  a 1 MiB tmpfs (skipped, and said, where mounting is not permitted) and version 2 is too large
-  for it: a real ENOSPC.
+  CASE is LAYOUT-MODE-RANKS[-keep][-root][-nosync][-gK][-after]: LAYOUT vds, single or
+  subfiles, MODE write, async or fence (how the write completes), RANKS the number of
+  processes (1: no launcher, MPI_COMM_NULL); keep: H5TILE_KEEP_OTHERS beside another dataset;
+  root: the faults hit rank 0 (which writes the master and commits) instead of the last rank;
+  nosync: H5TILE_NO_SYNC; gK: H5TILE_RANKS_PER_FILE=K for the subfiles' groups (default: all
+  the ranks, one node, one subfile); after: only the calls from the commit (the master's
+  rename) on fail (those before it are a write's, failed in turn by other cases). MODE kill:
+  instead of failing calls, the write is killed (SIGKILL, the process alone or, with several
+  ranks, one rank, after which the launcher ends the others) at KILLS random moments of its
+  run. MODE full: the case's folder is a 1 MiB tmpfs (skipped, and said, where mounting is not
+  permitted) and version 2 is too large for it: a real ENOSPC. MODE ckpt: as write, of a
+  checkpoint of several fields (/data, /aux/count and a file attribute, h5tile_checkpoint_*),
+  which must stay or go together; its removes (unlink, rmdir) fail in turn too.
+  Series (a folder of checkpoints of several fields, keep_last 2 and keep_every 3; fault_write
+  says what is written): MODE series: steps 1 to 5 are committed, then the commit of step 6
+  (which records it as the latest and prunes step 4) is recorded and repeated with each of
+  its calls failing in turn, as for write (removes too); MODE seriescrash: the same commit
+  killed (SIGKILL, by the shim) at each of those calls in turn; MODE serieskill: runs of 4
+  commits killed at random moments, each followed by the restart's commit of the step after
+  the latest.
 
 For each case: version 1 of the dataset is written; a clean write of version 2 is recorded by
-the fault_shim preload (every file creation, write, fsync and rename under the case's folder),
-and its order checked: every new file (tile files, subfiles, the new master) synced after its
-last write by any rank, then the tile folder and the master's folder, all before the rename
-that commits, and the master's folder synced after it; with nosync, not one fsync, and still
-the one rename that commits. A clean write of the subfiles layout leaves one subfile per group,
-named after the group's first rank. Then, starting each time from version 1, the write of
-version 2 is repeated with the N-th call of each kind made to fail (ENOSPC or EIO, in turn),
-for every N that write makes (on the last rank, where there are several; rank 0 with -root).
-Each must
+the fault_shim preload (every file creation, write, fsync, rename and removal under the case's
+folder), and its order checked: every new file (tile files, subfiles, the new master) synced
+after its last write by any rank, then the tile folder and the master's folder, all before
+the rename that commits, and the master's folder synced after it; with nosync, not one fsync,
+and still the one rename that commits. A clean write of the subfiles layout leaves one subfile
+per group, named after the group's first rank. Then, starting each time from version 1, the
+write of version 2 is repeated with the N-th call of each kind made to fail (ENOSPC or EIO, in
+turn), for every N that write makes (on the last rank, where there are several; rank 0 with
+-root). Each must
   - report the same status on every rank: H5TILE_OK only if the failed call did not matter
-    (never, so far), otherwise H5TILE_ERR_IO whose message starts with the OS reason;
+    (so far only the removal of a folder that holds files or was never made, which fails
+    anyway), otherwise H5TILE_ERR_IO whose message starts with the OS reason;
   - leave version 1 whole and readable (version 2, when the message says the new dataset is
     in place: a failure after the commit), and the other dataset of a kept file intact;
   - leave nothing that the next successful write does not remove: after a clean write of
@@ -32,7 +43,25 @@ A write that fills the disk must fail on every rank with H5TILE_ERR_IO, "No spac
 device" first, and remove what it wrote, so the disk is as full as before.
 A killed write must leave version 1 or version 2 whole (never an error, never a mixture), the
 other dataset intact, and nothing the next write does not remove.
+A write that failed and did not say the new version is in place must leave the folder as it
+was, byte for byte (the file being replaced untouched); for checkpoints (ckpt, series) the next
+write then is not repeated: the clean write from that state is checked once.
+In a series, after every failure and kill: h5tile_series_latest names a checkpoint whose every
+field reads back as that step (the previous step, or the new one when the message says it
+was committed; for a kill, any step not older than the latest before the run), every other
+master in the folder reads back whole as its own step, and `h5tile check DIR` (the tool in
+$H5TILE_TOOL, where set) checks that step, names exactly the steps that have leftovers but no
+master as incomplete, and exits 0. The next clean commit then leaves exactly the checkpoints
+the retention rule keeps (the newest 2, every 3rd step, the latest) with tile folders as a
+clean commit leaves them, the record naming it, and no temporary or leftover of any step.
+The durable order of a series commit: the checkpoint committed as a write is, then its record
+written, synced and renamed into place, the folder synced, then the pruned checkpoints
+removed, each master before its tile files.
+Random choices (the moments of kills) come from a seed printed first: FAULT_INJECTION_SEED=N
+in the environment replays them.
 """
+import hashlib
+import json
 import os
 import random
 import re
@@ -45,6 +74,35 @@ import time
 KILLS = 24
 REASONS = {"ENOSPC": "No space left on device", "EIO": "Input/output error"}
 GEN = re.compile(r"[0-9a-f]{16}")
+KINDS = ("create", "write", "fsync", "rename")
+# The series fault_write writes: its retention, the steps committed before the one under test.
+KEEP_LAST, KEEP_EVERY, SERIES_SETUP = 2, 3, 5
+# Commits per run of the random kills of a series, and how many such runs are killed (alone,
+# and with several ranks).
+SERIES_RUN, SERIES_KILLS = 4, (16, 6)
+SEED = int(os.environ.get("FAULT_INJECTION_SEED") or random.SystemRandom().randrange(1 << 32))
+CKPT = re.compile(r"ckpt\.(\d+)\.h5$")
+
+
+def retained(steps, latest):
+    """Which of the complete `steps` the retention rule keeps once `latest` committed: the
+    newest KEEP_LAST, every KEEP_EVERY-th, and none newer than `latest` is removed."""
+    newest_first = sorted(set(steps), reverse=True)
+    return sorted(s for i, s in enumerate(newest_first)
+                  if i < KEEP_LAST or s % KEEP_EVERY == 0 or s >= latest)
+
+
+def tree(top):
+    """{path relative to `top`: sha256 of a file's bytes, or "/" for a folder}."""
+    found = {}
+    for root, dirs, files in os.walk(top):
+        for d in dirs:
+            found[os.path.relpath(os.path.join(root, d), top)] = "/"
+        for f in files:
+            with open(os.path.join(root, f), "rb") as fh:
+                found[os.path.relpath(os.path.join(root, f), top)] = \
+                    hashlib.sha256(fh.read()).hexdigest()
+    return found
 
 
 class Case:
@@ -54,6 +112,7 @@ class Case:
         self.keep = "keep" in parts[3:]
         self.target = 0 if "root" in parts[3:] else self.ranks - 1
         self.nosync = "nosync" in parts[3:]
+        self.after = "after" in parts[3:]
         # What every run of the program gets in its environment (the launcher passes it on).
         self.env = {"FAULT_WRITE_NO_SYNC": "1"} if self.nosync else {}
         for p in parts[3:]:
@@ -64,9 +123,19 @@ class Case:
         self.dir = os.path.join(scratch, spec)
         self.path = os.path.join(self.dir, "out", "field.h5")
         self.problems = []
+        # Versions: the one on disk, the one whose write is under test, the next clean one.
+        self.old, self.new, self.next = 1, 2, 3
+        self.series = self.mode in ("series", "seriescrash", "serieskill")
+        if self.mode == "ckpt" or self.series:
+            self.env["FAULT_WRITE_FIELDS"] = "1"
+        if self.series:
+            self.path = os.path.join(self.dir, "out", "series")
+            self.old, self.new, self.next = SERIES_SETUP, SERIES_SETUP + 1, SERIES_SETUP + 2
+        self.rng = random.Random(f"{SEED}:{spec}")
 
     def run(self, mode, version, env=None, ranks=None):
         ranks = self.ranks if ranks is None else ranks
+        mode = "series" if self.series and mode != "check" else mode
         cmd = [self.program, mode, self.path, self.layout, str(int(self.keep)), str(version)]
         if ranks > 1:
             cmd = [self.launcher, "-n", str(ranks)] + cmd
@@ -93,8 +162,22 @@ class Case:
         return got
 
     def check(self, expect_versions, what):
+        """The dataset (of a series: the latest checkpoint, each field) is whole, of one of
+        `expect_versions`; returns the program's lines."""
         lines, err = self.run("check", 0, ranks=1)
         text = "\n".join(lines)
+        if self.series:
+            latest = [int(line.split()[1]) for line in lines if re.fullmatch(r"latest \d+", line)]
+            whole = latest and f"version {latest[0]}" in lines
+            if not whole or latest[0] not in expect_versions:
+                self.problems.append(f"{what}: expected the latest step to be one of "
+                                     f"{expect_versions} and read back whole, read: {text} {err}")
+            # Every other master present is a whole checkpoint of its own step.
+            for line in lines:
+                m = re.match(r"step (\d+): (.*)$", line)
+                if m and m.group(2) != f"version {m.group(1)}":
+                    self.problems.append(f"{what}: checkpoint {line}")
+            return lines
         if not any(f"version {v}" in lines for v in expect_versions):
             self.problems.append(f"{what}: expected version {expect_versions}, read: {text} {err}")
         if self.keep and "other intact" not in lines:
@@ -124,19 +207,24 @@ class Case:
         if self.mode == "kill":
             self.mode = "write"
             return self.kills(snap)
+        if self.mode == "serieskill":
+            return self.series_kills()
         if self.mode == "full":
             self.mode = "write"
             return self.full()
-        self.write_ok(1, "setup")
-        self.check([1], "setup")
+        if self.series:
+            self.write_ok(1, "setup", {"FAULT_WRITE_STEPS": str(self.old)})
+        else:
+            self.write_ok(self.old, "setup")
+        self.check([self.old], "setup")
         shutil.copytree(self.dir, snap, symlinks=True)
 
         # The clean reference: version 2 over version 1, recorded, then version 3.
         log = os.path.join(self.dir + ".log")
         if os.path.exists(log):
             os.remove(log)
-        self.write_ok(2, "recorded write", self.shim_env(log))
-        self.check([2], "recorded write")
+        self.write_ok(self.new, "recorded write", self.shim_env(log))
+        self.check([self.new], "recorded write")
         if not os.path.exists(log):
             self.problems.append(f"the recorded write left no record in {log}: is {self.shim} "
                                  "preloaded into the ranks?")
@@ -144,23 +232,47 @@ class Case:
         with open(log) as f:
             record = [line.split() for line in f]
         self.check_order(record)
-        self.write_ok(3, "clean write")
-        clean = self.listing()
-        self.check_clean(clean)
+        if self.series:
+            clean = self.series_clean("after the recorded write", self.next)
+        else:
+            self.write_ok(self.next, "clean write")
+            clean = self.listing()
+            self.check_clean(clean)
 
-        counts = {}
+        counts, before_commit = {}, set()
+        master = os.path.basename(self.master())
+        committed = False
         for rec in record:
+            committed |= rec[1] == "rename" and os.path.basename(rec[3]) == master
             if int(rec[0]) == self.target:
                 counts[rec[1]] = counts.get(rec[1], 0) + 1
+                if not committed:
+                    before_commit.add((rec[1], counts[rec[1]]))
+        # A checkpoint's removes (stale tiles; a series' pruning) fail in turn too.
+        checkpoints = self.mode in ("ckpt", "series", "seriescrash")
+        kinds = KINDS + (("remove",) if checkpoints else ())
+        if checkpoints:
+            # The next clean write over the state before: after a failure that left the folder
+            # byte for byte as it was, it is not repeated (it would do the same).
+            self.restore(snap)
+            self.next_write_cleans("no failure", clean)
         runs = 0
-        for kind in ("create", "write", "fsync", "rename"):
+        for kind in kinds:
             for n in range(1, counts.get(kind, 0) + 1):
+                if self.after and (kind, n) in before_commit:
+                    continue
                 err = "ENOSPC" if (n + len(kind)) % 2 else "EIO"
-                self.inject(snap, kind, n, err, clean)
+                if self.mode == "seriescrash":
+                    self.crash(snap, kind, n, clean)
+                else:
+                    self.inject(snap, kind, n, err, clean)
                 runs += 1
         shutil.rmtree(snap, ignore_errors=True)
-        summary = ", ".join(f"{counts.get(k, 0)} {k}" for k in ("create", "write", "fsync", "rename"))
-        print(f"{self.name}: {runs} writes each failing one call ({summary} on rank {self.target})")
+        summary = ", ".join(f"{counts.get(k, 0)} {k}" for k in kinds)
+        done = "killed at" if self.mode == "seriescrash" else "failing"
+        which = ", from the commit on" if self.after else ""
+        print(f"{self.name}: {runs} writes each {done} one call ({summary} on rank {self.target}"
+              f"{which})")
 
     def kills(self, snap):
         """Writes of version 2 over version 1 killed at random moments."""
@@ -171,7 +283,7 @@ class Case:
         self.write_ok(3, "clean write")
         clean = self.listing()
         self.check_clean(clean)
-        rng = random.Random(12)
+        rng = self.rng
         seen = {1: 0, 2: 0}
         for k in range(KILLS if self.ranks == 1 else KILLS // 2):
             shutil.rmtree(self.dir, ignore_errors=True)
@@ -200,19 +312,24 @@ class Case:
         """What a clean write of the subfiles layout leaves: the master, and in its tile folder
         one subfile per group of ranks (H5TILE_RANKS_PER_FILE, else all of them), named
         <dataset>.<generation>.s<the group's first rank>.h5, for /data; kept beside it, /other,
-        whose only tile is rank 0's: one subfile, s0 (a group without tiles has none)."""
+        whose only tile is rank 0's: one subfile, s0 (a group without tiles has none). A
+        checkpoint's subfile holds all its fields, named after the first (/aux/count)."""
         if self.layout != "subfiles":
             return
         k = int(self.env.get("H5TILE_RANKS_PER_FILE", self.ranks))
+        first = "aux+count" if self.mode == "ckpt" else "data"
         want = ["out/field.h5", "out/field.h5.tiles/"]
-        want += [f"out/field.h5.tiles/data.G.s{r}.h5" for r in range(0, self.ranks, k)]
+        want += [f"out/field.h5.tiles/{first}.G.s{r}.h5" for r in range(0, self.ranks, k)]
         if self.keep:
             want.append("out/field.h5.tiles/other.G.s0.h5")
         if clean != sorted(want):
             self.problems.append(f"a clean write left {clean}, expected {sorted(want)}")
 
     def next_write_cleans(self, what, clean):
-        """After `what`, a successful write of version 3 leaves exactly `clean`."""
+        """After `what`, a successful write of version 3 leaves exactly `clean` (of a series:
+        the commit of the next step leaves what series_clean says)."""
+        if self.series:
+            return self.series_clean(f"after {what}", self.next, clean)
         self.write_ok(3, f"after {what}")
         self.check([3], f"after {what}")
         if self.listing() != clean:
@@ -249,14 +366,16 @@ class Case:
         finally:
             subprocess.run(["umount", self.dir], capture_output=True)
 
-    def start_write(self, ready):
-        """Starts the write of version 2, which marks its start in the folder `ready`."""
+    def start_write(self, ready, version=2, more_env=None):
+        """Starts the write of `version` (of a series, the commit of that step and those
+        FAULT_WRITE_STEPS in `more_env` says), which marks its start in the folder `ready`."""
         shutil.rmtree(ready, ignore_errors=True)
         os.makedirs(ready)
-        cmd = [self.program, "write", self.path, self.layout, str(int(self.keep)), "2"]
+        mode = "series" if self.series else "write"
+        cmd = [self.program, mode, self.path, self.layout, str(int(self.keep)), str(version)]
         if self.ranks > 1:
             cmd = [self.launcher, "-n", str(self.ranks)] + cmd
-        env = dict(os.environ, FAULT_WRITE_READY_DIR=ready, **self.env)
+        env = dict(os.environ, FAULT_WRITE_READY_DIR=ready, **self.env, **(more_env or {}))
         return subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL)
 
@@ -266,9 +385,9 @@ class Case:
         while not os.path.exists(mark) and proc.poll() is None:
             time.sleep(0.0005)
 
-    def timed_write(self, ready):
+    def timed_write(self, ready, version=2, more_env=None):
         """How long the write itself takes on the target rank."""
-        proc = self.start_write(ready)
+        proc = self.start_write(ready, version, more_env)
         self.wait_ready(ready, proc)
         start = time.monotonic()
         done = os.path.join(ready, f"done.{self.target}")
@@ -303,18 +422,27 @@ class Case:
         # Not started yet, or already done: kill the launcher instead.
         proc.send_signal(signal.SIGKILL)
 
-    def inject(self, snap, kind, n, err, clean):
-        what = f"{kind} #{n} failing with {err}"
+    def check_after(self, versions, what):
+        if self.series:
+            self.after_kill(what, versions)
+        else:
+            self.check(versions, what)
+
+    def restore(self, snap):
         shutil.rmtree(self.dir, ignore_errors=True)
         shutil.copytree(snap, self.dir, symlinks=True)
+
+    def inject(self, snap, kind, n, err, clean):
+        what = f"{kind} #{n} failing with {err}"
+        self.restore(snap)
         log = self.dir + ".fail.log"
         if os.path.exists(log):
             os.remove(log)
-        lines, stderr = self.run(self.mode, 2, self.shim_env(log, f"{kind}:{n}:{err}"))
+        lines, stderr = self.run(self.mode, self.new, self.shim_env(log, f"{kind}:{n}:{err}"))
         failed = []
         if os.path.exists(log):
             with open(log) as f:
-                failed = [l for l in f if l.split()[1:2] == ["fail"]]
+                failed = [l.split() for l in f if l.split()[1:2] == ["fail"]]
         st = self.statuses(lines)
         if len(st) != self.ranks:
             self.problems.append(f"{what}: {self.ranks} ranks, {len(st)} reported: {lines} {stderr}")
@@ -327,9 +455,18 @@ class Case:
         if not failed:
             self.problems.append(f"{what}: the call was never made (the write is not repeatable)")
             return
+        what += f" ({failed[0][3]})"
+        # Removing a folder that still holds files, or one never made, fails anyway: such a
+        # failure cannot matter.
+        gone = failed[0][3]
+        was = os.path.join(snap, os.path.relpath(gone, os.path.realpath(self.dir)))
+        harmless = kind == "remove" and (
+            (os.path.isdir(gone) and os.listdir(gone)) or
+            not os.path.lexists(gone) and not os.path.lexists(was))
         if code == "H5TILE_OK":
-            self.problems.append(f"{what}: the write reported success after a failed {kind}")
-            self.check([2], what)
+            if not harmless:
+                self.problems.append(f"{what}: the write reported success after a failed {kind}")
+            self.check_after([self.new], what)
         else:
             reason = REASONS[err]
             failing = st[self.target][1]
@@ -339,15 +476,38 @@ class Case:
             for r, (_, msg) in st.items():
                 if reason not in msg:
                     self.problems.append(f"{what}: rank {r} message lacks the OS reason: '{msg}'")
-            in_place = "the new dataset is in place" in failing
-            self.check([2] if in_place else [1], what)
+            # After the commit point the message says so (a series' record or pruning: the
+            # step "was committed").
+            in_place = "the new dataset is in place" in failing or (
+                self.series and f"after step {self.new} of series" in failing
+                and "was committed" in failing)
+            self.check_after([self.new] if in_place else [self.old], what)
+            if not in_place:
+                # The old set whole: the file being replaced, its tiles and (in a series) every
+                # checkpoint and the record, byte for byte, and nothing left beside them.
+                before = tree(os.path.join(snap, "out"))
+                after = tree(os.path.join(self.dir, "out"))
+                if before != after:
+                    changed = sorted(k for k in set(before) | set(after)
+                                     if before.get(k) != after.get(k))
+                    self.problems.append(f"{what}: failed before its commit, yet the folder "
+                                         f"changed: {changed}")
+                elif self.mode in ("ckpt", "series"):
+                    return
         # Whatever the failure left, the next successful write leaves what a clean one does.
         self.next_write_cleans(what, clean)
 
+    def master(self):
+        """The master the write under test commits (of a series, step 6's)."""
+        if self.series:
+            return os.path.join(os.path.realpath(self.path), f"ckpt.{self.new:012d}.h5")
+        return os.path.join(os.path.realpath(os.path.dirname(self.path)),
+                            os.path.basename(self.path))
+
     def check_order(self, record):
-        """Durability order of the recorded write of version 2."""
-        out = os.path.realpath(os.path.dirname(self.path))
-        master = os.path.join(out, os.path.basename(self.path))
+        """Durability order of the recorded write of version 2 (of a series, of step 6)."""
+        master = self.master()
+        out = os.path.dirname(master)
         tiles = master + ".tiles"
         renames = [i for i, r in enumerate(record) if r[1] == "rename" and r[3] == master]
         if len(renames) != 1:
@@ -375,7 +535,9 @@ class Case:
 
         # Files created (folders are made, or found, on the way: create_dir_all).
         created = [(i, r[2]) for i, r in enumerate(record) if r[1] == "create"]
-        new_files = [(i, p) for i, p in created if not os.path.isdir(p) and p != tmp]
+        # (A series' record is written after the commit: see series_order.)
+        new_files = [(i, p) for i, p in created if not os.path.isdir(p) and p != tmp
+                     and not os.path.basename(p).startswith(".latest.")]
         last_file_sync = -1
         for i, p in new_files:
             done = synced(p, last_write(p, i), commit)
@@ -397,13 +559,193 @@ class Case:
                                      "folder and before the commit")
         if not synced(out, commit + 1, len(record)):
             self.problems.append("order: the master's folder not synced after the commit")
+        if self.series:
+            self.series_order(record, out, commit, synced)
         if not self.problems:
             print(f"{self.name}: order of the durable steps checked on {len(record)} calls "
                   f"({len(syncs)} fsync)")
 
+    def series_order(self, record, out, commit, synced):
+        """After the commit of a series' step: its record written to a temporary file, synced,
+        renamed onto `latest`, the folder synced; then the pruned checkpoints removed, each
+        master before anything in its tile folder."""
+        latest = os.path.join(out, "latest")
+        renames = [i for i, r in enumerate(record) if r[1] == "rename" and r[3] == latest]
+        if len(renames) != 1 or renames[0] < commit:
+            self.problems.append(f"order: {len(renames)} renames onto the record, expected one "
+                                 f"after the commit (call {commit}): {renames}")
+            return
+        at = renames[0]
+        tmp = record[at][2]
+        wrote = [i for i, r in enumerate(record) if r[1] == "write" and r[2] == tmp]
+        if not wrote or not synced(tmp, wrote[-1], at):
+            self.problems.append("order: the record not written and synced before its rename")
+        if not synced(out, at + 1, len(record)):
+            self.problems.append("order: the series folder not synced after the record's rename")
+        removed = [(i, r[2]) for i, r in enumerate(record) if r[1] == "remove"]
+        masters = [(i, p) for i, p in removed if CKPT.search(p) and os.path.dirname(p) == out]
+        if not masters:
+            self.problems.append("order: the commit pruned no checkpoint (step 4 expected)")
+        for i, p in masters:
+            if i < at:
+                self.problems.append(f"order: {p} removed before the record was renamed")
+            early = [q for j, q in removed if j < i and q.startswith(p + ".tiles")]
+            if early:
+                self.problems.append(f"order: {early} removed before their master {p}")
+
+    def series_masters(self):
+        """The steps whose master is in the series folder."""
+        return sorted(int(m.group(1)) for m in map(CKPT.match, os.listdir(self.path)) if m)
+
+    def series_clean(self, what, step, clean=None):
+        """Commits `step` (the next clean commit) and checks what the series folder then
+        holds: exactly the checkpoints the retention rule keeps of those there before and this
+        one, the record naming this one, each kept checkpoint's tile folder as a clean commit
+        leaves it (`clean`: a masked listing of one; None: this commit's), and nothing else (no
+        temporary, no leftover of any step). Returns the listing of this commit's tile folder."""
+        before = self.series_masters()
+        what = f"{what}: the next commit (step {step})"
+        self.write_ok(step, what)
+        self.check([step], what)
+        name = lambda s: f"ckpt.{s:012d}.h5"
+        masked = lambda d: sorted(GEN.sub("G", n) for n in os.listdir(d)) \
+            if os.path.isdir(d) else []
+        kept = retained(before + [step], step)
+        if self.series_masters() != kept:
+            self.problems.append(f"{what}: the series holds steps {self.series_masters()}; of "
+                                 f"{before} and {step}, the rule keeps {kept}")
+        mine = masked(os.path.join(self.path, name(step) + ".tiles"))
+        clean = mine if clean is None else clean
+        want = {"latest"} | {name(s) for s in kept}
+        if self.layout != "single":
+            want |= {name(s) + ".tiles" for s in kept}
+        names = set(os.listdir(self.path))
+        if names != want:
+            self.problems.append(f"{what}: left beside the checkpoints kept: "
+                                 f"{sorted(names - want)}; missing: {sorted(want - names)}")
+        for s in kept:
+            tiles = masked(os.path.join(self.path, name(s) + ".tiles"))
+            if tiles != clean:
+                self.problems.append(f"{what}: step {s}'s tile folder holds {tiles}, a clean "
+                                     f"commit leaves {clean}")
+        with open(os.path.join(self.path, "latest")) as f:
+            record = f.read()
+        if record != f"{step}\n{name(step)}\n":
+            self.problems.append(f"{what}: the record says {record!r}")
+        return clean
+
+    def incomplete_steps(self):
+        """Steps that have a tile folder or a temporary master in the series folder, and no
+        master: writes that did not commit."""
+        steps = set()
+        for n in os.listdir(self.path):
+            m = re.fullmatch(r"(ckpt\.(\d+)\.h5)\.tiles", n) or \
+                re.fullmatch(r"\.(ckpt\.(\d+)\.h5)\.[0-9a-f]{16}\.tmp", n)
+            if m and not os.path.exists(os.path.join(self.path, m.group(1))):
+                steps.add(int(m.group(2)))
+        return sorted(steps)
+
+    def tool_check(self, what, latest):
+        """`h5tile check --json DIR` (where H5TILE_TOOL names the tool): exit 0, having checked
+        `latest`, naming exactly the incomplete steps."""
+        tool = os.environ.get("H5TILE_TOOL")
+        if not tool:
+            return
+        out = subprocess.run([tool, "check", "--json", self.path], capture_output=True,
+                             text=True, timeout=120)
+        try:
+            series = json.loads(out.stdout)["series"][0]
+        except (ValueError, KeyError, IndexError):
+            self.problems.append(f"{what}: h5tile check --json: {out.stdout} {out.stderr}")
+            return
+        incomplete = sorted(i["step"] for i in series.get("incomplete") or [])
+        if out.returncode != 0 or series.get("checked") != [latest] or \
+                incomplete != self.incomplete_steps():
+            self.problems.append(f"{what}: h5tile check exited {out.returncode}, checked "
+                                 f"{series.get('checked')} (latest {latest}), incomplete "
+                                 f"{incomplete} (the folder's: {self.incomplete_steps()}): "
+                                 f"{out.stderr.strip()}")
+
+    def after_kill(self, what, steps):
+        """After a kill or failure in a series: the latest is one of `steps`, whole, every
+        master whole, the tool agrees. Returns the latest step (None if there is none)."""
+        lines = self.check(steps, what)
+        latest = [int(line.split()[1]) for line in lines if re.fullmatch(r"latest \d+", line)]
+        if latest:
+            self.tool_check(what, latest[0])
+        return latest[0] if latest else None
+
+    def crash(self, snap, kind, n, clean):
+        """The commit of step 6 killed (SIGKILL, by the shim) at the n-th call of `kind` on the
+        target rank, instead of making it."""
+        what = f"killed at {kind} #{n}"
+        self.restore(snap)
+        log = self.dir + ".fail.log"
+        if os.path.exists(log):
+            os.remove(log)
+        self.run(self.mode, self.new, self.shim_env(log, f"{kind}:{n}:KILL"))
+        killed = []
+        if os.path.exists(log):
+            with open(log) as f:
+                killed = [l.split() for l in f if l.split()[1:2] == ["fail"]]
+        if not killed:
+            self.problems.append(f"{what}: the call was never made (the write is not repeatable)")
+            return
+        what += f" ({killed[0][3]})"
+        self.after_kill(what, [self.old, self.new])
+        self.next_write_cleans(what, clean)
+
+    def series_kills(self):
+        """Runs of SERIES_RUN commits killed at random moments, each followed by what a
+        restarted program does: the commit of the step after the latest."""
+        ready = self.dir + ".ready"
+        env = {"FAULT_WRITE_STEPS": str(SERIES_RUN)}
+        span = self.timed_write(ready, 1, env)
+        self.check([SERIES_RUN], "setup")
+        latest = SERIES_RUN + 1
+        clean = self.series_clean("setup", latest)
+        committed, incomplete, behind = {}, 0, 0
+        kills = SERIES_KILLS[self.ranks > 1]
+        for _ in range(kills):
+            delay = self.rng.uniform(0, span)
+            first = latest + 1
+            what = (f"the run of steps {first} to {first + SERIES_RUN - 1} killed after "
+                    f"{delay * 1000:.0f} ms")
+            proc = self.start_write(ready, first, env)
+            self.wait_ready(ready, proc)
+            time.sleep(delay)
+            self.kill_rank(proc)
+            try:
+                proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+                self.problems.append(f"{what}: the launcher did not end after a rank was killed")
+            # A run that ended before its kill was longer when timed (a busier machine): the
+            # next kills draw from its own length.
+            marks = [os.path.join(ready, f"{m}.{self.target}") for m in ("ready", "done")]
+            if all(map(os.path.exists, marks)):
+                took = os.stat(marks[1]).st_mtime - os.stat(marks[0]).st_mtime
+                span = min(span, max(took, 0.001))
+            now = self.after_kill(what, list(range(latest, first + SERIES_RUN)))
+            if now is None:
+                return
+            committed[now - latest] = committed.get(now - latest, 0) + 1
+            incomplete += bool(self.incomplete_steps())
+            with open(os.path.join(self.path, "latest")) as f:
+                behind += not f.read().startswith(f"{now}\n")
+            self.series_clean(what, now + 1, clean)
+            latest = now + 1
+        runs = ", ".join(f"{n} committed {k}" for k, n in sorted(committed.items()))
+        print(f"{self.name}: {kills} runs of {SERIES_RUN} commits killed at random moments "
+              f"(a run takes {span * 1000:.0f} ms at most): {runs}; {incomplete} left an incomplete step, "
+              f"{behind} the record behind the latest; every latest and master whole, and each "
+              f"restart's commit left what the rule keeps")
+
 
 def main():
     shim, program, launcher, scratch = sys.argv[1:5]
+    print(f"fault_injection: seed {SEED} (FAULT_INJECTION_SEED={SEED} replays its random choices)")
     shutil.rmtree(scratch, ignore_errors=True)
     os.makedirs(scratch)
     problems = []

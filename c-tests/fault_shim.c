@@ -5,11 +5,13 @@
  *   H5TILE_SHIM_LOG=FILE        append one line per call: "<rank> <kind> <path> [<to>]"
  *   H5TILE_SHIM_FAIL=KIND:N:ERR fail the N-th call (1-based) of KIND with errno ERR (ENOSPC,
  *                               EIO or EDQUOT), doing nothing; the failed call is logged as
- *                               "<rank> fail <kind> <path>"
+ *                               "<rank> fail <kind> <path>"; ERR KILL instead ends the process
+ *                               there with SIGKILL (a crash at that call, which is not made)
  *   H5TILE_SHIM_RANK=R          fail only in the process of that MPI rank (from the launcher's
  *                               OMPI_COMM_WORLD_RANK or PMI_RANK; 0 without a launcher)
  * KIND is one of: create (open with O_CREAT, creat, mkdir), write (write, pwrite, pwritev),
- * fsync (fsync, fdatasync), rename (rename, renameat, renameat2).
+ * fsync (fsync, fdatasync), rename (rename, renameat, renameat2), remove (unlink, unlinkat,
+ * rmdir).
  * Plain C and POSIX, with dlsym(RTLD_NEXT) to reach the real calls. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -17,6 +19,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,8 +29,8 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-enum kind { CREATE, WRITE, FSYNC, RENAME, KINDS };
-static const char *const kind_names[KINDS] = {"create", "write", "fsync", "rename"};
+enum kind { CREATE, WRITE, FSYNC, RENAME, REMOVE, KINDS };
+static const char *const kind_names[KINDS] = {"create", "write", "fsync", "rename", "remove"};
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static int ready, active, log_fd = -1, fail_kind = -1, fail_errno, my_rank;
@@ -60,7 +63,10 @@ static void setup(void) {
             for (int k = 0; k < KINDS; k++)
                 if (strcmp(kind, kind_names[k]) == 0) fail_kind = k;
             fail_at = n;
-            fail_errno = strcmp(err, "EIO") == 0 ? EIO : strcmp(err, "EDQUOT") == 0 ? EDQUOT : ENOSPC;
+            fail_errno = strcmp(err, "EIO") == 0      ? EIO
+                         : strcmp(err, "EDQUOT") == 0 ? EDQUOT
+                         : strcmp(err, "KILL") == 0   ? -1
+                                                      : ENOSPC;
         }
     }
     ready = 1;
@@ -107,6 +113,7 @@ static int observe(enum kind kind, const char *path, const char *to) {
             ssize_t (*real_write)(int, const void *, size_t) = REAL(write);
             if (n > 0) (void)real_write(log_fd, line, (size_t)n < sizeof line ? (size_t)n : sizeof line);
         }
+        if (fail == -1) raise(SIGKILL);
     }
     pthread_mutex_unlock(&lock);
     return fail;
@@ -240,4 +247,25 @@ int renameat2(int fd1, const char *from, int fd2, const char *to, unsigned flags
     int e = rename_common(fd1, from, fd2, to);
     if (e) FAIL_WITH(e, -1);
     return REAL(renameat2)(fd1, from, fd2, to, flags);
+}
+
+static int remove_common(int dirfd, const char *path) {
+    char abs[2 * PATH_MAX];
+    absolute(dirfd, path, abs);
+    return observe(REMOVE, abs, NULL);
+}
+int unlink(const char *path) {
+    int e = remove_common(AT_FDCWD, path);
+    if (e) FAIL_WITH(e, -1);
+    return REAL(unlink)(path);
+}
+int unlinkat(int dirfd, const char *path, int flags) {
+    int e = remove_common(dirfd, path);
+    if (e) FAIL_WITH(e, -1);
+    return REAL(unlinkat)(dirfd, path, flags);
+}
+int rmdir(const char *path) {
+    int e = remove_common(AT_FDCWD, path);
+    if (e) FAIL_WITH(e, -1);
+    return REAL(rmdir)(path);
 }

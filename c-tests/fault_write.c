@@ -7,9 +7,21 @@
  *       come from H5TILE_RANKS_PER_FILE, which the library reads). `async` completes the write
  *       with h5tile_wait, `fence` with h5tile_fence. Prints, per rank,
  *       "rank R: STATUS_NAME: MESSAGE".
+ *   fault_write ckpt PATH LAYOUT KEEP VERSION
+ *       the same /data and, in the same commit (h5tile_checkpoint_*), the int32 vector
+ *       /aux/count (4 elements, v * 10 + i, spread over the ranks) and the file's attribute
+ *       "version" = v: a checkpoint of several fields.
+ *   fault_write series DIR LAYOUT KEEP STEP
+ *       the checkpoint of `ckpt` as step STEP (version STEP) of the series in the folder DIR,
+ *       kept with keep_last 2 and keep_every 3; FAULT_WRITE_STEPS=N commits steps STEP to
+ *       STEP + N - 1 in turn (one line per rank for the last, or the first that fails).
  *   fault_write check PATH vds|single|subfiles KEEP 0
  *       reads /data whole and prints "version V" when it is all of version V (else what is
- *       wrong), and with KEEP=1 "other intact" or what is wrong with /other.
+ *       wrong), and with KEEP=1 "other intact" or what is wrong with /other. With
+ *       FAULT_WRITE_FIELDS=1 (checkpoints), "version V" needs /aux/count and the attribute to
+ *       be of version V too. A PATH that is a folder is a series: "latest S" (the step
+ *       h5tile_series_latest names, or "latest: STATUS: MESSAGE") and the check of it, then
+ *       "step T: " and the check of every other checkpoint whose master is in the folder.
  * Under an MPI launcher it runs over MPI_COMM_WORLD (MPI_THREAD_MULTIPLE, so that background
  * writes run in the background); alone, with MPI_COMM_NULL and no MPI_Init. */
 #include "check.h"
@@ -58,9 +70,101 @@ static h5tile_status write_other(MPI_Comm comm, int rank, const char *path,
                         other, opts);
 }
 
+/* The extra fields of a checkpoint of version v: /aux/count (4 int32, v * 10 + i; rank r of
+ * `size` holds elements [4r / size, 4(r + 1) / size)) and the file's attribute "version". */
+static h5tile_status add_aux(h5tile_checkpoint *ck, int rank, int size, int v, int32_t *aux) {
+    const uint64_t g[1] = {4}, lo = 4 * (uint64_t)rank / (uint64_t)size,
+                   hi = 4 * (uint64_t)(rank + 1) / (uint64_t)size;
+    const uint64_t off[1] = {lo}, shp[1] = {hi - lo};
+    for (uint64_t i = lo; i < hi; i++) aux[i - lo] = v * 10 + (int32_t)i;
+    h5tile_status s = h5tile_checkpoint_add(ck, "/aux/count", H5TILE_INT32, 1, g, off, shp, aux);
+    const int64_t version = v;
+    if (s == H5TILE_OK) s = h5tile_checkpoint_attr(ck, "/", "version", H5TILE_INT64, 1, &version);
+    return s;
+}
+
+/* Whether the extra fields of `path` are of version v; else prints what is wrong (after
+ * `prefix`). */
+static int aux_is(const char *path, int v, const char *prefix) {
+    int32_t aux[4];
+    const uint64_t z[1] = {0}, s4[1] = {4};
+    h5tile_status s = h5tile_read(MPI_COMM_NULL, path, "/aux/count", H5TILE_INT32, 1, z, s4, aux, NULL);
+    if (s != H5TILE_OK) {
+        printf("%saux: %s: %s\n", prefix, h5tile_status_name(s), h5tile_last_error());
+        return 0;
+    }
+    for (int i = 0; i < 4; i++)
+        if (aux[i] != v * 10 + i) {
+            printf("%smixed: /aux/count[%d] is %d, not of version %d\n", prefix, i, aux[i], v);
+            return 0;
+        }
+    int64_t version = -1;
+    s = h5tile_attr_read(MPI_COMM_NULL, path, "/", "version", H5TILE_INT64, 1, &version);
+    if (s != H5TILE_OK || version != v) {
+        printf("%smixed: attribute version %lld (%s), /data of version %d\n", prefix,
+               (long long)version, h5tile_status_name(s), v);
+        return 0;
+    }
+    return 1;
+}
+
+/* Prints "<prefix>version V" when every field of `path` is of version V (else what is wrong),
+ * and with `keep` "other intact" or what is wrong with /other. */
+static void check_file(const char *path, int keep, int with_aux, const char *prefix) {
+    uint64_t n = G[0] * G[1];
+    double *all = (double *)xmalloc(n * sizeof(double));
+    const uint64_t zero[2] = {0, 0};
+    h5tile_status s = h5tile_read(MPI_COMM_NULL, path, "/data", H5TILE_FLOAT64, 2, zero, G, all, NULL);
+    if (s != H5TILE_OK) {
+        printf("%sread: %s: %s\n", prefix, h5tile_status_name(s), h5tile_last_error());
+    } else {
+        int v = (int)(all[0] / 1000.0), whole = 1;
+        for (uint64_t i = 0; i < n; i++) whole &= all[i] == value(v, i);
+        if (!whole) printf("%smixed: element 0 of version %d, not the rest\n", prefix, v);
+        else if (!with_aux || aux_is(path, v, prefix)) printf("%sversion %d\n", prefix, v);
+    }
+    free(all);
+    if (keep) {
+        double other[5];
+        const uint64_t s5[1] = {5}, z[1] = {0};
+        s = h5tile_read(MPI_COMM_NULL, path, "/other", H5TILE_FLOAT64, 1, z, s5, other, NULL);
+        int intact = s == H5TILE_OK;
+        for (int i = 0; intact && i < 5; i++) intact = other[i] == i + 1;
+        if (intact) printf("%sother intact\n", prefix);
+        else printf("%sother damaged: %s: %s\n", prefix, h5tile_status_name(s), h5tile_last_error());
+    }
+}
+
+/* The series in `dir`: "latest S" and the check of that checkpoint (or "latest: STATUS:
+ * MESSAGE"), then "step T: " and the check of every other checkpoint whose master is there. */
+static void check_series(const char *dir, int keep, int with_aux) {
+    char latest[4096];
+    uint64_t step = 0;
+    h5tile_status s = h5tile_series_latest(MPI_COMM_NULL, dir, 0, &step, latest, sizeof latest);
+    if (s != H5TILE_OK) {
+        printf("latest: %s: %s\n", h5tile_status_name(s), h5tile_last_error());
+    } else {
+        printf("latest %llu\n", (unsigned long long)step);
+        check_file(latest, keep, with_aux, "");
+    }
+    int count;
+    char **names = list_dir(dir, &count);
+    for (int i = 0; i < count; i++) {
+        unsigned long long t = 0;
+        char tail[8] = "", master[4096], prefix[64];
+        if (sscanf(names[i], "ckpt.%llu%7s", &t, tail) != 2 || strcmp(tail, ".h5") != 0) continue;
+        if (s == H5TILE_OK && t == step) continue;
+        PATHF(master, "%s/%s", dir, names[i]);
+        snprintf(prefix, sizeof prefix, "step %llu: ", t);
+        check_file(master, keep, with_aux, prefix);
+    }
+    if (names) free_names(names, count);
+}
+
 int main(int argc, char **argv) {
     if (argc != 6) {
-        fprintf(stderr, "usage: %s write|async|fence|check PATH vds|single|subfiles KEEP VERSION\n",
+        fprintf(stderr,
+                "usage: %s write|async|fence|ckpt|series|check PATH vds|single|subfiles KEEP VERSION\n",
                 argv[0]);
         return 2;
     }
@@ -92,30 +196,13 @@ int main(int argc, char **argv) {
     if (no_sync && strcmp(no_sync, "1") == 0) opts.flags |= H5TILE_NO_SYNC;
 
     if (strcmp(mode, "check") == 0) {
-        if (rank == 0) {
-            uint64_t n = G[0] * G[1];
-            double *all = (double *)xmalloc(n * sizeof(double));
-            const uint64_t zero[2] = {0, 0};
-            h5tile_status s =
-                h5tile_read(MPI_COMM_NULL, path, "/data", H5TILE_FLOAT64, 2, zero, G, all, NULL);
-            if (s != H5TILE_OK) {
-                printf("read: %s: %s\n", h5tile_status_name(s), h5tile_last_error());
-            } else {
-                int v = (int)(all[0] / 1000.0), whole = 1;
-                for (uint64_t i = 0; i < n; i++) whole &= all[i] == value(v, i);
-                if (whole) printf("version %d\n", v);
-                else printf("mixed: element 0 of version %d, not the rest\n", v);
-            }
-            free(all);
-            if (keep) {
-                double other[5];
-                const uint64_t s5[1] = {5}, z[1] = {0};
-                s = h5tile_read(MPI_COMM_NULL, path, "/other", H5TILE_FLOAT64, 1, z, s5, other, NULL);
-                int intact = s == H5TILE_OK;
-                for (int i = 0; intact && i < 5; i++) intact = other[i] == i + 1;
-                if (intact) printf("other intact\n");
-                else printf("other damaged: %s: %s\n", h5tile_status_name(s), h5tile_last_error());
-            }
+        const char *fields = getenv("FAULT_WRITE_FIELDS");
+        int with_aux = fields && strcmp(fields, "1") == 0;
+        struct stat st;
+        if (rank == 0 && stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+            check_series(path, keep, with_aux);
+        } else if (rank == 0) {
+            check_file(path, keep, with_aux, "");
         }
     } else {
         if (keep && version == 1) {
@@ -139,7 +226,30 @@ int main(int argc, char **argv) {
             write_text_file(name, "");
         }
         h5tile_status s;
-        if (strcmp(mode, "write") == 0) {
+        int32_t aux[4];
+        if (strcmp(mode, "ckpt") == 0 || strcmp(mode, "series") == 0) {
+            const char *steps = getenv("FAULT_WRITE_STEPS");
+            int n = steps ? atoi(steps) : 1, series = strcmp(mode, "series") == 0;
+            h5tile_series_options so = h5tile_series_options_default();
+            so.keep_last = 2;
+            so.keep_every = 3;
+            s = H5TILE_OK;
+            for (int v = version; s == H5TILE_OK && v < version + (series ? n : 1); v++) {
+                for (uint64_t k = 0; k < rows * G[1]; k++) data[k] = value(v, first * G[1] + k);
+                h5tile_checkpoint *ck = NULL;
+                s = series ? h5tile_series_begin(comm, path, (uint64_t)v, &so, &opts, &ck)
+                           : h5tile_checkpoint_begin(comm, path, &opts, &ck);
+                for (int t = 0; s == H5TILE_OK && t < 2; t++)
+                    s = h5tile_checkpoint_add(ck, "/data", H5TILE_FLOAT64, 2, G, offs + 2 * t,
+                                              shps + 2 * t, bufs[t]);
+                if (s == H5TILE_OK) s = add_aux(ck, rank, size, v, aux);
+                /* A failed add fails the commit on every rank (ck is freed either way). */
+                if (ck) {
+                    h5tile_status c = h5tile_checkpoint_commit(ck);
+                    if (s == H5TILE_OK) s = c;
+                }
+            }
+        } else if (strcmp(mode, "write") == 0) {
             s = h5tile_write_tiles(comm, path, "/data", H5TILE_FLOAT64, 2, G, 2, offs, shps, bufs,
                                    &opts);
         } else {

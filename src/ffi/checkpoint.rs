@@ -361,6 +361,9 @@ pub unsafe extern "C" fn h5tile_series_begin(
 /// over `comm` (`MPI_COMM_NULL`: this process alone); every rank gets the same answer.
 /// `H5TILE_ERR_NOT_FOUND` when there is no complete checkpoint (or no folder);
 /// `H5TILE_ERR_INVALID_ARGUMENT` when the path does not fit (`*step` is still set).
+/// While another program commits steps, the checkpoint named stays until the commit of the
+/// `keep_last`-th step after it prunes it: a read that overlaps that fails with
+/// `H5TILE_ERR_NOT_FOUND` or `H5TILE_ERR_MISSING_TILE` (never with other data); ask again.
 ///
 /// # Safety
 /// Pointers must be NULL or valid for the lengths given.

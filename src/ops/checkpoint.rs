@@ -133,6 +133,7 @@ pub fn read_attribute(
             format!("no file '{}'", path.display()),
         );
     }
-    let file = crate::platform::hdf5::File::open_read(path)?;
+    let file = crate::platform::hdf5::File::open_read(path)
+        .map_err(|e| crate::ops::read::unless_removed(path, e))?;
     file.attribute_values(object, name, dtype, count)
 }

@@ -189,10 +189,11 @@ pub fn to_prune(complete: &[u64], latest: u64, opts: SeriesOptions) -> Vec<u64> 
 
 /// After `latest` committed: removes the checkpoints to_prune names — each master first (so a
 /// crash midway leaves an incomplete checkpoint, which readers skip), then its tile folder and
-/// temporaries — and the leftovers of crashed writes of steps older than `latest` (tile folders
-/// and temporaries with no master). Never touches steps newer than `latest` (a later checkpoint
-/// may be being written), files it did not name, nor the record. Returns the first failure
-/// after trying everything.
+/// temporaries — the leftovers of crashed writes of steps older than `latest` (tile folders
+/// and temporaries with no master), and temporary records a crash left (`record_latest`'s,
+/// called before, has been renamed or removed). Never touches steps newer than `latest` (a later
+/// checkpoint may be being written), files it did not name, nor the record. Returns the first
+/// failure after trying everything.
 pub fn prune(dir: &Path, latest: u64, opts: SeriesOptions) -> Result<()> {
     let found = checkpoints(dir)?;
     let complete: Vec<u64> = found
@@ -225,7 +226,29 @@ pub fn prune(dir: &Path, latest: u64, opts: SeriesOptions) -> Result<()> {
             note(remove_file(tmp, "cannot remove temporary master"));
         }
     }
+    for tmp in record_temporaries(dir) {
+        note(remove_file(&tmp, "cannot remove temporary record"));
+    }
     first_error.map_or(Ok(()), Err)
+}
+
+/// The temporary records in `dir` (`.latest.<16 hex>.tmp`, as `record_latest` names them): a
+/// crash between creating one and renaming it into place leaves it behind.
+fn record_temporaries(dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let is_record = |name: &str| {
+        let generation = name
+            .strip_prefix(&format!(".{LATEST_RECORD}."))
+            .and_then(|rest| rest.strip_suffix(".tmp"));
+        generation.is_some_and(|g| g.len() == 16 && g.bytes().all(|b| b.is_ascii_hexdigit()))
+    };
+    entries
+        .flatten()
+        .filter(|e| e.file_name().to_str().is_some_and(is_record))
+        .map(|e| e.path())
+        .collect()
 }
 
 /// The newest complete checkpoint (step, path), or NOT_FOUND naming dir when there is none.
@@ -700,7 +723,19 @@ mod tests {
         let (tiles3, tmp3) = crashed_write(dir, 3);
         let (tiles6, tmp6) = crashed_write(dir, 6);
         let (tiles7, tmp7) = crashed_write(dir, 7);
-        let foreign = ["notes.txt", "ckpt.000000000001.h5.bak", ".hidden"].map(|n| dir.join(n));
+        // A record a crash left under its temporary name goes; names like it that are not
+        // record_latest's stay.
+        let record_tmp = dir.join(format!(".{LATEST_RECORD}.{:016x}.tmp", 0xfeedu64));
+        std::fs::write(&record_tmp, b"5\nckpt.000000000005.h5\n").unwrap();
+        let foreign = [
+            "notes.txt",
+            "ckpt.000000000001.h5.bak",
+            ".hidden",
+            ".latest.tmp",
+            ".latest.feed.tmp",
+            ".latest.000000000000feed.bak",
+        ]
+        .map(|n| dir.join(n));
         for f in &foreign {
             std::fs::write(f, b"x").unwrap();
         }
@@ -720,6 +755,7 @@ mod tests {
         }
         assert!(foreign_tile.exists());
         assert!(!tiles3.exists() && !tmp3.exists());
+        assert!(!record_tmp.exists());
         for kept in [&four, &five, &eight, &tiles6, &tmp6, &tiles7, &tmp7] {
             assert!(kept.exists(), "{}", kept.display());
         }

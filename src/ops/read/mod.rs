@@ -42,6 +42,19 @@ pub struct OpenDataset {
     pub file: File,
 }
 
+/// `e`, a failure to open the file at `path`, or `H5TILE_ERR_NOT_FOUND` when the file is no
+/// longer there: one removed between the checks and HDF5's open (a series pruning the
+/// checkpoint a reader found) is missing, as if it had been removed before the call.
+pub(crate) fn unless_removed(path: &Path, e: Error) -> Error {
+    match std::fs::metadata(path) {
+        Err(m) if m.kind() == std::io::ErrorKind::NotFound => Error::new(
+            H5TILE_ERR_NOT_FOUND,
+            format!("file '{}' does not exist", path.display()),
+        ),
+        _ => e,
+    }
+}
+
 /// Opens `dataset` in the file at `path`, telling apart a missing file, a directory, a file
 /// that is not HDF5, a missing object and an object that is not a dataset.
 pub fn open_dataset(path: &Path, dataset: &str) -> Result<OpenDataset> {
@@ -65,17 +78,17 @@ pub fn open_dataset(path: &Path, dataset: &str) -> Result<OpenDataset> {
         }
         Ok(_) => {}
     }
-    if let Err(e) = std::fs::File::open(path) {
-        return Err(Error::io("cannot open", path, &e));
-    }
     let _l = hdf5::lock();
-    if !hdf5::is_hdf5(path)? {
-        return fail(
-            H5TILE_ERR_HDF5,
-            format!("'{}' is not an HDF5 file", path.display()),
-        );
-    }
-    let file = File::open_read(path)?;
+    let opened = std::fs::File::open(path)
+        .map_err(|e| Error::io("cannot open", path, &e))
+        .and_then(|_| match hdf5::is_hdf5(path)? {
+            true => File::open_read(path),
+            false => fail(
+                H5TILE_ERR_HDF5,
+                format!("'{}' is not an HDF5 file", path.display()),
+            ),
+        });
+    let file = opened.map_err(|e| unless_removed(path, e))?;
     // Walk the path so a missing group and a missing dataset both read as "not found".
     let trimmed = dataset.trim_start_matches('/');
     let mut prefix = String::new();
@@ -394,4 +407,61 @@ fn read_into_device(
 /// One line on stderr at `H5TILE_LOG=info` or `debug`, as the driver logs.
 fn log_info(line: &str) {
     device::log::info(line);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ops::write::{Layout, WriteOptions};
+    use crate::testkit::write_grid;
+
+    #[test]
+    fn a_file_removed_while_it_is_opened_is_not_found() {
+        // A series prunes the checkpoint a reader found: the master goes, for good, between
+        // the reader's checks and HDF5's open. Here another thread removes it while it is
+        // opened, a few thousand times.
+        let d = tempfile::tempdir().unwrap();
+        let whole = d.path().join("whole.h5");
+        let options = WriteOptions {
+            layout: Layout::Single,
+            ..WriteOptions::default()
+        };
+        write_grid(&whole, "/g", options, |i, j| (10 * i + j) as f64);
+        let path = d.path().join("ckpt.h5");
+        // How long one open takes, to sweep the removal across it.
+        let start = std::time::Instant::now();
+        for _ in 0..20 {
+            drop(open_dataset(&whole, "/g").unwrap());
+        }
+        let span = start.elapsed() / 20;
+        let (go, remove) = std::sync::mpsc::channel::<std::time::Duration>();
+        let (removed, done) = std::sync::mpsc::channel::<()>();
+        std::thread::scope(|s| {
+            s.spawn(|| {
+                for delay in remove {
+                    let at = std::time::Instant::now() + delay;
+                    while std::time::Instant::now() < at {}
+                    std::fs::remove_file(&path).unwrap();
+                    removed.send(()).unwrap();
+                }
+            });
+            let (mut opened, mut missing) = (0, 0);
+            for k in 0..2000u32 {
+                std::fs::hard_link(&whole, &path).unwrap();
+                go.send(span * (k % 100) / 80).unwrap();
+                let outcome = open_dataset(&path, "/g").map(drop);
+                done.recv().unwrap();
+                match outcome {
+                    Ok(()) => opened += 1,
+                    Err(e) if e.status == H5TILE_ERR_NOT_FOUND => missing += 1,
+                    Err(e) => panic!("after {opened} opened and {missing} missing: {e}"),
+                }
+            }
+            drop(go);
+            assert!(
+                missing > 0 && opened > 0,
+                "{opened} opened, {missing} missing"
+            );
+        });
+    }
 }
