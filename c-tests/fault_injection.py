@@ -293,13 +293,7 @@ class Case:
             proc = self.start_write(ready)
             self.wait_ready(ready, proc)
             time.sleep(delay)
-            self.kill_rank(proc)
-            try:
-                proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-                self.problems.append(f"{what}: the launcher did not end after a rank was killed")
+            self.kill_and_reap(proc, what)
             lines = self.check([1, 2], what)
             for v in (1, 2):
                 seen[v] += f"version {v}" in lines
@@ -396,6 +390,16 @@ class Case:
         span = time.monotonic() - start
         proc.wait(timeout=120)
         return span
+
+    def kill_and_reap(self, proc, what):
+        """`kill_rank`, then waits for the launcher to end (a problem when it does not)."""
+        self.kill_rank(proc)
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            self.problems.append(f"{what}: the launcher did not end after a rank was killed")
 
     def kill_rank(self, proc):
         """SIGKILL to the process alone, or to the target rank under a launcher."""
@@ -714,13 +718,7 @@ class Case:
             proc = self.start_write(ready, first, env)
             self.wait_ready(ready, proc)
             time.sleep(delay)
-            self.kill_rank(proc)
-            try:
-                proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-                self.problems.append(f"{what}: the launcher did not end after a rank was killed")
+            self.kill_and_reap(proc, what)
             # A run that ended before its kill was longer when timed (a busier machine): the
             # next kills draw from its own length.
             marks = [os.path.join(ready, f"{m}.{self.target}") for m in ("ready", "done")]

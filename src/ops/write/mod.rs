@@ -34,6 +34,7 @@ use crate::layout;
 use crate::platform::comm::Comm;
 use crate::platform::device::Buffer;
 use crate::platform::hdf5::File;
+use crate::platform::tile_bytes::Durability;
 use crate::status::*;
 use messages::{decode, encode, Placed};
 use plan::Plan;
@@ -191,6 +192,15 @@ impl<'a> Checkpoint<'a> {
     /// The datasets it writes.
     fn datasets(&self) -> Vec<&str> {
         self.fields.iter().map(|f| f.dataset.as_str()).collect()
+    }
+
+    /// How durable the layouts' writers make tile bytes: synced after all of a rank's tiles
+    /// are written (together: one journal commit for many), or never (`H5TILE_NO_SYNC`).
+    fn tile_durability(&self) -> Durability {
+        match self.options.no_sync {
+            false => Durability::SyncLater,
+            true => Durability::Never,
+        }
     }
 
     /// The file whose other contents the new master keeps (`H5TILE_KEEP_OTHERS`).

@@ -53,10 +53,7 @@ impl LayoutWriter for SingleFile {
         })?;
         let mut offsets = created;
         comm.broadcast_vec(&mut offsets);
-        let durability = match ck.options.no_sync {
-            false => Durability::SyncLater,
-            true => Durability::Never,
-        };
+        let durability = ck.tile_durability();
         comm.agree_on(|| {
             let mut placed = Vec::new();
             for (k, f, local) in ck.non_empty_tiles() {

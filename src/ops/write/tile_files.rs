@@ -26,10 +26,7 @@ impl LayoutWriter for TileFiles {
         written: &mut Vec<PathBuf>,
     ) -> Result<Vec<Placed>> {
         let dir = layout::tile_dir(&ck.path);
-        let durability = match ck.options.no_sync {
-            false => Durability::SyncLater,
-            true => Durability::Never,
-        };
+        let durability = ck.tile_durability();
         comm.agree_on(|| {
             let mut placed = Vec::new();
             let first = written.len();
