@@ -5,6 +5,7 @@
 mod attributes;
 #[cfg(any(test, feature = "internals"))]
 mod copy;
+mod filters;
 pub mod gds;
 mod handle;
 mod properties;
@@ -17,6 +18,8 @@ pub(crate) use attributes::read_text;
 pub use attributes::AttributeValue;
 #[cfg(any(test, feature = "internals"))]
 pub use copy::{Link, LinkTarget, NamedTypes, ObjectKey};
+#[allow(unused_imports)] // until the readers use it
+pub use filters::StoredChunk;
 pub use handle::{is_hdf5, Attribute, Dataset, File, ObjectKind, Plist, Space, Storage, Type};
 
 use crate::status::{
@@ -40,12 +43,14 @@ static INIT: Once = Once::new();
 pub struct Lock(#[allow(dead_code)] ReentrantMutexGuard<'static, ()>);
 
 /// Takes the HDF5 lock, initialising the library on first use: automatic printing of the
-/// error stack is switched off, since h5tile reports errors through its own messages.
+/// error stack is switched off, since h5tile reports errors through its own messages, and the
+/// compression filters h5tile writes are registered (`filters`).
 pub fn lock() -> Lock {
     let guard = LOCK.lock();
     INIT.call_once(|| unsafe {
         hdf5_sys::h5::H5open();
         H5Eset_auto2(H5E_DEFAULT, None, std::ptr::null_mut());
+        filters::register();
     });
     Lock(guard)
 }
