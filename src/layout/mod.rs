@@ -15,6 +15,7 @@
 //! keeps datasets of earlier commits, and only the files no dataset maps any more go.
 
 pub mod checksums;
+pub mod chunks;
 pub mod extremes;
 pub mod keep;
 pub mod placement;

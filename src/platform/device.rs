@@ -249,7 +249,6 @@ pub fn copy_to_device(dst: DevicePtr, src: &[u8]) -> Result<()> {
 }
 
 /// Copies device memory into host bytes (a chunk to compress), waiting for it.
-#[allow(dead_code)] // until the writers use it
 pub fn copy_to_host(dst: &mut [u8], src: DevicePtr) -> Result<()> {
     h5tile_gds::copy_to_host(dst, src).map_err(|e| {
         Error::new(

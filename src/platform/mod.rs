@@ -6,7 +6,6 @@
 //! (page-aligned buffers for the reads the library fills itself), `codecs` (zstd, LZ4,
 //! deflate and the byte shuffle, in the formats of HDF5's registered filters).
 
-#[allow(dead_code)] // until the writers use it
 pub(crate) mod codecs;
 pub(crate) mod comm;
 pub(crate) mod device;
