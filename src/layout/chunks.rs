@@ -13,7 +13,7 @@ use super::checksums::{Summary, Summing};
 use crate::dtype::Dtype;
 use crate::platform::codecs::Pipeline;
 use crate::platform::device::{copy_to_host, Buffer};
-use crate::status::{fail, Error, Result, H5TILE_ERR_HDF5};
+use crate::status::{fail, Result, H5TILE_ERR_HDF5};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver};
 use std::sync::Mutex;
@@ -21,7 +21,7 @@ use std::sync::Mutex;
 /// The uncompressed bytes a chunk holds at most: large enough for the codecs to find what
 /// repeats, small enough that a read of a few elements decodes little and that every thread
 /// holds a few at once.
-pub const CHUNK_BYTES: u64 = 1 << 20;
+pub(crate) const CHUNK_BYTES: u64 = 1 << 20;
 
 /// How a tile of `shape` with elements of `elem` bytes is cut into chunks.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -61,6 +61,32 @@ impl Chunks {
         }
     }
 
+    /// The chunks of a tile of `shape` stored in chunks of shape `chunk`, when each chunk is
+    /// a run of the tile's bytes as `new` makes them (ones, then a stretch of one axis, then
+    /// whole extents); None otherwise (a file another program wrote).
+    pub fn of_stored(shape: &[u64], chunk: &[u64], elem: usize) -> Option<Chunks> {
+        let n = shape.len();
+        if n == 0 || chunk.len() != n || chunk.iter().zip(shape).any(|(&c, &s)| c == 0 || c > s) {
+            return None;
+        }
+        // The axis: the last dimension whose chunk extent is not the whole of it, else the
+        // first dimension.
+        let axis = (0..n).rev().find(|&d| chunk[d] != shape[d]).unwrap_or(0);
+        if chunk[..axis].iter().any(|&c| c != 1) {
+            return None;
+        }
+        let row = shape[axis + 1..]
+            .iter()
+            .try_fold(elem as u64, |acc, &s| acc.checked_mul(s))?;
+        Some(Chunks {
+            shape: chunk.to_vec(),
+            tile: shape.to_vec(),
+            axis,
+            row,
+            along: shape[axis].div_ceil(chunk[axis]),
+        })
+    }
+
     /// How many chunks the tile has.
     pub fn count(&self) -> u64 {
         self.tile[..self.axis].iter().product::<u64>() * self.along
@@ -98,7 +124,6 @@ impl Chunks {
     }
 
     /// The chunks holding the tile's bytes `[start, end)` (non-empty, within the tile).
-    #[allow(dead_code)] // until the reader decodes chunks itself
     pub fn covering(&self, start: u64, end: u64) -> std::ops::Range<u64> {
         let at = |byte: u64| {
             let (outer, within) = (byte / self.span(), byte % self.span());
@@ -196,17 +221,79 @@ fn next(work: &Mutex<Receiver<(u64, Vec<u8>)>>) -> Option<(u64, Vec<u8>)> {
     work.lock().ok()?.recv().ok()
 }
 
-/// A failure to decode chunk `i` of a tile, as a message naming it.
-#[allow(dead_code)] // until the reader decodes chunks itself
-pub fn undecodable(i: u64, chunks: &Chunks, why: &str) -> Error {
-    let (start, len) = chunks.range(i);
-    Error::new(
-        crate::status::H5TILE_ERR_CORRUPT,
-        format!(
-            "chunk {i} (the tile's bytes {start}..{}) cannot be decoded: {why}",
-            start + len
-        ),
-    )
+/// Decodes the chunks `which` of a tile (stored through `pipeline`, chunk i at byte
+/// `stored[i].0` of `file`, `stored[i].1` bytes long) into `out`, which receives the tile's
+/// bytes from the first of those chunks' first byte to the last one's end, over `threads`
+/// threads. A chunk that cannot be read or decoded is returned with why (the lowest such).
+pub fn decode_chunks(
+    file: &std::fs::File,
+    chunks: &Chunks,
+    pipeline: &Pipeline,
+    stored: &[(u64, u64)],
+    which: std::ops::Range<u64>,
+    out: &mut [u8],
+    threads: usize,
+) -> std::result::Result<(), (u64, String)> {
+    // Each chunk's place in `out`, in order.
+    let base = chunks.range(which.start).0;
+    let mut parts: Vec<(u64, &mut [u8])> = Vec::new();
+    let mut rest = out;
+    for i in which.clone() {
+        let (start, len) = chunks.range(i);
+        debug_assert_eq!(
+            start - base,
+            (parts.iter().map(|p| p.1.len()).sum::<usize>()) as u64
+        );
+        let (part, tail) = rest.split_at_mut(len as usize);
+        parts.push((i, part));
+        rest = tail;
+    }
+    let full = chunks.chunk_bytes();
+    let per_thread = parts.len().div_ceil(threads.max(1)).max(1);
+    let failures: Vec<(u64, String)> = std::thread::scope(|scope| {
+        let workers: Vec<_> = parts
+            .chunks_mut(per_thread)
+            .map(|mine| {
+                scope.spawn(move || -> std::result::Result<(), (u64, String)> {
+                    let mut decoder = pipeline.decoder();
+                    let (mut packed, mut whole) = (Vec::new(), Vec::new());
+                    for (i, part) in mine.iter_mut() {
+                        let (addr, size) = stored[*i as usize];
+                        packed.resize(size as usize, 0);
+                        std::os::unix::fs::FileExt::read_exact_at(file, &mut packed, addr)
+                            .map_err(|e| {
+                                (
+                                    *i,
+                                    format!("its {size} bytes at byte {addr} cannot be read ({e})"),
+                                )
+                            })?;
+                        let fail = |why: String| (*i, why);
+                        match part.len() == full {
+                            true => decoder.decode(&packed, part).map_err(fail)?,
+                            false => {
+                                whole.resize(full, 0);
+                                decoder.decode(&packed, &mut whole).map_err(fail)?;
+                                part.copy_from_slice(&whole[..part.len()]);
+                            }
+                        }
+                    }
+                    Ok(())
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .filter_map(|w| {
+                w.join()
+                    .unwrap_or_else(|p| std::panic::resume_unwind(p))
+                    .err()
+            })
+            .collect()
+    });
+    match failures.into_iter().min_by_key(|f| f.0) {
+        Some(first) => Err(first),
+        None => Ok(()),
+    }
 }
 
 #[cfg(test)]

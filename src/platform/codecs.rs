@@ -19,18 +19,18 @@
 
 use std::ops::RangeInclusive;
 
-pub const FILTER_DEFLATE: u32 = 1;
-pub const FILTER_SHUFFLE: u32 = 2;
-pub const FILTER_LZ4: u32 = 32004;
-pub const FILTER_ZSTD: u32 = 32015;
+pub(crate) const FILTER_DEFLATE: u32 = 1;
+pub(crate) const FILTER_SHUFFLE: u32 = 2;
+pub(crate) const FILTER_LZ4: u32 = 32004;
+pub(crate) const FILTER_ZSTD: u32 = 32015;
 
 /// What the LZ4 filter splits a chunk into: HDF5's LZ4 filter reads any block size, this one
 /// writes chunks of up to 1 MiB (h5tile's chunks) as one block.
-pub const LZ4_BLOCK: u32 = 1 << 20;
+pub(crate) const LZ4_BLOCK: u32 = 1 << 20;
 
 /// Largest chunk a filter callback decodes without knowing the chunk's size (HDF5's own limit
 /// on a chunk): a damaged size field must not make it allocate more.
-pub const MAX_CHUNK: u64 = u32::MAX as u64;
+pub(crate) const MAX_CHUNK: u64 = u32::MAX as u64;
 
 /// A compression codec.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -3,6 +3,7 @@
 //! h5tile wrote are read from the bytes their master records, without HDF5.
 
 use super::byte_reads::{BlockLabel, ByteReads, Mismatch, Part};
+use super::compressed::{rows_of, CompressedTile};
 use super::mappings::{
     corrupt, locate_source, missing_tile, read_tile_bytes, resolve_source, BlockMapping,
 };
@@ -42,7 +43,14 @@ pub struct DirectReader {
     held: Vec<Option<(std::sync::Arc<std::fs::File>, PathBuf)>>,
     /// The block checksums the master records, when reads check them.
     checksums: Option<Box<Recorded>>,
+    /// Recently read tiles of mappings whose bytes the master places nowhere, most recent
+    /// first: (mapping index, the compressed tile h5tile decodes, None for another kind of
+    /// tile, which HDF5 reads).
+    compressed: Vec<(usize, Option<Decoded>)>,
 }
+
+/// A compressed tile h5tile decodes, with its file's path (for messages).
+type Decoded = std::sync::Arc<(CompressedTile, PathBuf)>;
 
 /// How many tile files one reader may hold open: a quarter of the process's limit on open
 /// files, so that holding them never starves the caller.
@@ -155,6 +163,7 @@ impl DirectReader {
         };
         Ok(DirectReader {
             checksums,
+            compressed: Vec::new(),
             held,
             master: master.to_path_buf(),
             dataset: dataset.to_string(),
@@ -270,6 +279,13 @@ impl DirectReader {
                     Err(_) if fill_missing => continue,
                     Err(e) => return Err(e),
                 }
+            }
+            // A compressed tile: decoded here, its blocks checked; HDF5 converts.
+            match self.read_compressed(i, &common, want, raw, buf) {
+                Ok(true) => continue,
+                Ok(false) => {}
+                Err(_) if fill_missing => continue,
+                Err(e) => return Err(e),
             }
             let slot = match self.source(i) {
                 Ok(slot) => slot,
@@ -403,6 +419,74 @@ impl DirectReader {
         }
         gather(plan, f, at(gathered_from), row_bytes, gathered);
         Ok(true)
+    }
+
+    /// Reads `common` (virtual-dataset coordinates) of mapping `i`'s tile into its place in
+    /// `buf`, laid out as `want`, when it is a compressed tile h5tile wrote (its master records
+    /// no place for its bytes): its chunks decoded here, the blocks the read touches checked
+    /// against their checksums. With `deliver` false the blocks are only checked. Returns
+    /// whether the bytes were delivered; false, having read nothing or only checked, where
+    /// HDF5 is to read them.
+    fn read_compressed(
+        &mut self,
+        i: usize,
+        common: &Tile,
+        want: &Tile,
+        deliver: bool,
+        buf: &mut [u8],
+    ) -> Result<bool> {
+        let unplaced = self
+            .tile_bytes
+            .as_ref()
+            .is_some_and(|b| b[i].data_offset == NO_OFFSET);
+        let Some((stored, _)) = self.stored.as_ref().filter(|_| unplaced) else {
+            return Ok(false);
+        };
+        let elem = stored.size();
+        let sums = self
+            .checksums
+            .as_ref()
+            .and_then(|c| c.tile(i).map(|sums| (sums.to_vec(), c.block)));
+        if !deliver && sums.is_none() {
+            return Ok(false);
+        }
+        let Some(tile) = self.compressed_tile(i, elem)? else {
+            return Ok(false);
+        };
+        let (tile, path) = &*tile;
+        let m = &self.mappings[i];
+        let (src, dst) = m.placement(common, want);
+        let (row, rows) = rows_of(&m.region, &src, want, &dst, common, elem);
+        let sums = sums.as_ref().map(|(s, block)| (&s[..], *block));
+        let out = deliver.then_some(buf);
+        tile.read(row, &rows, sums, out)
+            .map_err(|why| corrupt(path, &m.region, &self.dataset, &self.master, &why))?;
+        Ok(deliver)
+    }
+
+    /// Mapping `i`'s tile, of elements of `elem` bytes, as a compressed tile h5tile decodes
+    /// (None: another kind of tile), opened once and kept among the last few used.
+    fn compressed_tile(&mut self, i: usize, elem: usize) -> Result<Option<Decoded>> {
+        if let Some(pos) = self.compressed.iter().position(|(j, _)| *j == i) {
+            let entry = self.compressed.remove(pos);
+            self.compressed.insert(0, entry.clone());
+            return Ok(entry.1);
+        }
+        let m = &self.mappings[i];
+        let path = match &self.held[i] {
+            Some((_, path)) => path.clone(),
+            None => locate_source(&self.master, &m.file, &m.region, &self.dataset)?,
+        };
+        let slot = self.source(i)?;
+        let m = &self.mappings[i];
+        let (_, _, dset) = &self.open[slot];
+        let tile = match CompressedTile::open(dset, &path, &m.region.shape, elem)? {
+            Ok(tile) => tile.map(|t| std::sync::Arc::new((t, path))),
+            Err(why) => return Err(corrupt(&path, &m.region, &self.dataset, &self.master, &why)),
+        };
+        self.compressed.truncate(OPEN_SOURCES - 1);
+        self.compressed.insert(0, (i, tile.clone()));
+        Ok(tile)
     }
 
     /// Whether reads check mapping `i`'s bytes against recorded checksums.

@@ -142,3 +142,130 @@ fn the_single_file_layout_refuses_compression_naming_the_layouts_that_compress()
     }
     assert!(!path.exists());
 }
+
+/// (file, dataset, address, size) of the first chunk of each tile dataset in the tile folder.
+fn first_chunks(path: &Path) -> Vec<(std::path::PathBuf, String, u64, u64)> {
+    let mut out = Vec::new();
+    for file in crate::testkit::tile_files(path) {
+        let f = File::open_read(&file).unwrap();
+        for name in f.dataset_paths().unwrap() {
+            let d = Dataset::open(&f, &name).unwrap();
+            let c = d.stored_chunk(&[0, 0]).unwrap().unwrap();
+            out.push((file.clone(), name, c.addr, c.size));
+        }
+    }
+    out
+}
+
+fn flip(file: &Path, at: u64) {
+    use std::os::unix::fs::FileExt;
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(file)
+        .unwrap();
+    let mut b = [0u8; 1];
+    f.read_exact_at(&mut b, at).unwrap();
+    f.write_all_at(&[b[0] ^ 0x10], at).unwrap();
+}
+
+#[test]
+fn a_changed_byte_in_a_compressed_chunk_is_corrupt_naming_the_file_the_tile_and_the_chunk() {
+    let d = tempfile::tempdir().unwrap();
+    for layout in [Layout::Vds, Layout::Subfiles] {
+        for c in every_compression() {
+            let path = d
+                .path()
+                .join(format!("{layout:?}-{}.h5", c.to_string().replace(' ', "_")));
+            let options = WriteOptions {
+                layout,
+                compression: Some(c),
+                ..WriteOptions::default()
+            };
+            write_slabs(&path, options).unwrap();
+            // The second tile's first chunk (rows 600 to 786) changes.
+            let (file, _, addr, size) = first_chunks(&path).pop().unwrap();
+            flip(&file, addr + size / 2);
+            let name = file.file_name().unwrap().to_string_lossy().to_string();
+            for want in [
+                Tile::new(vec![0, 0], GLOBAL.to_vec()),
+                Tile::new(vec![650, 10], vec![2, 3]),
+            ] {
+                let e = read_f64(&path, "/v", &want).unwrap_err();
+                assert_eq!(
+                    e.status, H5TILE_ERR_CORRUPT,
+                    "{layout:?} {c}: {}",
+                    e.message
+                );
+                for part in [name.as_str(), "[600:1000, 0:700]", "chunk"] {
+                    assert!(e.message.contains(part), "{layout:?} {c}: {}", e.message);
+                }
+                // Converted by HDF5: the blocks are checked all the same.
+                let mut f32s = vec![0f32; want.volume() as usize];
+                let narrowing = ReadOptions {
+                    narrowing: true,
+                    ..ReadOptions::default()
+                };
+                let e = read_into(&path, "/v", Dtype::Float32, &want, &mut f32s, narrowing)
+                    .unwrap_err();
+                assert_eq!(
+                    e.status, H5TILE_ERR_CORRUPT,
+                    "{layout:?} {c}: {}",
+                    e.message
+                );
+            }
+            // What the read does not touch is not checked: the first tile reads.
+            let first = Tile::new(vec![0, 0], vec![600, 700]);
+            assert!(read_f64(&path, "/v", &first).unwrap() == expected(&first));
+            // Unchecked, a codec that detects damage still fails; none panics.
+            let unchecked = ReadOptions {
+                no_verify: true,
+                ..ReadOptions::default()
+            };
+            let want = Tile::new(vec![600, 0], vec![10, 700]);
+            let mut out = vec![0f64; want.volume() as usize];
+            let got = read_into(&path, "/v", Dtype::Float64, &want, &mut out, unchecked);
+            if c.codec == Codec::Zstd {
+                let e = got.unwrap_err();
+                assert_eq!(e.status, H5TILE_ERR_CORRUPT, "{}", e.message);
+                assert!(e.message.contains("cannot be decoded"), "{}", e.message);
+            }
+        }
+    }
+}
+
+/// `h5tile check`'s checksum pass decodes compressed tiles and finds a changed chunk.
+#[test]
+fn verifying_checksums_decodes_compressed_tiles() {
+    use crate::ops::inspect::describe;
+    use crate::ops::verify::{check_sources, checksum_jobs, verify_tiles};
+    let d = tempfile::tempdir().unwrap();
+    for layout in [Layout::Vds, Layout::Subfiles] {
+        let path = d.path().join(format!("{layout:?}.h5"));
+        let options = WriteOptions {
+            layout,
+            compression: Some(Compression::new(Codec::Lz4, 0, true).unwrap()),
+            ..WriteOptions::default()
+        };
+        write_slabs(&path, options).unwrap();
+        let problems = || {
+            let infos = describe(&path, None).unwrap();
+            let all: Vec<_> = infos.iter().collect();
+            assert!(check_sources(&infos[0]).is_empty());
+            let jobs = checksum_jobs(&all, |_, _| false);
+            assert_eq!(jobs.len(), 2, "{layout:?}: both tiles are checked");
+            verify_tiles(&all, &jobs, 2, &|_| {})
+        };
+        assert!(problems().iter().all(Vec::is_empty), "{layout:?}");
+        let (file, _, addr, size) = first_chunks(&path).pop().unwrap();
+        flip(&file, addr + size / 3);
+        let found = problems();
+        assert!(found[0].is_empty(), "{layout:?}: {:?}", found[0]);
+        assert_eq!(found[1].len(), 1, "{layout:?}");
+        let p = found[1][0].to_string();
+        assert!(
+            p.contains("do not match their checksum") && p.contains("chunks 0 to"),
+            "{p}"
+        );
+    }
+}

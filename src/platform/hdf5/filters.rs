@@ -209,7 +209,6 @@ impl Plist {
     }
 
     /// The filters of these dataset-creation properties, in pipeline order.
-    #[allow(dead_code)] // until the reader decodes chunks itself
     pub fn filters(&self) -> Result<Vec<Filter>> {
         let _l = super::lock();
         let n = check(unsafe { H5Pget_nfilters(self.id()) }, || {

@@ -18,8 +18,6 @@ pub(crate) use attributes::read_text;
 pub use attributes::AttributeValue;
 #[cfg(any(test, feature = "internals"))]
 pub use copy::{Link, LinkTarget, NamedTypes, ObjectKey};
-#[allow(unused_imports)] // until the readers use it
-pub use filters::StoredChunk;
 pub use handle::{is_hdf5, Attribute, Dataset, File, ObjectKind, Plist, Space, Storage, Type};
 
 use crate::status::{
