@@ -43,10 +43,18 @@ pub struct DirectReader {
     held: Vec<Option<(std::sync::Arc<std::fs::File>, PathBuf)>>,
     /// The block checksums the master records, when reads check them.
     checksums: Option<Box<Recorded>>,
+    /// The compressed tiles this reader has opened.
+    compressed: Box<DecodedTiles>,
+}
+
+/// The compressed tiles a `DirectReader` has opened.
+struct DecodedTiles {
     /// Recently read tiles of mappings whose bytes the master places nowhere, most recent
     /// first: (mapping index, the compressed tile h5tile decodes, None for another kind of
     /// tile, which HDF5 reads).
-    compressed: Vec<(usize, Option<Decoded>)>,
+    recent: Vec<(usize, Option<Decoded>)>,
+    /// Those opened by `hold`, per mapping, read from instead of opening them again.
+    held: Vec<Option<Decoded>>,
 }
 
 /// A compressed tile h5tile decodes, with its file's path (for messages).
@@ -163,7 +171,10 @@ impl DirectReader {
         };
         Ok(DirectReader {
             checksums,
-            compressed: Vec::new(),
+            compressed: Box::new(DecodedTiles {
+                recent: Vec::new(),
+                held: (0..mappings.len()).map(|_| None).collect(),
+            }),
             held,
             master: master.to_path_buf(),
             dataset: dataset.to_string(),
@@ -177,7 +188,8 @@ impl DirectReader {
     }
 
     /// Opens now, and keeps open, the tile files of the mappings that meet `region` whose
-    /// bytes a read in `dtype` copies straight from the file (at most `held_file_budget()` files),
+    /// bytes a read in `dtype` copies straight from the file, or decodes (compressed tiles),
+    /// (at most `held_file_budget()` files),
     /// so that this reader goes on reading the version it opened after a newer write has
     /// replaced it and removed those files. A missing file is left for the read that needs it
     /// to report.
@@ -211,6 +223,23 @@ impl DirectReader {
                 },
             };
             self.held[i] = Some((file, path));
+        }
+        // Compressed tiles: their files and where their chunks are.
+        let elem = self.stored.as_ref().map_or(0, |(d, _)| d.size());
+        let compressed: Vec<usize> = (0..self.mappings.len())
+            .filter(|&i| tile_bytes[i].data_offset == NO_OFFSET)
+            .filter(|&i| region.intersection(&self.mappings[i].region).is_some())
+            .collect();
+        let mut held = files.len();
+        for i in compressed {
+            if held >= budget {
+                break;
+            }
+            // One that cannot be opened now is left for the read that needs it to report.
+            if let Ok(Some(tile)) = self.compressed_tile(i, elem) {
+                self.compressed.held[i] = Some(tile);
+                held += 1;
+            }
         }
         Ok(())
     }
@@ -467,9 +496,13 @@ impl DirectReader {
     /// Mapping `i`'s tile, of elements of `elem` bytes, as a compressed tile h5tile decodes
     /// (None: another kind of tile), opened once and kept among the last few used.
     fn compressed_tile(&mut self, i: usize, elem: usize) -> Result<Option<Decoded>> {
-        if let Some(pos) = self.compressed.iter().position(|(j, _)| *j == i) {
-            let entry = self.compressed.remove(pos);
-            self.compressed.insert(0, entry.clone());
+        if let Some(held) = &self.compressed.held[i] {
+            return Ok(Some(held.clone()));
+        }
+        let recent = &mut self.compressed.recent;
+        if let Some(pos) = recent.iter().position(|(j, _)| *j == i) {
+            let entry = recent.remove(pos);
+            recent.insert(0, entry.clone());
             return Ok(entry.1);
         }
         let m = &self.mappings[i];
@@ -484,8 +517,8 @@ impl DirectReader {
             Ok(tile) => tile.map(|t| std::sync::Arc::new((t, path))),
             Err(why) => return Err(corrupt(&path, &m.region, &self.dataset, &self.master, &why)),
         };
-        self.compressed.truncate(OPEN_SOURCES - 1);
-        self.compressed.insert(0, (i, tile.clone()));
+        self.compressed.recent.truncate(OPEN_SOURCES - 1);
+        self.compressed.recent.insert(0, (i, tile.clone()));
         Ok(tile)
     }
 

@@ -269,3 +269,59 @@ fn verifying_checksums_decodes_compressed_tiles() {
         );
     }
 }
+
+/// An open batched read goes on reading the compressed version it opened after a rewrite
+/// removed its tile files.
+#[test]
+fn an_open_iterator_reads_the_compressed_version_it_opened_after_a_rewrite() {
+    use crate::ops::batches::Batches;
+    use crate::platform::comm::Comm;
+    let d = tempfile::tempdir().unwrap();
+    for layout in [Layout::Vds, Layout::Subfiles] {
+        let path = d.path().join(format!("{layout:?}.h5"));
+        let options = WriteOptions {
+            layout,
+            compression: Some(Compression::new(Codec::Zstd, 0, true).unwrap()),
+            ..WriteOptions::default()
+        };
+        write_slabs(&path, options).unwrap();
+        let chunk = [250u64, 700];
+        let mut it =
+            Batches::open(&Comm::solo(), &path, "/v", &chunk, &ReadOptions::default()).unwrap();
+        let mut buf = vec![0u8; 250 * 700 * 8];
+        assert!(it.next(&mut buf).unwrap().is_some());
+        let old = crate::testkit::tile_files(&path);
+        let uncompressed = WriteOptions {
+            layout,
+            ..WriteOptions::default()
+        };
+        let one = [7.0f64];
+        let tile = LocalTile {
+            tile: Tile::new(vec![0, 0], vec![1, 1]),
+            buf: host_bytes(&one),
+        };
+        write_tiles(
+            &path,
+            "/v",
+            Dtype::Float64,
+            &[1, 1],
+            vec![tile],
+            uncompressed,
+        )
+        .unwrap();
+        assert!(
+            old.iter().all(|p| !p.exists()),
+            "{layout:?}: old tiles removed"
+        );
+        let mut rows = 250;
+        while let Some(got) = it.next(&mut buf).unwrap() {
+            let values: Vec<f64> = buf[..got.volume() as usize * 8]
+                .chunks_exact(8)
+                .map(|b| f64::from_ne_bytes(b.try_into().unwrap()))
+                .collect();
+            assert!(values == expected(&got), "{layout:?} {got}");
+            rows += got.shape[0];
+        }
+        assert_eq!(rows, 1000, "{layout:?}");
+    }
+}
