@@ -81,18 +81,23 @@ pub fn write_compressed_tile(
     compression: Compression,
 ) -> Result<(TileBytes, Summary)> {
     let summary = (|| {
-        let _l = hdf5::lock();
-        let config = buf.route().write_config(durability != Durability::Never);
-        let file = File::create_with(path, &hdf5::gds::tile_access(config)?)?;
-        let t = dtype.hdf5_type()?;
-        let space = Space::simple(&tile.shape)?;
         let chunks = Chunks::new(&tile.shape, dtype.size(), CHUNK_BYTES);
         let pipeline = compression.pipeline(dtype.size());
-        let dcpl = Plist::chunked_filtered(&chunks.shape, &pipeline)?;
-        let dset = Dataset::create(&file, TILE_DATASET, &t, &space, &dcpl)?;
+        let (file, dset) = {
+            let _l = hdf5::lock();
+            let config = buf.route().write_config(durability != Durability::Never);
+            let file = File::create_with(path, &hdf5::gds::tile_access(config)?)?;
+            let t = dtype.hdf5_type()?;
+            let space = Space::simple(&tile.shape)?;
+            let dcpl = Plist::chunked_filtered(&chunks.shape, &pipeline)?;
+            let dset = Dataset::create(&file, TILE_DATASET, &t, &space, &dcpl)?;
+            (file, dset)
+        };
+        // The lock is taken for each chunk's write only: other threads use HDF5 meanwhile.
         let summary = encode_tile(&chunks, &pipeline, dtype, buf, io_threads(), |i, stored| {
             dset.write_chunk(&chunks.offset(i), stored)
         })?;
+        let _l = hdf5::lock();
         write_u64_attribute(&dset, "h5tile_offset", &tile.offset)?;
         write_u64_attribute(&dset, "h5tile_global_shape", global)?;
         drop(dset);
