@@ -40,7 +40,11 @@ module h5tile
     H5TILE_LAYOUT_SUBFILES = 2
   ! Write flags (h5tile_write_options%flags), combined with ior.
   integer(c_int), parameter, public :: H5TILE_NO_OVERWRITE = 1, H5TILE_ALLOW_PARTIAL = 2, &
-    H5TILE_KEEP_OTHERS = 4, H5TILE_NO_SYNC = 8
+    H5TILE_KEEP_OTHERS = 4, H5TILE_NO_SYNC = 8, H5TILE_SHUFFLE = 16
+  ! Codecs (h5tile_write_options%compression; NONE: uncompressed unless the environment's
+  ! H5TILE_COMPRESSION names one) and their level in compression_level (0: the default).
+  integer(c_int), parameter, public :: H5TILE_COMPRESS_NONE = 0, H5TILE_COMPRESS_ZSTD = 1, &
+    H5TILE_COMPRESS_LZ4 = 2, H5TILE_COMPRESS_DEFLATE = 3
   ! Read flags (h5tile_read_options%flags).
   integer(c_int), parameter, public :: H5TILE_READ_FILL_MISSING = 1
   integer(c_int), parameter, public :: H5TILE_READ_NO_VERIFY = 2
@@ -55,14 +59,16 @@ module h5tile
 
   !> Options of the writes: h5tile_write_options of h5tile.h, field by field. Start from
   !> h5tile_write_options_default(), then set layout, flags (an ior of H5TILE_NO_OVERWRITE,
-  !> H5TILE_ALLOW_PARTIAL, H5TILE_KEEP_OTHERS, H5TILE_NO_SYNC), gds or ranks_per_file;
-  !> never change size.
+  !> H5TILE_ALLOW_PARTIAL, H5TILE_KEEP_OTHERS, H5TILE_NO_SYNC, H5TILE_SHUFFLE), gds,
+  !> ranks_per_file, compression or compression_level; never change size.
   type, bind(C), public :: h5tile_write_options
     integer(c_size_t) :: size
     integer(c_int) :: layout
     integer(c_int32_t) :: flags
     integer(c_int32_t) :: gds
     integer(c_int64_t) :: ranks_per_file
+    integer(c_int32_t) :: compression
+    integer(c_int32_t) :: compression_level
   end type
 
   !> Options of h5tile_read and h5tile_batches_open: h5tile_read_options of h5tile.h. Start

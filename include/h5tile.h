@@ -45,6 +45,11 @@
 // storage that is rewritten often.
 #define H5TILE_NO_SYNC 8
 
+// `h5tile_write_options.flags`: shuffle each compressed chunk's bytes by element before the
+// codec (HDF5's shuffle filter): the first bytes of every element together, then the second
+// bytes, ..., which often compresses numbers much better. Needs compression.
+#define H5TILE_SHUFFLE 16
+
 // `h5tile_read_options.flags`: read elements whose virtual-dataset source file is missing as
 // the fill value (plain HDF5 behaviour) instead of failing with `H5TILE_ERR_MISSING_TILE`.
 #define H5TILE_READ_FILL_MISSING 1
@@ -124,6 +129,9 @@ typedef int h5tile_dtype;
 // How `h5tile_write` stores a dataset (`h5tile_write_options.layout`).
 typedef int h5tile_layout;
 
+// How `h5tile_write` compresses tiles (`h5tile_write_options.compression`).
+typedef uint32_t h5tile_compression;
+
 // Options of `h5tile_write`; start from `h5tile_write_options_default()`, then set fields.
 // The struct may gain fields in later versions: its first field records the size the program
 // was compiled with, so a program built against an older header keeps working.
@@ -144,6 +152,16 @@ typedef struct {
   // spans nodes). 0 (default): the environment variable `H5TILE_RANKS_PER_FILE`, else all
   // the ranks of a node. Other layouts ignore it.
   uint64_t ranks_per_file;
+  // `H5TILE_COMPRESS_NONE` (default: uncompressed, unless the environment variable
+  // `H5TILE_COMPRESSION` names a codec), `H5TILE_COMPRESS_ZSTD`, `H5TILE_COMPRESS_LZ4` or
+  // `H5TILE_COMPRESS_DEFLATE`. Each tile is stored in chunks of about 1 MiB, compressed on
+  // the rank's threads, under HDF5's registered filter ids (h5py reads them with
+  // `hdf5plugin`). `H5TILE_LAYOUT_VDS` and `H5TILE_LAYOUT_SUBFILES` compress;
+  // `H5TILE_LAYOUT_SINGLE` refuses a codec given here (and ignores the environment's).
+  h5tile_compression compression;
+  // The codec's level; 0 (default): the codec's own default. Must be 0 without a codec
+  // given in `compression`.
+  int32_t compression_level;
 } h5tile_write_options;
 
 // Options of `h5tile_read` and `h5tile_batches_open`; start from
@@ -225,6 +243,22 @@ typedef struct {
 // environment variable `H5TILE_RANKS_PER_FILE`, cuts a node's ranks into groups of that many.
 // A group never spans nodes: its first rank syncs the subfile once for all of them.
 #define H5TILE_LAYOUT_SUBFILES 2
+
+// The default: tiles are not compressed, unless the environment variable
+// `H5TILE_COMPRESSION` names a codec (`zstd`, `zstd:LEVEL`, `lz4`, `deflate:LEVEL`, `none`),
+// for the layouts that compress.
+#define H5TILE_COMPRESS_NONE 0
+
+// zstd (HDF5 filter 32015): a good ratio at a few hundred MB/s per thread (level 3, the
+// default); levels -131072 (fastest) to 22 (smallest).
+#define H5TILE_COMPRESS_ZSTD 1
+
+// LZ4 (HDF5 filter 32004): the fastest, a lower ratio; no levels.
+#define H5TILE_COMPRESS_LZ4 2
+
+// deflate, as zlib (HDF5's built-in filter 1, h5py's "gzip"): every HDF5 reads it, slowly
+// written; levels 1 to 9 (6, the default).
+#define H5TILE_COMPRESS_DEFLATE 3
 
 // `h5tile_read_options.dtype`: deliver elements in the type the dataset stores.
 #define H5TILE_AS_STORED -1

@@ -5,7 +5,8 @@
 #     valgrind, patchelf (make install sets the installed files' rpath with it), and HDF5 1.10's
 #     tools (hdf5-tools: h5dump and h5ls, to check that older HDF5 reads h5tile's files; h5tile
 #     itself never links that HDF5);
-#   - a project-local Python venv (.deps/venv) with CMake >= 3.26, h5py, numpy and matplotlib
+#   - a project-local Python venv (.deps/venv) with CMake >= 3.26, h5py, hdf5plugin (the
+#     compression filters h5py reads h5tile's compressed tiles with), numpy and matplotlib
 #     (for make bench's plot) from PyPI, and pytest, flit_core and mpi4py for the Python
 #     package's tests;
 #   - HDF5 as a shared library with deflate, built from the source the published crate
@@ -33,10 +34,10 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 
 venv="$deps/venv"
-if ! "$venv/bin/python" -c 'import h5py, numpy, cmake, matplotlib, xxhash' 2>/dev/null; then
-  echo "bootstrap: creating $venv (cmake, h5py, numpy, matplotlib, xxhash from PyPI)"
+if ! "$venv/bin/python" -c 'import h5py, hdf5plugin, numpy, cmake, matplotlib, xxhash' 2>/dev/null; then
+  echo "bootstrap: creating $venv (cmake, h5py, hdf5plugin, numpy, matplotlib, xxhash from PyPI)"
   python3 -m venv "$venv"
-  "$venv/bin/pip" install -q --disable-pip-version-check 'cmake>=3.26' h5py numpy matplotlib xxhash
+  "$venv/bin/pip" install -q --disable-pip-version-check 'cmake>=3.26' h5py hdf5plugin numpy matplotlib xxhash
 fi
 
 # The Python package's tests (python/tests, run by ctest as python_*): pytest, mpi4py and

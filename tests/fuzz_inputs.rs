@@ -87,6 +87,8 @@ fn c_write(path: &[u8], dataset: &[u8], layout: i32, values: &[f64]) -> Result<(
         flags: 0,
         gds: H5TILE_GDS_FROM_ENVIRONMENT,
         ranks_per_file: 0,
+        compression: 0,
+        compression_level: 0,
     };
     let zero = [0u64; 2];
     let status = unsafe {

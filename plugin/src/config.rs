@@ -29,6 +29,10 @@ pub struct Config {
     /// Start the disk writing each raw-data piece as soon as it is written, so a later fsync
     /// waits for the tail only instead of the whole transfer (writes overlap the disk).
     pub writeback: bool,
+    /// Raw data is not written, only its place in the file reserved: another writer puts the
+    /// bytes there afterwards, at the places HDF5 chose (h5tile's compressed subfiles, whose
+    /// ranks write their own chunks once the file's first rank has laid them out).
+    pub reserve: bool,
 }
 
 impl Default for Config {
@@ -40,6 +44,7 @@ impl Default for Config {
             bounce: 16 << 20,
             direct: false,
             writeback: false,
+            reserve: false,
         }
     }
 }
@@ -97,6 +102,7 @@ impl Config {
                 }
                 "direct" => config.direct = on_off(key, value)?,
                 "writeback" => config.writeback = on_off(key, value)?,
+                "reserve" => config.reserve = on_off(key, value)?,
                 "block" => config.block = aligned_size(key, value, ALIGN)?,
                 "bounce" => config.bounce = aligned_size(key, value, 64 << 10)?,
                 "threads" => {
@@ -108,7 +114,7 @@ impl Config {
                 }
                 _ => {
                     return Err(format!(
-                        "unknown key '{key}' (known: gds=auto|on|off, block=SIZE, threads=N, bounce=SIZE, direct=on|off, writeback=on|off)"
+                        "unknown key '{key}' (known: gds=auto|on|off, block=SIZE, threads=N, bounce=SIZE, direct=on|off, writeback=on|off, reserve=on|off)"
                     ))
                 }
             }
@@ -147,7 +153,11 @@ impl std::fmt::Display for Config {
             self.bounce,
             on(self.direct),
             on(self.writeback)
-        )
+        )?;
+        match self.reserve {
+            true => write!(f, ",reserve=on"),
+            false => Ok(()),
+        }
     }
 }
 
@@ -218,6 +228,7 @@ mod tests {
                 bounce: 16 << 20,
                 direct: true,
                 writeback: true,
+                reserve: false,
             }
         );
         assert_eq!(Config::parse("").unwrap(), Config::default());
@@ -228,6 +239,9 @@ mod tests {
     fn a_config_prints_as_text_that_parses_back_to_it() {
         let c = Config::parse("gds=on,block=4MiB,threads=3,direct=on").unwrap();
         assert_eq!(Config::parse(&c.to_string()).unwrap(), c);
+        let r = Config::parse("reserve=on").unwrap();
+        assert!(r.reserve);
+        assert_eq!(Config::parse(&r.to_string()).unwrap(), r);
         assert_eq!(DriverInfo::new(c).config(), Some(c));
     }
 

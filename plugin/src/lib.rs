@@ -22,7 +22,7 @@ mod posix;
 // own process, uses. Everything else is private to the driver.
 pub use abi::H5FD_class_t;
 pub use config::{Config, DriverInfo, Gds};
-pub use device::cuda::{copy_to_device, in_process as cuda_in_process};
+pub use device::cuda::{copy_to_device, copy_to_host, in_process as cuda_in_process};
 pub use device::cufile::driver as cufile_usable;
 pub use device::watch::{staged_write, watching_staged_writes, Watch};
 pub use device::{device_memory, DeviceIo, DevicePtr};

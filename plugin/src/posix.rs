@@ -314,6 +314,10 @@ impl PosixFile {
     }
 
     pub fn write_raw(&mut self, addr: u64, buf: &[u8], config: &Config) -> io::Result<()> {
+        if config.reserve {
+            self.eof = self.eof.max(addr + buf.len() as u64);
+            return Ok(());
+        }
         if self.direct.is_some() {
             return self.write_direct(addr, buf);
         }

@@ -89,12 +89,13 @@ class Checkpoint:
         allow_partial: bool = False,
         ranks_per_file: int = 0,
         compression: Any = None,
+        shuffle: bool = False,
     ) -> None:
         handle = fortran_handle(comm)
 
         def begin(out: Any) -> int:
             opts = write_options(layout, overwrite, sync, keep_others, allow_partial,
-                                 ranks_per_file, compression)
+                                 ranks_per_file, compression, shuffle)
             return int(lib.h5tile_checkpoint_begin_f(handle, encode_path(path), ctypes.byref(opts), out))
 
         self._open(path, comm, handle, begin)

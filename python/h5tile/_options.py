@@ -9,7 +9,7 @@ have grown; fields it does not know keep the library's defaults.
 from __future__ import annotations
 
 import ctypes
-from ctypes import c_int, c_size_t, c_uint32, c_uint64
+from ctypes import c_int, c_int32, c_size_t, c_uint32, c_uint64
 
 from . import _constants as C
 
@@ -22,6 +22,8 @@ class WriteOptions(ctypes.Structure):
         ("flags", c_uint32),
         ("gds", c_uint32),
         ("ranks_per_file", c_uint64),
+        ("compression", c_uint32),
+        ("compression_level", c_int32),
     ]
 
 
@@ -43,6 +45,12 @@ class SeriesOptions(ctypes.Structure):
         ("keep_every", c_uint64),
     ]
 
+
+CODECS = {
+    "zstd": C.H5TILE_COMPRESS_ZSTD,
+    "lz4": C.H5TILE_COMPRESS_LZ4,
+    "deflate": C.H5TILE_COMPRESS_DEFLATE,
+}
 
 LAYOUTS = {
     "vds": C.H5TILE_LAYOUT_VDS,

@@ -89,6 +89,7 @@ def to_file_async(
     allow_partial: bool = False,
     ranks_per_file: int = 0,
     compression: Any = None,
+    shuffle: bool = False,
 ) -> Future[None]:
     """`to_file` that returns at once with a `concurrent.futures.Future`, while the write runs
     in the background (with a communicator, only where MPI runs at MPI_THREAD_MULTIPLE,
@@ -98,7 +99,7 @@ def to_file_async(
     one path run in the order they were started."""
     options = dict(layout=layout, overwrite=overwrite, sync=sync, keep_others=keep_others,
                    allow_partial=allow_partial, ranks_per_file=ranks_per_file,
-                   compression=compression)
+                   compression=compression, shuffle=shuffle)
     call = prepare_write(array, path, dataset_name, comm, global_shape, offset, options,
                          lib.h5tile_write_async_f)
     request = ctypes.c_void_p()

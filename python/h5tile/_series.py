@@ -62,6 +62,7 @@ class Series:
         allow_partial: bool = False,
         ranks_per_file: int = 0,
         compression: Any = None,
+        shuffle: bool = False,
     ) -> None:
         self.directory = directory
         self.comm = comm
@@ -72,7 +73,7 @@ class Series:
         self._retention.keep_last = _count(keep_last, "keep_last")
         self._retention.keep_every = _count(keep_every, "keep_every")
         self._options = write_options(layout, overwrite, sync, keep_others, allow_partial,
-                                      ranks_per_file, compression)
+                                      ranks_per_file, compression, shuffle)
 
     def path_of(self, step: int) -> str:
         """The file of the checkpoint of `step` (whether or not it exists)."""

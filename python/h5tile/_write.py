@@ -13,7 +13,7 @@ from ._collective import poisoned, prepare_together
 from ._comm import fortran_handle, size_and_rank
 from ._errors import InvalidArgumentError
 from ._library import check, lib
-from ._options import LAYOUTS, WriteOptions
+from ._options import CODECS, LAYOUTS, WriteOptions
 from ._partition import partition
 from ._shapes import as_tuple, u64_array
 
@@ -26,15 +26,40 @@ def encode_name(name: Any) -> bytes:
     return name if isinstance(name, bytes) else str(name).encode()
 
 
+def compression_of(compression: Any) -> tuple[int, int]:
+    """(codec, level) of the options for `compression`: None (uncompressed, unless the
+    environment's H5TILE_COMPRESSION names a codec), "zstd", "lz4", "deflate", or one of them
+    with a level after a colon ("zstd:9"; 0, or none given: the codec's default)."""
+    if compression is None:
+        return C.H5TILE_COMPRESS_NONE, 0
+    if not isinstance(compression, str):
+        raise InvalidArgumentError(
+            f"compression={compression!r}: give None, or a codec name such as 'zstd' or 'zstd:5'"
+        )
+    name, colon, level = compression.partition(":")
+    codec = CODECS.get(name.strip().lower())
+    if codec is None:
+        raise InvalidArgumentError(
+            f"compression={compression!r}: unknown codec {name!r}; choose one of "
+            f"{', '.join(map(repr, CODECS))} (h5py's 'gzip' is 'deflate'), optionally with "
+            "':level'"
+        )
+    try:
+        value = int(level) if colon else 0
+    except ValueError:
+        raise InvalidArgumentError(
+            f"compression={compression!r}: the level after ':' must be a whole number"
+        ) from None
+    if not -(2**31) <= value < 2**31:
+        raise InvalidArgumentError(f"compression={compression!r}: level {value} is out of range")
+    return codec, value
+
+
 def write_options(
     layout: str, overwrite: bool, sync: bool, keep_others: bool, allow_partial: bool,
-    ranks_per_file: int, compression: Any,
+    ranks_per_file: int, compression: Any, shuffle: bool = False,
 ) -> WriteOptions:
-    if compression is not None:
-        raise NotImplementedError(
-            f"compression={compression!r}: this h5tile writes uncompressed data only; "
-            "compressed writes come with a later version (pass compression=None)"
-        )
+    codec, level = compression_of(compression)
     if layout not in LAYOUTS:
         raise InvalidArgumentError(f"layout={layout!r}: choose one of {', '.join(map(repr, LAYOUTS))}")
     opts = WriteOptions()
@@ -45,8 +70,11 @@ def write_options(
         | (C.H5TILE_KEEP_OTHERS if keep_others else 0)
         | (0 if sync else C.H5TILE_NO_SYNC)
         | (C.H5TILE_ALLOW_PARTIAL if allow_partial else 0)
+        | (C.H5TILE_SHUFFLE if shuffle else 0)
     )
     opts.ranks_per_file = ranks_per_file
+    opts.compression = codec
+    opts.compression_level = level
     return opts
 
 
@@ -155,6 +183,7 @@ def to_file(
     allow_partial: bool = False,
     ranks_per_file: int = 0,
     compression: Any = None,
+    shuffle: bool = False,
 ) -> None:
     """Writes `array` as the dataset `dataset_name` of the file `path`.
 
@@ -167,12 +196,18 @@ def to_file(
     "subfiles" (one file per node or per `ranks_per_file` ranks). An existing file is replaced
     atomically unless `overwrite=False` (then `FileExistsError`); `keep_others` keeps the
     file's other datasets; `sync=False` skips fsync. Missing parent folders are created.
+    `compression`: None (uncompressed, unless the environment variable H5TILE_COMPRESSION
+    names a codec), "zstd", "lz4" or "deflate", optionally with a level ("zstd:9"); tiles
+    are stored in chunks of about 1 MiB, compressed on this rank's threads, under HDF5's
+    registered filters (h5py reads them after `import hdf5plugin`; "deflate" needs nothing).
+    `shuffle=True` shuffles each chunk's bytes by element first (often a better ratio for
+    numbers). The "vds" and "subfiles" layouts compress; "single" refuses a codec.
     When it returns, the data is on disk. Raises an `H5TileError` subclass, the same on every
     rank.
     """
     options = dict(layout=layout, overwrite=overwrite, sync=sync, keep_others=keep_others,
                    allow_partial=allow_partial, ranks_per_file=ranks_per_file,
-                   compression=compression)
+                   compression=compression, shuffle=shuffle)
     call = prepare_write(array, path, dataset_name, comm, global_shape, offset, options,
                          lib.h5tile_write_f)
     check(lib.h5tile_write_f(*call.args()))

@@ -19,6 +19,7 @@ SCALARS = {
     "h5tile_status": ctypes.c_int,
     "h5tile_dtype": ctypes.c_int,
     "h5tile_layout": ctypes.c_int,
+    "h5tile_compression": ctypes.c_uint32,
     "int": ctypes.c_int,
     "MPI_Fint": ctypes.c_int,
     "size_t": ctypes.c_size_t,

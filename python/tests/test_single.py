@@ -136,9 +136,31 @@ def test_layouts_and_options(scratch: Path) -> None:
         assert sorted(f) == ["d", "e"]
     with pytest.raises(h5tile.InvalidArgumentError):
         h5tile.to_file(a, scratch / "x.h5", "d", layout="chunked")
-    with pytest.raises(NotImplementedError, match="compression='zstd'"):
-        h5tile.to_file(a, scratch / "x.h5", "d", compression="zstd")
+    for bad in ("gzip", "zstd:x", 3):
+        with pytest.raises(h5tile.InvalidArgumentError, match="compression="):
+            h5tile.to_file(a, scratch / "x.h5", "d", compression=bad)
+    with pytest.raises(h5tile.InvalidArgumentError, match="H5TILE_LAYOUT_SUBFILES compress"):
+        h5tile.to_file(a, scratch / "x.h5", "d", layout="single", compression="zstd")
+    with pytest.raises(h5tile.InvalidArgumentError, match="compression level 99 for zstd"):
+        h5tile.to_file(a, scratch / "x.h5", "d", compression="zstd:99")
+    with pytest.raises(h5tile.InvalidArgumentError, match="H5TILE_SHUFFLE without compression"):
+        h5tile.to_file(a, scratch / "x.h5", "d", shuffle=True)
     assert not (scratch / "x.h5").exists()
+
+
+def test_compressed_writes_read_back_in_every_codec(scratch: Path) -> None:
+    a = np.linspace(0.0, 1.0, 300_000).reshape(600, 500)
+    for layout in ("vds", "subfiles"):
+        for compression in ("zstd", "zstd:-3", "lz4", "deflate:1"):
+            for shuffle in (False, True):
+                path = scratch / f"{layout}-{compression}-{shuffle}.h5"
+                h5tile.to_file(a, path, "d", layout=layout, compression=compression,
+                               shuffle=shuffle)
+                assert np.array_equal(h5tile.from_file(path, "d"), a)
+                assert np.array_equal(h5tile.from_file(path, "d", region=(slice(5, 7),)), a[5:7])
+    with h5tile.Checkpoint(scratch / "ck.h5", compression="lz4", shuffle=True) as ck:
+        ck.add("/u", a)
+    assert np.array_equal(h5tile.from_file(scratch / "ck.h5", "/u"), a)
 
 
 def test_no_overwrite_raises_file_exists_and_keeps_the_file(scratch: Path) -> None:

@@ -10,7 +10,7 @@
 use crate::dtype::{h5tile_dtype, Dtype};
 use crate::ops::read::ReadOptions;
 use crate::ops::series::SeriesOptions;
-use crate::ops::write::{Layout, WriteOptions};
+use crate::ops::write::{Codec, Compression, Layout, WriteOptions};
 use crate::platform::device::Gds;
 use crate::status::*;
 use std::ffi::c_int;
@@ -48,6 +48,27 @@ pub const H5TILE_KEEP_OTHERS: u32 = 4;
 /// (and the rename) may be lost or incomplete. For checkpoints to node-local or burst-buffer
 /// storage that is rewritten often.
 pub const H5TILE_NO_SYNC: u32 = 8;
+/// `h5tile_write_options.flags`: shuffle each compressed chunk's bytes by element before the
+/// codec (HDF5's shuffle filter): the first bytes of every element together, then the second
+/// bytes, ..., which often compresses numbers much better. Needs compression.
+pub const H5TILE_SHUFFLE: u32 = 16;
+
+/// How `h5tile_write` compresses tiles (`h5tile_write_options.compression`).
+#[allow(non_camel_case_types)]
+pub type h5tile_compression = u32;
+/// The default: tiles are not compressed, unless the environment variable
+/// `H5TILE_COMPRESSION` names a codec (`zstd`, `zstd:LEVEL`, `lz4`, `deflate:LEVEL`, `none`),
+/// for the layouts that compress.
+pub const H5TILE_COMPRESS_NONE: h5tile_compression = 0;
+/// zstd (HDF5 filter 32015): a good ratio at a few hundred MB/s per thread (level 3, the
+/// default); levels -131072 (fastest) to 22 (smallest).
+pub const H5TILE_COMPRESS_ZSTD: h5tile_compression = 1;
+/// LZ4 (HDF5 filter 32004): the fastest, a lower ratio; no levels.
+pub const H5TILE_COMPRESS_LZ4: h5tile_compression = 2;
+/// deflate, as zlib (HDF5's built-in filter 1, h5py's "gzip"): every HDF5 reads it, slowly
+/// written; levels 1 to 9 (6, the default).
+pub const H5TILE_COMPRESS_DEFLATE: h5tile_compression = 3;
+
 /// `h5tile_read_options.flags`: read elements whose virtual-dataset source file is missing as
 /// the fill value (plain HDF5 behaviour) instead of failing with `H5TILE_ERR_MISSING_TILE`.
 pub const H5TILE_READ_FILL_MISSING: u32 = 1;
@@ -85,6 +106,16 @@ pub struct h5tile_write_options {
     /// spans nodes). 0 (default): the environment variable `H5TILE_RANKS_PER_FILE`, else all
     /// the ranks of a node. Other layouts ignore it.
     pub ranks_per_file: u64,
+    /// `H5TILE_COMPRESS_NONE` (default: uncompressed, unless the environment variable
+    /// `H5TILE_COMPRESSION` names a codec), `H5TILE_COMPRESS_ZSTD`, `H5TILE_COMPRESS_LZ4` or
+    /// `H5TILE_COMPRESS_DEFLATE`. Each tile is stored in chunks of about 1 MiB, compressed on
+    /// the rank's threads, under HDF5's registered filter ids (h5py reads them with
+    /// `hdf5plugin`). `H5TILE_LAYOUT_VDS` and `H5TILE_LAYOUT_SUBFILES` compress;
+    /// `H5TILE_LAYOUT_SINGLE` refuses a codec given here (and ignores the environment's).
+    pub compression: h5tile_compression,
+    /// The codec's level; 0 (default): the codec's own default. Must be 0 without a codec
+    /// given in `compression`.
+    pub compression_level: i32,
 }
 
 /// Options of `h5tile_read` and `h5tile_batches_open`; start from
@@ -156,6 +187,8 @@ impl h5tile_write_options {
             flags: 0,
             gds: H5TILE_GDS_FROM_ENVIRONMENT,
             ranks_per_file: 0,
+            compression: H5TILE_COMPRESS_NONE,
+            compression_level: 0,
         }
     }
 
@@ -177,8 +210,11 @@ impl h5tile_write_options {
                 )
             }
         };
-        let known =
-            H5TILE_NO_OVERWRITE | H5TILE_ALLOW_PARTIAL | H5TILE_KEEP_OTHERS | H5TILE_NO_SYNC;
+        let known = H5TILE_NO_OVERWRITE
+            | H5TILE_ALLOW_PARTIAL
+            | H5TILE_KEEP_OTHERS
+            | H5TILE_NO_SYNC
+            | H5TILE_SHUFFLE;
         if o.flags & !known != 0 {
             return fail(
                 H5TILE_ERR_INVALID_ARGUMENT,
@@ -199,8 +235,63 @@ impl h5tile_write_options {
                 _ => None,
             },
             gds: mode_from_options(o.gds)?,
+            compression: compression(
+                (o.compression, o.compression_level),
+                o.flags & H5TILE_SHUFFLE != 0,
+                layout,
+                || std::env::var("H5TILE_COMPRESSION").ok(),
+            )?,
         })
     }
+}
+
+/// The compression the options ask for: the field's codec at its level, else (for the
+/// layouts that compress) the environment's `H5TILE_COMPRESSION`, else none; shuffled before
+/// the codec with `shuffle`, which needs one.
+fn compression(
+    (field, level): (h5tile_compression, i32),
+    shuffle: bool,
+    layout: Layout,
+    environment: impl FnOnce() -> Option<String>,
+) -> Result<Option<Compression>> {
+    let codec = match field {
+        H5TILE_COMPRESS_NONE => None,
+        H5TILE_COMPRESS_ZSTD => Some(Codec::Zstd),
+        H5TILE_COMPRESS_LZ4 => Some(Codec::Lz4),
+        H5TILE_COMPRESS_DEFLATE => Some(Codec::Deflate),
+        other => {
+            return fail(
+                H5TILE_ERR_INVALID_ARGUMENT,
+                format!(
+                    "compression {other}: expected H5TILE_COMPRESS_NONE, _ZSTD, _LZ4 or _DEFLATE"
+                ),
+            )
+        }
+    };
+    let bad = |why: String| Error::new(H5TILE_ERR_INVALID_ARGUMENT, why);
+    let chosen = match codec {
+        Some(codec) => Some(Compression::new(codec, level, shuffle).map_err(bad)?),
+        None if level != 0 => {
+            return fail(
+                H5TILE_ERR_INVALID_ARGUMENT,
+                format!("compression_level {level} without a codec in compression"),
+            )
+        }
+        None if !layout.compresses() => None,
+        None => match environment() {
+            Some(v) if !v.trim().is_empty() => Compression::parse(&v, shuffle)
+                .map_err(|why| bad(format!("H5TILE_COMPRESSION={v}: {why}")))?,
+            _ => None,
+        },
+    };
+    if shuffle && chosen.is_none() {
+        return fail(
+            H5TILE_ERR_INVALID_ARGUMENT,
+            "H5TILE_SHUFFLE without compression: give a codec in compression (or \
+             H5TILE_COMPRESSION)",
+        );
+    }
+    Ok(chosen)
 }
 
 impl h5tile_read_options {
@@ -485,6 +576,59 @@ mod tests {
             FIRST_WRITE, 24,
             "the 0.2 struct: size, layout, flags, gds, padding"
         );
+    }
+
+    #[test]
+    fn compression_comes_from_the_field_then_the_environment() {
+        let env = |v: &'static str| move || Some(v.to_string());
+        let none = || None;
+        let zstd = |level, shuffle| Some(Compression::new(Codec::Zstd, level, shuffle).unwrap());
+        let vds = Layout::Vds;
+        assert_eq!(compression((0, 0), false, vds, none).unwrap(), None);
+        assert_eq!(
+            compression((1, 0), false, vds, none).unwrap(),
+            zstd(3, false)
+        );
+        assert_eq!(
+            compression((1, 9), true, vds, env("lz4")).unwrap(),
+            zstd(9, true)
+        );
+        assert_eq!(
+            compression((0, 0), false, vds, env("zstd:5")).unwrap(),
+            zstd(5, false)
+        );
+        assert_eq!(
+            compression((0, 0), true, vds, env(" zstd ")).unwrap(),
+            zstd(3, true)
+        );
+        assert_eq!(compression((0, 0), false, vds, env("none")).unwrap(), None);
+        assert_eq!(compression((0, 0), false, vds, env("")).unwrap(), None);
+        let subfiles = compression((3, 0), false, Layout::Subfiles, none)
+            .unwrap()
+            .unwrap();
+        assert_eq!((subfiles.codec, subfiles.level), (Codec::Deflate, 6));
+        // The single-file layout takes no default from the environment (and refuses a codec
+        // given in the options when the write is checked: `agree::validate`).
+        assert_eq!(
+            compression((0, 0), false, Layout::Single, env("zstd")).unwrap(),
+            None
+        );
+        let lz4 = compression((2, 0), false, Layout::Single, none).unwrap();
+        assert_eq!(lz4.map(|c| c.codec), Some(Codec::Lz4));
+        for (args, shuffle, environment, says) in [
+            ((7, 0), false, "", "compression 7"),
+            ((0, 3), false, "", "compression_level 3 without a codec"),
+            ((2, 1), false, "", "lz4, which has no levels"),
+            ((3, 11), false, "", "compression level 11 for deflate"),
+            ((0, 0), true, "", "H5TILE_SHUFFLE without compression"),
+            ((0, 0), true, "none", "H5TILE_SHUFFLE without compression"),
+            ((0, 0), false, "brotli", "H5TILE_COMPRESSION=brotli"),
+            ((0, 0), false, "zstd:fast", "H5TILE_COMPRESSION=zstd:fast"),
+        ] {
+            let e = compression(args, shuffle, vds, || Some(environment.to_string())).unwrap_err();
+            assert_eq!(e.status, H5TILE_ERR_INVALID_ARGUMENT);
+            assert!(e.message.contains(says), "{args:?}: {}", e.message);
+        }
     }
 
     #[test]

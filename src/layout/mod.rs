@@ -11,10 +11,12 @@
 //! then are the previous generation's tiles deleted. A crash at any moment therefore leaves a
 //! readable file, old or new. One commit may write several datasets (a checkpoint): their
 //! tile files sit side by side, and in the subfiled layout one subfile per group holds the
-//! tiles of all of them. With `keep`, the new master starts as a copy of the old file, so it
+//! tiles of all of them. Compressed tiles (`chunks`) are chunked datasets in the same files.
+//! With `keep`, the new master starts as a copy of the old file, so it
 //! keeps datasets of earlier commits, and only the files no dataset maps any more go.
 
 pub mod checksums;
+pub mod chunks;
 pub mod extremes;
 pub mod keep;
 pub mod placement;

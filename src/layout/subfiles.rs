@@ -11,10 +11,12 @@
 //! the master names (a stale copy, a restore gone wrong) from the right one, with one short
 //! read per subfile.
 
+use super::chunks::{Chunks, CHUNK_BYTES};
 use super::vds::{write_u64_attribute, TileBytes};
 use super::{is_numbered, subfile_generation};
 use crate::dtype::Dtype;
 use crate::geometry::tile::Tile;
+use crate::platform::codecs::Compression;
 use crate::platform::device::Buffer;
 use crate::platform::hdf5::{self, Dataset, File, Plist, Space};
 use crate::platform::tile_bytes::{write_runs, Durability, Run};
@@ -91,13 +93,7 @@ pub fn create(path: &Path, generation: u64, tiles: &[SubfileTile]) -> Result<Vec
         file.close()?;
         Ok(offsets)
     })()?;
-    let mut stamp = STAMP.to_vec();
-    stamp.extend(generation.to_le_bytes());
-    std::fs::OpenOptions::new()
-        .write(true)
-        .open(path)
-        .and_then(|f| std::os::unix::fs::FileExt::write_all_at(&f, &stamp, 0))
-        .map_err(|e| Error::io("cannot stamp subfile", path, &e))?;
+    stamp(path, generation)?;
     // HDF5 sets the file's size to the end of its allocations when it closes it.
     let file_size = std::fs::metadata(path)
         .map_err(|e| Error::io("cannot stat", path, &e))?
@@ -109,6 +105,111 @@ pub fn create(path: &Path, generation: u64, tiles: &[SubfileTile]) -> Result<Vec
             file_size,
         })
         .collect())
+}
+
+/// Creates the subfile `path` of write `generation` holding `tiles` compressed by
+/// `compression`: one chunked dataset per tile (`chunks::Chunks`), its chunk `i` of
+/// `sizes[t][i]` stored bytes given a place in the file but not written (the h5tile_gds
+/// driver's `reserve`: each rank writes its own chunks there afterwards, `write_chunks`).
+/// Returns each tile's file size and its chunks' addresses, in order.
+pub fn create_compressed(
+    path: &Path,
+    generation: u64,
+    tiles: &[SubfileTile],
+    sizes: &[Vec<u64>],
+    compression: Compression,
+) -> Result<Vec<(u64, Vec<u64>)>> {
+    let addrs = (|| {
+        let _l = hdf5::lock();
+        let fcpl = Plist::file_with_user_block(ALIGNMENT)?;
+        let fapl = hdf5::gds::reserving_access(ALIGNMENT)?;
+        let file = File::create_as(path, &fcpl, &fapl)?;
+        let largest = sizes.iter().flatten().copied().max().unwrap_or(0);
+        let nothing = vec![0u8; largest as usize];
+        let mut addrs = Vec::with_capacity(tiles.len());
+        for (spec, sizes) in tiles.iter().zip(sizes) {
+            let SubfileTile {
+                rank,
+                k,
+                dtype,
+                global,
+                tile,
+            } = spec;
+            let chunks = Chunks::new(&tile.shape, dtype.size(), CHUNK_BYTES);
+            if sizes.len() as u64 != chunks.count() {
+                return fail(
+                    H5TILE_ERR_HDF5,
+                    format!(
+                        "tile {tile} of rank {rank}: {} chunk sizes for its {} chunks",
+                        sizes.len(),
+                        chunks.count()
+                    ),
+                );
+            }
+            let dcpl = Plist::chunked_filtered(&chunks.shape, &compression.pipeline(dtype.size()))?;
+            let name = tile_dataset(*rank, *k);
+            let t = dtype.hdf5_type()?;
+            let dset = Dataset::create(&file, &name, &t, &Space::simple(&tile.shape)?, &dcpl)?;
+            write_u64_attribute(&dset, "h5tile_offset", &tile.offset)?;
+            write_u64_attribute(&dset, "h5tile_global_shape", global)?;
+            let mut places = Vec::with_capacity(sizes.len());
+            for (i, &size) in sizes.iter().enumerate() {
+                let at = chunks.offset(i as u64);
+                dset.write_chunk(&at, &nothing[..size as usize])?;
+                match dset.stored_chunk(&at)? {
+                    Some(c) if c.size == size => places.push(c.addr),
+                    _ => {
+                        return fail(
+                            H5TILE_ERR_HDF5,
+                            format!(
+                                "HDF5 placed no chunk {i} of tile {tile} in '{}'",
+                                path.display()
+                            ),
+                        )
+                    }
+                }
+            }
+            addrs.push(places);
+        }
+        file.close()?;
+        Ok(addrs)
+    })()?;
+    stamp(path, generation)?;
+    let file_size = std::fs::metadata(path)
+        .map_err(|e| Error::io("cannot stat", path, &e))?
+        .len();
+    Ok(addrs.into_iter().map(|a| (file_size, a)).collect())
+}
+
+/// Writes a compressed tile's stored chunks, `stored` holding them one after the other, of
+/// `sizes`, at `addrs` of the subfile `path` (`create_compressed` reserved them). Nothing is
+/// synced here, as in `write_tile`.
+pub fn write_chunks(
+    path: &Path,
+    stored: &[u8],
+    sizes: &[u64],
+    addrs: &[u64],
+    sync: bool,
+) -> Result<()> {
+    let mut at = 0u64;
+    let runs: Vec<Run> = sizes
+        .iter()
+        .zip(addrs)
+        .map(|(&len, &file_at)| {
+            let run = Run {
+                file_at,
+                buf_at: at,
+                len: len as usize,
+            };
+            at += len;
+            run
+        })
+        .collect();
+    let durability = match sync {
+        true => Durability::SyncLater,
+        false => Durability::Never,
+    };
+    write_runs(path, &runs, Buffer::Host(stored), durability)
 }
 
 /// Writes one tile's `len` bytes from `buf` at `data_offset` of the subfile `path`: from host
@@ -133,6 +234,17 @@ pub fn write_tile(
         false => Durability::Never,
     };
     write_runs(path, &[run], buf, durability)
+}
+
+/// Writes the stamp of write `generation` into the user block of the subfile `path`.
+fn stamp(path: &Path, generation: u64) -> Result<()> {
+    let mut stamp = STAMP.to_vec();
+    stamp.extend(generation.to_le_bytes());
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(path)
+        .and_then(|f| std::os::unix::fs::FileExt::write_all_at(&f, &stamp, 0))
+        .map_err(|e| Error::io("cannot stamp subfile", path, &e))
 }
 
 /// Checks that `file`, named `name` by a master, is the subfile of the write the name says

@@ -3,10 +3,12 @@
 //! virtual dataset back is the read side's (`ops::read::mappings`, `ops::read::direct`).
 
 use super::checksums::Summary;
+use super::chunks::{encode_tile, Chunks, CHUNK_BYTES};
 use super::sync_path;
 use crate::dtype::Dtype;
 use crate::geometry::tile::Tile;
-use crate::platform::device::Buffer;
+use crate::platform::codecs::Compression;
+use crate::platform::device::{io_threads, Buffer};
 use crate::platform::hdf5::{self, Dataset, File, Plist, Space};
 use crate::platform::tile_bytes::Durability;
 use crate::status::{Error, Result};
@@ -62,6 +64,57 @@ pub fn write_tile(
         data_offset,
         file_size,
     })
+}
+
+/// Writes one compressed tile file at `path`, as `write_tile` writes a tile file but with
+/// `/tile` chunked (`chunks::Chunks`) and stored through `compression`'s filters: its chunks
+/// encoded on this rank's I/O threads and written as stored (`H5Dwrite_chunk`), never
+/// through HDF5's one-threaded filter pipeline. Returns where it is (no `data_offset`: a
+/// reader decodes its chunks, found through HDF5) and the summary of its uncompressed bytes.
+pub fn write_compressed_tile(
+    path: &Path,
+    dtype: Dtype,
+    tile: &Tile,
+    global: &[u64],
+    buf: Buffer,
+    durability: Durability,
+    compression: Compression,
+) -> Result<(TileBytes, Summary)> {
+    let summary = (|| {
+        let chunks = Chunks::new(&tile.shape, dtype.size(), CHUNK_BYTES);
+        let pipeline = compression.pipeline(dtype.size());
+        let (file, dset) = {
+            let _l = hdf5::lock();
+            let config = buf.route().write_config(durability != Durability::Never);
+            let file = File::create_with(path, &hdf5::gds::tile_access(config)?)?;
+            let t = dtype.hdf5_type()?;
+            let space = Space::simple(&tile.shape)?;
+            let dcpl = Plist::chunked_filtered(&chunks.shape, &pipeline)?;
+            let dset = Dataset::create(&file, TILE_DATASET, &t, &space, &dcpl)?;
+            (file, dset)
+        };
+        // The lock is taken for each chunk's write only: other threads use HDF5 meanwhile.
+        let summary = encode_tile(&chunks, &pipeline, dtype, buf, io_threads(), |i, stored| {
+            dset.write_chunk(&chunks.offset(i), stored)
+        })?;
+        let _l = hdf5::lock();
+        write_u64_attribute(&dset, "h5tile_offset", &tile.offset)?;
+        write_u64_attribute(&dset, "h5tile_global_shape", global)?;
+        drop(dset);
+        file.close()?;
+        Ok(summary)
+    })()?;
+    if durability == Durability::SyncNow {
+        sync_path(path)?;
+    }
+    let file_size = std::fs::metadata(path)
+        .map_err(|e| Error::io("cannot stat", path, &e))?
+        .len();
+    let bytes = TileBytes {
+        data_offset: NO_OFFSET,
+        file_size,
+    };
+    Ok((bytes, summary))
 }
 
 /// The `data_offset` recorded for a tile whose storage HDF5 did not place (HDF5's own

@@ -5,6 +5,7 @@
 //! values in their place).
 
 use super::inspect::{DatasetInfo, TileInfo, VirtualInfo};
+use super::read::compressed::CompressedTile;
 use crate::geometry::tile::Tile;
 use crate::layout::checksums::block_sum;
 use crate::layout::placement::Placement;
@@ -345,10 +346,12 @@ pub fn verify_tiles(
 /// The largest checksum block read: far above the 1 MiB h5tile writes.
 const MAX_BLOCK: u64 = 1 << 30;
 
-/// Bytes `tile` holds that its checksums cover (0 when it has none or no recorded place).
+/// Bytes `tile` holds that its checksums cover (0 when it has none, or neither a recorded
+/// place nor a tile file of its own: a compressed tile's place is in its file).
 pub fn checksummed_bytes(tile: &TileInfo, elem: usize) -> u64 {
     match (&tile.sums, tile.placement(elem)) {
         (Some(_), Some(_)) => tile.data_bytes(elem),
+        (Some(_), None) if tile.within.is_none() => tile.data_bytes(elem),
         _ => 0,
     }
 }
@@ -367,13 +370,19 @@ pub fn verify_checksums(
     block: u64,
     progress: &dyn Fn(u64),
 ) -> Vec<Problem> {
-    let (Some(sums), Some(place)) = (&tile.sums, tile.placement(elem)) else {
-        return Vec::new();
-    };
     let problem = |what: String, bytes: Option<(u64, u64)>| Problem {
         file: path.to_path_buf(),
         bytes,
         ..Problem::new(tile, what)
+    };
+    let (Some(sums), Some(place)) = (&tile.sums, tile.placement(elem)) else {
+        return match (&tile.sums, &tile.within) {
+            (Some(sums), None) => verify_compressed(path, tile, elem, (sums, block), progress)
+                .map(|why| problem(why, None))
+                .into_iter()
+                .collect(),
+            _ => Vec::new(),
+        };
     };
     let len = tile.data_bytes(elem);
     let blocks = len.div_ceil(block.max(1));
@@ -429,6 +438,40 @@ pub fn verify_checksums(
     }
     flush(&mut bad, &mut problems);
     problems
+}
+
+/// Decodes a compressed `tile` (elements of `elem` bytes, whose master records no place for
+/// its bytes) from the file at `path` and compares each block with `sums` (blocks of `block`
+/// bytes). Returns why not as written (the first damage found), None when it is, or when it
+/// is no compressed tile h5tile decodes.
+fn verify_compressed(
+    path: &Path,
+    tile: &TileInfo,
+    elem: usize,
+    (sums, block): (&[u64], u64),
+    progress: &dyn Fn(u64),
+) -> Option<String> {
+    let region = tile.region.as_ref()?;
+    let opened = {
+        let _l = hdf5::lock();
+        File::open_read(path)
+            .and_then(|f| Dataset::open(&f, &tile.dataset))
+            .and_then(|d| CompressedTile::open(&d, path, &region.shape, elem))
+    };
+    let compressed = match opened {
+        Ok(Ok(Some(compressed))) => compressed,
+        Ok(Ok(None)) => return None,
+        Ok(Err(why)) => return Some(why),
+        Err(e) => return Some(format!("cannot be read ({})", e.message)),
+    };
+    let len = tile.data_bytes(elem);
+    let damage = compressed
+        .read(len, &[(0, 0)], Some((sums, block)), None)
+        .err();
+    if damage.is_none() {
+        progress(len);
+    }
+    damage
 }
 
 /// Reads block `k` (of `block` bytes, the last one shorter) of a tile's `len` bytes, placed in

@@ -248,6 +248,16 @@ pub fn copy_to_device(dst: DevicePtr, src: &[u8]) -> Result<()> {
     })
 }
 
+/// Copies device memory into host bytes (a chunk to compress), waiting for it.
+pub fn copy_to_host(dst: &mut [u8], src: DevicePtr) -> Result<()> {
+    h5tile_gds::copy_to_host(dst, src).map_err(|e| {
+        Error::new(
+            H5TILE_ERR_CUDA,
+            format!("cannot copy from device memory: {e}"),
+        )
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,8 +3,10 @@
 //! calling MPI), `device` (recognising device memory and routing it through the h5tile_gds
 //! driver, whose public API it and `tile_bytes` are the only users of besides `hdf5::gds`),
 //! `tile_bytes` (tile bytes written at known offsets of a file, and made durable), `memory`
-//! (page-aligned buffers for the reads the library fills itself).
+//! (page-aligned buffers for the reads the library fills itself), `codecs` (zstd, LZ4,
+//! deflate and the byte shuffle, in the formats of HDF5's registered filters).
 
+pub(crate) mod codecs;
 pub(crate) mod comm;
 pub(crate) mod device;
 pub(crate) mod hdf5;

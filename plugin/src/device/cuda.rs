@@ -108,6 +108,14 @@ pub fn copy_to_device(dst: DevicePtr, src: &[u8]) -> Result<(), String> {
     })
 }
 
+/// Copies `dst.len()` bytes of device memory `src` into host memory `dst`, waiting for it.
+pub fn copy_to_host(dst: &mut [u8], src: DevicePtr) -> Result<(), String> {
+    let _bound = src.bind()?;
+    check("cuMemcpyDtoH", unsafe {
+        cu::cuMemcpyDtoH_v2(dst.as_mut_ptr() as *mut c_void, src.addr, dst.len())
+    })
+}
+
 /// `Some(device memory)` when CUDA says `ptr` is device memory; None for host memory
 /// (pageable, pinned or managed, which the CPU can touch), and whenever CUDA is not loaded
 /// or cannot tell.

@@ -3,6 +3,7 @@
 //! h5tile wrote are read from the bytes their master records, without HDF5.
 
 use super::byte_reads::{BlockLabel, ByteReads, CheckedBlocks, Mismatch, Part, ReadCounts};
+use super::compressed::{rows_of, CompressedTile};
 use super::mappings::{
     corrupt, locate_source, missing_tile, read_tile_bytes, resolve_source, BlockMapping,
 };
@@ -46,7 +47,22 @@ pub struct DirectReader {
     checked: CheckedBlocks,
     /// What the reads of tile bytes have cost so far.
     counts: ReadCounts,
+    /// The compressed tiles this reader has opened.
+    compressed: Box<DecodedTiles>,
 }
+
+/// The compressed tiles a `DirectReader` has opened.
+struct DecodedTiles {
+    /// Recently read tiles of mappings whose bytes the master places nowhere, most recent
+    /// first: (mapping index, the compressed tile h5tile decodes, None for another kind of
+    /// tile, which HDF5 reads).
+    recent: Vec<(usize, Option<Decoded>)>,
+    /// Those opened by `hold`, per mapping, read from instead of opening them again.
+    held: Vec<Option<Decoded>>,
+}
+
+/// A compressed tile h5tile decodes, with its file's path (for messages).
+type Decoded = std::sync::Arc<(CompressedTile, PathBuf)>;
 
 /// How many tile files one reader may hold open: a quarter of the process's limit on open
 /// files, so that holding them never starves the caller.
@@ -168,6 +184,10 @@ impl DirectReader {
             checked: CheckedBlocks::new(block),
             counts: ReadCounts::default(),
             checksums,
+            compressed: Box::new(DecodedTiles {
+                recent: Vec::new(),
+                held: (0..mappings.len()).map(|_| None).collect(),
+            }),
             held,
             master: master.to_path_buf(),
             dataset: dataset.to_string(),
@@ -181,7 +201,8 @@ impl DirectReader {
     }
 
     /// Opens now, and keeps open, the tile files of the mappings that meet `region` whose
-    /// bytes a read in `dtype` copies straight from the file (at most `held_file_budget()` files),
+    /// bytes a read in `dtype` copies straight from the file, or decodes (compressed tiles),
+    /// (at most `held_file_budget()` files),
     /// so that this reader goes on reading the version it opened after a newer write has
     /// replaced it and removed those files. A missing file is left for the read that needs it
     /// to report.
@@ -215,6 +236,23 @@ impl DirectReader {
                 },
             };
             self.held[i] = Some((file, path));
+        }
+        // Compressed tiles: their files and where their chunks are.
+        let elem = self.stored.as_ref().map_or(0, |(d, _)| d.size());
+        let compressed: Vec<usize> = (0..self.mappings.len())
+            .filter(|&i| tile_bytes[i].data_offset == NO_OFFSET)
+            .filter(|&i| region.intersection(&self.mappings[i].region).is_some())
+            .collect();
+        let mut held = files.len();
+        for i in compressed {
+            if held >= budget {
+                break;
+            }
+            // One that cannot be opened now is left for the read that needs it to report.
+            if let Ok(Some(tile)) = self.compressed_tile(i, elem) {
+                self.compressed.held[i] = Some(tile);
+                held += 1;
+            }
         }
         Ok(())
     }
@@ -299,6 +337,13 @@ impl DirectReader {
                     Err(_) if fill_missing => continue,
                     Err(e) => return Err(e),
                 }
+            }
+            // A compressed tile: decoded here, its blocks checked; HDF5 converts.
+            match self.read_compressed(i, &common, want, raw, buf) {
+                Ok(true) => continue,
+                Ok(false) => {}
+                Err(_) if fill_missing => continue,
+                Err(e) => return Err(e),
             }
             let slot = match self.source(i) {
                 Ok(slot) => slot,
@@ -437,6 +482,78 @@ impl DirectReader {
         }
         gather(plan, f, at(gathered_from), row_bytes, gathered);
         Ok(true)
+    }
+
+    /// Reads `common` (virtual-dataset coordinates) of mapping `i`'s tile into its place in
+    /// `buf`, laid out as `want`, when it is a compressed tile h5tile wrote (its master records
+    /// no place for its bytes): its chunks decoded here, the blocks the read touches checked
+    /// against their checksums. With `deliver` false the blocks are only checked. Returns
+    /// whether the bytes were delivered; false, having read nothing or only checked, where
+    /// HDF5 is to read them.
+    fn read_compressed(
+        &mut self,
+        i: usize,
+        common: &Tile,
+        want: &Tile,
+        deliver: bool,
+        buf: &mut [u8],
+    ) -> Result<bool> {
+        let unplaced = self
+            .tile_bytes
+            .as_ref()
+            .is_some_and(|b| b[i].data_offset == NO_OFFSET);
+        let Some((stored, _)) = self.stored.as_ref().filter(|_| unplaced) else {
+            return Ok(false);
+        };
+        let elem = stored.size();
+        let sums = self
+            .checksums
+            .as_ref()
+            .and_then(|c| c.tile(i).map(|sums| (sums.to_vec(), c.block)));
+        if !deliver && sums.is_none() {
+            return Ok(false);
+        }
+        let Some(tile) = self.compressed_tile(i, elem)? else {
+            return Ok(false);
+        };
+        let (tile, path) = &*tile;
+        let m = &self.mappings[i];
+        let (src, dst) = m.placement(common, want);
+        let (row, rows) = rows_of(&m.region, &src, want, &dst, common, elem);
+        let sums = sums.as_ref().map(|(s, block)| (&s[..], *block));
+        let out = deliver.then_some(buf);
+        tile.read(row, &rows, sums, out)
+            .map_err(|why| corrupt(path, &m.region, &self.dataset, &self.master, &why))?;
+        Ok(deliver)
+    }
+
+    /// Mapping `i`'s tile, of elements of `elem` bytes, as a compressed tile h5tile decodes
+    /// (None: another kind of tile), opened once and kept among the last few used.
+    fn compressed_tile(&mut self, i: usize, elem: usize) -> Result<Option<Decoded>> {
+        if let Some(held) = &self.compressed.held[i] {
+            return Ok(Some(held.clone()));
+        }
+        let recent = &mut self.compressed.recent;
+        if let Some(pos) = recent.iter().position(|(j, _)| *j == i) {
+            let entry = recent.remove(pos);
+            recent.insert(0, entry.clone());
+            return Ok(entry.1);
+        }
+        let m = &self.mappings[i];
+        let path = match &self.held[i] {
+            Some((_, path)) => path.clone(),
+            None => locate_source(&self.master, &m.file, &m.region, &self.dataset)?,
+        };
+        let slot = self.source(i)?;
+        let m = &self.mappings[i];
+        let (_, _, dset) = &self.open[slot];
+        let tile = match CompressedTile::open(dset, &path, &m.region.shape, elem)? {
+            Ok(tile) => tile.map(|t| std::sync::Arc::new((t, path))),
+            Err(why) => return Err(corrupt(&path, &m.region, &self.dataset, &self.master, &why)),
+        };
+        self.compressed.recent.truncate(OPEN_SOURCES - 1);
+        self.compressed.recent.insert(0, (i, tile.clone()));
+        Ok(tile)
     }
 
     /// Whether reads check mapping `i`'s bytes against recorded checksums.

@@ -10,6 +10,17 @@ use crate::status::*;
 
 /// Arguments one rank can check alone.
 pub fn validate(ck: &Checkpoint) -> Result<()> {
+    let o = &ck.options;
+    if let (Some(c), false) = (o.compression, o.layout.compresses()) {
+        return fail(
+            H5TILE_ERR_INVALID_ARGUMENT,
+            format!(
+                "{} cannot store tiles compressed ({c} asked): its ranks write their rows in \
+                 place in one dataset; H5TILE_LAYOUT_VDS and H5TILE_LAYOUT_SUBFILES compress",
+                o.layout.c_name()
+            ),
+        );
+    }
     let several = ck.fields.len() > 1;
     for field in &ck.fields {
         // One dataset's messages stay as they were before checkpoints: no name in front.
@@ -164,7 +175,7 @@ pub fn validate_dataset_name(dataset: &str) -> Result<()> {
 /// What each rank must pass alike, in users' words: (what it is, this rank's value). A fixed
 /// number of entries, whatever the number of fields, so that ranks can compare them in one
 /// allreduce even when they disagree on the fields.
-fn arguments_alike(ck: &Checkpoint) -> [(&'static str, String); 8] {
+fn arguments_alike(ck: &Checkpoint) -> [(&'static str, String); 9] {
     let o = &ck.options;
     let flags: Vec<&str> = [
         (o.no_overwrite, "H5TILE_NO_OVERWRITE"),
@@ -231,6 +242,13 @@ fn arguments_alike(ck: &Checkpoint) -> [(&'static str, String); 8] {
             match o.ranks_per_file {
                 Some(k) => format!("{k} ranks per file"),
                 None => "the whole node per file".to_string(),
+            },
+        ),
+        (
+            "compression",
+            match o.compression {
+                Some(c) => c.to_string(),
+                None => "none".to_string(),
             },
         ),
     ]

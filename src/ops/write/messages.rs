@@ -96,6 +96,65 @@ impl Message for Allocated {
     }
 }
 
+/// The sizes of a compressed tile's stored chunks, in chunk order, sent to its subfile's
+/// first rank, which reserves their places.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Encoded {
+    pub rank: usize,
+    pub k: usize,
+    pub sizes: Vec<u64>,
+}
+
+impl Message for Encoded {
+    type Context<'c> = ();
+
+    fn to_words(&self, out: &mut Vec<u64>) {
+        out.extend([self.rank as u64, self.k as u64, self.sizes.len() as u64]);
+        out.extend(&self.sizes);
+    }
+
+    fn from_words(w: &[u64], (): ()) -> (Encoded, usize) {
+        let n = w[2] as usize;
+        let encoded = Encoded {
+            rank: w[0] as usize,
+            k: w[1] as usize,
+            sizes: w[3..3 + n].to_vec(),
+        };
+        (encoded, 3 + n)
+    }
+}
+
+/// Where a subfile's first rank reserved a compressed tile's chunks (their addresses, in
+/// chunk order), sent to the group.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Reserved {
+    pub rank: usize,
+    pub k: usize,
+    pub file_size: u64,
+    pub addrs: Vec<u64>,
+}
+
+impl Message for Reserved {
+    type Context<'c> = ();
+
+    fn to_words(&self, out: &mut Vec<u64>) {
+        out.extend([self.rank as u64, self.k as u64, self.file_size]);
+        out.push(self.addrs.len() as u64);
+        out.extend(&self.addrs);
+    }
+
+    fn from_words(w: &[u64], (): ()) -> (Reserved, usize) {
+        let n = w[3] as usize;
+        let reserved = Reserved {
+            rank: w[0] as usize,
+            k: w[1] as usize,
+            file_size: w[2],
+            addrs: w[4..4 + n].to_vec(),
+        };
+        (reserved, 4 + n)
+    }
+}
+
 /// Which file holds a written tile.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PlacedIn {
@@ -194,6 +253,26 @@ mod tests {
             },
         }];
         assert_eq!(decode::<Allocated>(&encode(&allocated), ()), allocated);
+        let encoded = vec![
+            Encoded {
+                rank: 1,
+                k: 4,
+                sizes: vec![10, 20, 30],
+            },
+            Encoded {
+                rank: 2,
+                k: 0,
+                sizes: vec![],
+            },
+        ];
+        assert_eq!(decode::<Encoded>(&encode(&encoded), ()), encoded);
+        let reserved = vec![Reserved {
+            rank: 5,
+            k: 1,
+            file_size: 1 << 33,
+            addrs: vec![4096, 8192],
+        }];
+        assert_eq!(decode::<Reserved>(&encode(&reserved), ()), reserved);
         let summary = Summary {
             sums: Some(vec![1, 2, 3]),
             extremes: Some(Extremes {

@@ -16,6 +16,8 @@
 //!    never some of the datasets.
 
 mod agree;
+#[cfg(test)]
+mod compressed_tests;
 mod messages;
 mod plan;
 mod single;
@@ -25,6 +27,7 @@ mod summing;
 pub(crate) mod tests;
 mod tile_files;
 
+pub use crate::platform::codecs::{Codec, Compression};
 pub use crate::platform::hdf5::AttributeValue;
 pub use agree::validate_dataset_name;
 
@@ -56,6 +59,12 @@ pub enum Layout {
 }
 
 impl Layout {
+    /// Whether its tiles can be stored compressed: each tile a chunked dataset of its own
+    /// (the single-file layout's ranks write their rows in place, in one shared dataset).
+    pub fn compresses(self) -> bool {
+        self != Layout::Single
+    }
+
     /// The name the C API gives it.
     pub fn c_name(self) -> &'static str {
         match self {
@@ -82,6 +91,8 @@ pub struct WriteOptions {
     pub ranks_per_file: Option<usize>,
     /// How tiles in device memory move.
     pub gds: crate::platform::device::Gds,
+    /// Tiles stored compressed so (the VDS and subfiled layouts), or not (None).
+    pub compression: Option<Compression>,
 }
 
 impl Default for WriteOptions {
@@ -94,6 +105,7 @@ impl Default for WriteOptions {
             no_sync: false,
             ranks_per_file: None,
             gds: crate::platform::device::Gds::Auto,
+            compression: None,
         }
     }
 }

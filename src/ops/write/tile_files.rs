@@ -35,10 +35,15 @@ impl LayoutWriter for TileFiles {
                 let name = layout::tile_file_name(&field.dataset, plan.generation, comm.rank(), k);
                 let path = dir.join(name);
                 written.push(path.clone());
-                let (global, tile) = (&field.global, &local.tile);
-                let (bytes, summary) = summarized(field.dtype, local, || {
-                    vds::write_tile(&path, field.dtype, tile, global, local.buf, durability)
-                })?;
+                let (global, tile, dtype) = (&field.global, &local.tile, field.dtype);
+                let (bytes, summary) = match ck.options.compression {
+                    Some(c) => vds::write_compressed_tile(
+                        &path, dtype, tile, global, local.buf, durability, c,
+                    )?,
+                    None => summarized(dtype, local, || {
+                        vds::write_tile(&path, dtype, tile, global, local.buf, durability)
+                    })?,
+                };
                 placed.push(Placed {
                     k,
                     placed_in: PlacedIn::OwnFile,

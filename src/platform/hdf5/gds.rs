@@ -72,3 +72,19 @@ pub fn tile_access(config: Config) -> Result<Plist> {
     )?;
     Ok(fapl)
 }
+
+/// File-access properties for a file whose raw data HDF5 only places (the driver's `reserve`:
+/// a compressed subfile, whose ranks write their chunks afterwards), every allocation aligned
+/// to `alignment` bytes so no two ranks' chunks share a block.
+pub fn reserving_access(alignment: u64) -> Result<Plist> {
+    let config = Config {
+        reserve: true,
+        ..Config::default()
+    };
+    let fapl = driver_access(config)?;
+    let _l = super::lock();
+    check(unsafe { H5Pset_alignment(fapl.id(), 1, alignment) }, || {
+        format!("cannot align allocations to {alignment} bytes")
+    })?;
+    Ok(fapl)
+}

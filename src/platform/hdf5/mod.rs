@@ -5,6 +5,7 @@
 mod attributes;
 #[cfg(any(test, feature = "internals"))]
 mod copy;
+mod filters;
 pub mod gds;
 mod handle;
 mod properties;
@@ -40,12 +41,14 @@ static INIT: Once = Once::new();
 pub struct Lock(#[allow(dead_code)] ReentrantMutexGuard<'static, ()>);
 
 /// Takes the HDF5 lock, initialising the library on first use: automatic printing of the
-/// error stack is switched off, since h5tile reports errors through its own messages.
+/// error stack is switched off, since h5tile reports errors through its own messages, and the
+/// compression filters h5tile writes are registered (`filters`).
 pub fn lock() -> Lock {
     let guard = LOCK.lock();
     INIT.call_once(|| unsafe {
         hdf5_sys::h5::H5open();
         H5Eset_auto2(H5E_DEFAULT, None, std::ptr::null_mut());
+        filters::register();
     });
     Lock(guard)
 }

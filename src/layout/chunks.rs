@@ -1,0 +1,397 @@
+//! Compressed tiles: how a tile is cut into chunks, and its chunks encoded over several
+//! threads.
+//!
+//! A compressed tile is a chunked dataset whose chunks are each a run of the tile's bytes in
+//! row-major order: a chunk spans whole extents of the last dimensions, a stretch of one
+//! dimension ("the axis"), and one index of each dimension before it. Chunk i then holds the
+//! tile's bytes `range(i)`, the chunks one after the other cover the tile, and a read of any
+//! byte range (checksum blocks, rows of a box) knows at once which chunks to decode. A chunk
+//! at the end of the axis holds fewer rows; HDF5 stores it padded to the chunk's shape, with
+//! zeros here.
+
+use super::checksums::{Summary, Summing};
+use crate::dtype::Dtype;
+use crate::platform::codecs::Pipeline;
+use crate::platform::device::{copy_to_host, Buffer};
+use crate::status::{fail, Result, H5TILE_ERR_HDF5};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{sync_channel, Receiver};
+use std::sync::Mutex;
+
+/// The uncompressed bytes a chunk holds at most: large enough for the codecs to find what
+/// repeats, small enough that a read of a few elements decodes little and that every thread
+/// holds a few at once.
+pub(crate) const CHUNK_BYTES: u64 = 1 << 20;
+
+/// How a tile of `shape` with elements of `elem` bytes is cut into chunks.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Chunks {
+    /// The chunks' shape (HDF5's chunk dimensions).
+    pub shape: Vec<u64>,
+    tile: Vec<u64>,
+    axis: usize,
+    /// Bytes of one index of the axis (the extents after it, whole).
+    row: u64,
+    /// Chunks along the axis.
+    along: u64,
+}
+
+impl Chunks {
+    /// Chunks of at most `target` bytes (or one index of the last dimension, if larger) of a
+    /// non-empty tile of `shape`.
+    pub fn new(shape: &[u64], elem: usize, target: u64) -> Chunks {
+        let n = shape.len();
+        // The first axis whose following extents fit in a chunk whole.
+        let mut axis = n - 1;
+        let mut after = elem as u64;
+        while axis > 0 && after.saturating_mul(shape[axis]) <= target {
+            after *= shape[axis];
+            axis -= 1;
+        }
+        let rows = (target / after).clamp(1, shape[axis]);
+        let mut chunk = vec![1u64; n];
+        chunk[axis] = rows;
+        chunk[axis + 1..].copy_from_slice(&shape[axis + 1..]);
+        Chunks {
+            shape: chunk,
+            tile: shape.to_vec(),
+            axis,
+            row: after,
+            along: shape[axis].div_ceil(rows),
+        }
+    }
+
+    /// The chunks of a tile of `shape` stored in chunks of shape `chunk`, when each chunk is
+    /// a run of the tile's bytes as `new` makes them (ones, then a stretch of one axis, then
+    /// whole extents); None otherwise (a file another program wrote).
+    pub fn of_stored(shape: &[u64], chunk: &[u64], elem: usize) -> Option<Chunks> {
+        let n = shape.len();
+        if n == 0 || chunk.len() != n || chunk.iter().zip(shape).any(|(&c, &s)| c == 0 || c > s) {
+            return None;
+        }
+        // The axis: the last dimension whose chunk extent is not the whole of it, else the
+        // first dimension.
+        let axis = (0..n).rev().find(|&d| chunk[d] != shape[d]).unwrap_or(0);
+        if chunk[..axis].iter().any(|&c| c != 1) {
+            return None;
+        }
+        let row = shape[axis + 1..]
+            .iter()
+            .try_fold(elem as u64, |acc, &s| acc.checked_mul(s))?;
+        Some(Chunks {
+            shape: chunk.to_vec(),
+            tile: shape.to_vec(),
+            axis,
+            row,
+            along: shape[axis].div_ceil(chunk[axis]),
+        })
+    }
+
+    /// How many chunks the tile has.
+    pub fn count(&self) -> u64 {
+        self.tile[..self.axis].iter().product::<u64>() * self.along
+    }
+
+    /// Bytes of a whole chunk, as HDF5 stores the ones at the end of the axis too.
+    pub fn chunk_bytes(&self) -> usize {
+        (self.shape[self.axis] * self.row) as usize
+    }
+
+    /// Bytes of the axis's whole extent, for one index of the dimensions before it.
+    fn span(&self) -> u64 {
+        self.tile[self.axis] * self.row
+    }
+
+    /// Chunk `i`'s bytes in the tile: (first byte, length).
+    pub fn range(&self, i: u64) -> (u64, u64) {
+        let (outer, k) = (i / self.along, i % self.along);
+        let rows = self.shape[self.axis];
+        let first = k * rows;
+        let len = rows.min(self.tile[self.axis] - first) * self.row;
+        (outer * self.span() + first * self.row, len)
+    }
+
+    /// Chunk `i`'s place in the tile: the coordinates of its first element.
+    pub fn offset(&self, i: u64) -> Vec<u64> {
+        let (mut outer, k) = (i / self.along, i % self.along);
+        let mut at = vec![0u64; self.tile.len()];
+        at[self.axis] = k * self.shape[self.axis];
+        for d in (0..self.axis).rev() {
+            at[d] = outer % self.tile[d];
+            outer /= self.tile[d];
+        }
+        at
+    }
+
+    /// The chunks holding the tile's bytes `[start, end)` (non-empty, within the tile).
+    pub fn covering(&self, start: u64, end: u64) -> std::ops::Range<u64> {
+        let at = |byte: u64| {
+            let (outer, within) = (byte / self.span(), byte % self.span());
+            outer * self.along + within / (self.shape[self.axis] * self.row)
+        };
+        at(start)..at(end - 1) + 1
+    }
+}
+
+/// Encodes the chunks of a tile of `dtype` whose bytes are `buf` (host or device memory)
+/// through `pipeline`, on `threads` threads, and hands each to `store` (chunk index, stored
+/// bytes) on the calling thread as it comes, in any order; returns the tile's summary, taken
+/// from its bytes in order on one more thread. At most a few chunks per thread are held at
+/// once. A failure of `store` or of a codec stops the others and is returned.
+pub fn encode_tile(
+    chunks: &Chunks,
+    pipeline: &Pipeline,
+    dtype: Dtype,
+    buf: Buffer,
+    threads: usize,
+    mut store: impl FnMut(u64, &[u8]) -> Result<()>,
+) -> Result<Summary> {
+    let threads = threads.max(1);
+    let (to_encode, work) = sync_channel::<(u64, Vec<u8>)>(threads);
+    let work = Mutex::new(work);
+    let (to_store, stored) = sync_channel::<std::result::Result<(u64, Vec<u8>), String>>(threads);
+    let stop = AtomicBool::new(false);
+    let full = chunks.chunk_bytes();
+    std::thread::scope(|scope| {
+        // The tile's bytes in order, one chunk at a time: summed, then handed to the encoders.
+        let reader = scope.spawn(|| -> Result<Summary> {
+            let mut summing = Summing::new(dtype);
+            for i in 0..chunks.count() {
+                let (start, len) = chunks.range(i);
+                let mut raw = vec![0u8; full];
+                match buf {
+                    Buffer::Host(bytes) => raw[..len as usize]
+                        .copy_from_slice(&bytes[start as usize..(start + len) as usize]),
+                    Buffer::Device(ptr, _) => {
+                        copy_to_host(&mut raw[..len as usize], ptr.offset(start as usize))?
+                    }
+                }
+                summing.add(&raw[..len as usize]);
+                if stop.load(Ordering::Relaxed) || to_encode.send((i, raw)).is_err() {
+                    break;
+                }
+            }
+            drop(to_encode);
+            Ok(summing.finish())
+        });
+        for _ in 0..threads {
+            let to_store = to_store.clone();
+            let (work, stop) = (&work, &stop);
+            scope.spawn(move || {
+                let mut encoder = pipeline.encoder();
+                while let Some((i, raw)) = next(work) {
+                    let mut out = Vec::new();
+                    let encoded = encoder.encode(&raw, &mut out).map(|()| (i, out));
+                    let failed = encoded.is_err();
+                    if to_store.send(encoded).is_err() || failed {
+                        stop.store(true, Ordering::Relaxed);
+                        break;
+                    }
+                }
+            });
+        }
+        drop(to_store);
+        let mut outcome = Ok(());
+        for encoded in stored.iter() {
+            let done = match encoded {
+                Ok((i, bytes)) => store(i, &bytes),
+                Err(why) => fail(H5TILE_ERR_HDF5, format!("cannot compress a chunk ({why})")),
+            };
+            if let Err(e) = done {
+                outcome = Err(e);
+                break;
+            }
+        }
+        if outcome.is_err() {
+            stop.store(true, Ordering::Relaxed);
+            // Unblocks the encoders: they find no one to store for.
+            drop(stored);
+            // And the reader: nothing takes its chunks any more.
+            *work.lock().unwrap_or_else(|p| p.into_inner()) = sync_channel(0).1;
+        }
+        let summary = reader
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        outcome.and(summary)
+    })
+}
+
+/// The next chunk to encode, shared out among the encoders.
+fn next(work: &Mutex<Receiver<(u64, Vec<u8>)>>) -> Option<(u64, Vec<u8>)> {
+    work.lock().ok()?.recv().ok()
+}
+
+/// Decodes the chunks `which` of a tile (stored through `pipeline`, chunk i at byte
+/// `stored[i].0` of `file`, `stored[i].1` bytes long) into `out`, which receives the tile's
+/// bytes from the first of those chunks' first byte to the last one's end, over `threads`
+/// threads. A chunk that cannot be read or decoded is returned with why (the lowest such).
+pub fn decode_chunks(
+    file: &std::fs::File,
+    chunks: &Chunks,
+    pipeline: &Pipeline,
+    stored: &[(u64, u64)],
+    which: std::ops::Range<u64>,
+    out: &mut [u8],
+    threads: usize,
+) -> std::result::Result<(), (u64, String)> {
+    // Each chunk's place in `out`, in order.
+    let base = chunks.range(which.start).0;
+    let mut parts: Vec<(u64, &mut [u8])> = Vec::new();
+    let mut rest = out;
+    for i in which.clone() {
+        let (start, len) = chunks.range(i);
+        debug_assert_eq!(
+            start - base,
+            (parts.iter().map(|p| p.1.len()).sum::<usize>()) as u64
+        );
+        let (part, tail) = rest.split_at_mut(len as usize);
+        parts.push((i, part));
+        rest = tail;
+    }
+    let full = chunks.chunk_bytes();
+    let per_thread = parts.len().div_ceil(threads.max(1)).max(1);
+    let failures: Vec<(u64, String)> = std::thread::scope(|scope| {
+        let workers: Vec<_> = parts
+            .chunks_mut(per_thread)
+            .map(|mine| {
+                scope.spawn(move || -> std::result::Result<(), (u64, String)> {
+                    let mut decoder = pipeline.decoder();
+                    let (mut packed, mut whole) = (Vec::new(), Vec::new());
+                    for (i, part) in mine.iter_mut() {
+                        let (addr, size) = stored[*i as usize];
+                        packed.resize(size as usize, 0);
+                        std::os::unix::fs::FileExt::read_exact_at(file, &mut packed, addr)
+                            .map_err(|e| {
+                                (
+                                    *i,
+                                    format!("its {size} bytes at byte {addr} cannot be read ({e})"),
+                                )
+                            })?;
+                        let fail = |why: String| (*i, why);
+                        match part.len() == full {
+                            true => decoder.decode(&packed, part).map_err(fail)?,
+                            false => {
+                                whole.resize(full, 0);
+                                decoder.decode(&packed, &mut whole).map_err(fail)?;
+                                part.copy_from_slice(&whole[..part.len()]);
+                            }
+                        }
+                    }
+                    Ok(())
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .filter_map(|w| {
+                w.join()
+                    .unwrap_or_else(|p| std::panic::resume_unwind(p))
+                    .err()
+            })
+            .collect()
+    });
+    match failures.into_iter().min_by_key(|f| f.0) {
+        Some(first) => Err(first),
+        None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::platform::codecs::{Codec, Compression};
+
+    #[test]
+    fn chunks_are_runs_of_the_tile_s_bytes_one_after_the_other() {
+        for (shape, elem, target) in [
+            (vec![1000u64, 1000], 8usize, 1u64 << 20),
+            (vec![10_000_000], 8, 1 << 20),
+            (vec![7, 5, 3], 4, 64),
+            (vec![7, 5, 3], 4, 4),
+            (vec![7, 5, 3], 4, 1 << 20),
+            (vec![3, 100_000_000], 8, 1 << 20),
+            (vec![2, 3, 4, 5], 2, 50),
+        ] {
+            let c = Chunks::new(&shape, elem, target);
+            let tile_bytes = shape.iter().product::<u64>() * elem as u64;
+            assert!(
+                c.chunk_bytes() as u64 <= target.max(*shape.last().unwrap() * elem as u64),
+                "{shape:?} {target}: {c:?}"
+            );
+            assert!(c.shape.iter().zip(&shape).all(|(a, b)| a <= b && *a >= 1));
+            let mut next = 0;
+            for i in 0..c.count() {
+                let (start, len) = c.range(i);
+                assert_eq!(start, next, "{shape:?} chunk {i}");
+                assert!(len > 0 && len <= c.chunk_bytes() as u64);
+                // The chunk's first element is the byte it starts at.
+                let at = c.offset(i);
+                let mut linear = 0u64;
+                for (d, &x) in at.iter().enumerate() {
+                    linear = linear * shape[d] + x;
+                }
+                assert_eq!(linear * elem as u64, start, "{shape:?} chunk {i} at {at:?}");
+                assert_eq!(c.covering(start, start + len), i..i + 1);
+                next = start + len;
+            }
+            assert_eq!(next, tile_bytes, "{shape:?}");
+            assert_eq!(c.covering(0, tile_bytes), 0..c.count());
+        }
+        // A small tile is one chunk; a large 2-D one, whole rows of about a MiB.
+        assert_eq!(Chunks::new(&[6, 5], 8, 1 << 20).shape, [6, 5]);
+        assert_eq!(Chunks::new(&[1000, 1000], 8, 1 << 20).shape, [131, 1000]);
+        assert_eq!(Chunks::new(&[10, 1 << 20], 8, 1 << 20).shape, [1, 131_072]);
+    }
+
+    #[test]
+    fn a_tile_s_chunks_encode_to_what_decodes_back_and_its_summary_is_its_bytes_summary() {
+        let values: Vec<f64> = (0..300_000).map(|i| (i % 1000) as f64).collect();
+        let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_ne_bytes()).collect();
+        let chunks = Chunks::new(&[600, 500], 8, 100_000);
+        let p = Compression::new(Codec::Lz4, 0, true).unwrap().pipeline(8);
+        for threads in [1, 3] {
+            let mut got: Vec<Option<Vec<u8>>> = vec![None; chunks.count() as usize];
+            let summary = encode_tile(
+                &chunks,
+                &p,
+                Dtype::Float64,
+                Buffer::Host(&bytes),
+                threads,
+                |i, s| {
+                    got[i as usize] = Some(s.to_vec());
+                    Ok(())
+                },
+            )
+            .unwrap();
+            assert_eq!(summary, Summary::of(Dtype::Float64, &bytes));
+            let mut dec = p.decoder();
+            let mut back = Vec::new();
+            for (i, stored) in got.iter().enumerate() {
+                let mut out = vec![0u8; chunks.chunk_bytes()];
+                dec.decode(stored.as_ref().unwrap(), &mut out).unwrap();
+                let (_, len) = chunks.range(i as u64);
+                back.extend_from_slice(&out[..len as usize]);
+            }
+            assert!(back == bytes);
+        }
+        // A failure to store stops the encoding and is the outcome.
+        let mut stored = 0;
+        let e = encode_tile(
+            &chunks,
+            &p,
+            Dtype::Float64,
+            Buffer::Host(&bytes),
+            2,
+            |_, _| {
+                stored += 1;
+                match stored {
+                    3 => fail(crate::status::H5TILE_ERR_IO, "disk full"),
+                    _ => Ok(()),
+                }
+            },
+        )
+        .unwrap_err();
+        assert_eq!(e.message, "disk full");
+        assert_eq!(stored, 3);
+    }
+}

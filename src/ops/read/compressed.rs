@@ -1,0 +1,208 @@
+//! Reading compressed tiles h5tile wrote by decoding their chunks itself: the chunks a read
+//! touches (or, checked against the master's checksums, the chunks holding every block it
+//! touches) are read from where HDF5 placed them, decoded over the rank's I/O threads a
+//! window at a time (memory bounded whatever the read), their blocks checked, and the wanted
+//! rows copied out. A chunk that does not decode, or decodes to bytes that do not match their
+//! checksum, is `H5TILE_ERR_CORRUPT` naming the file, the tile and the chunk.
+
+use crate::geometry::tile::Tile;
+use crate::layout::checksums::block_sum;
+use crate::layout::chunks::{decode_chunks, Chunks};
+use crate::platform::codecs::Pipeline;
+use crate::platform::device::io_threads;
+use crate::platform::hdf5::{Dataset, Storage};
+use crate::status::Result;
+use std::path::Path;
+
+/// Bytes of a tile decoded at once, at most (plus the ends of the chunks at its edges).
+const WINDOW_BYTES: u64 = 32 << 20;
+
+/// A compressed tile whose chunks h5tile decodes: its file, how it is cut and filtered, and
+/// where each chunk is stored.
+pub struct CompressedTile {
+    file: std::fs::File,
+    chunks: Chunks,
+    pipeline: Pipeline,
+    /// (address, size) of each chunk in the file.
+    stored: Vec<(u64, u64)>,
+    /// The tile's bytes.
+    len: u64,
+}
+
+/// Why a compressed tile is not as written.
+pub type Damage = String;
+
+impl CompressedTile {
+    /// Under the HDF5 lock: `dset` (in the file at `path`), the source of a tile of `shape`
+    /// with elements of `elem` bytes, as a compressed tile h5tile decodes; Ok(None) when it is
+    /// not one (contiguous, or chunked or filtered otherwise: HDF5 reads it), Err when its
+    /// chunks are not all stored as h5tile writes them.
+    pub fn open(
+        dset: &Dataset,
+        path: &Path,
+        shape: &[u64],
+        elem: usize,
+    ) -> Result<std::result::Result<Option<CompressedTile>, Damage>> {
+        let Storage::Chunked(chunk) = dset.storage()? else {
+            return Ok(Ok(None));
+        };
+        let filters = dset.create_plist()?.filters()?;
+        let (Some(chunks), Some(pipeline)) = (
+            Chunks::of_stored(shape, &chunk, elem),
+            Pipeline::from_filters(&filters),
+        ) else {
+            return Ok(Ok(None));
+        };
+        let mut stored = Vec::with_capacity(chunks.count() as usize);
+        for i in 0..chunks.count() {
+            match dset.stored_chunk(&chunks.offset(i))? {
+                Some(c) if c.filter_mask == 0 => stored.push((c.addr, c.size)),
+                Some(c) => {
+                    return Ok(Err(format!(
+                        "chunk {i} is marked as stored without some of its filters (mask {:#x}), \
+                         which h5tile never writes",
+                        c.filter_mask
+                    )))
+                }
+                None => return Ok(Err(format!("chunk {i} was never written"))),
+            }
+        }
+        let file = match std::fs::File::open(path) {
+            Ok(file) => file,
+            Err(e) => return Ok(Err(format!("cannot be read ({e})"))),
+        };
+        let len = shape.iter().product::<u64>() * elem as u64;
+        Ok(Ok(Some(CompressedTile {
+            file,
+            chunks,
+            pipeline,
+            stored,
+            len,
+        })))
+    }
+
+    /// Reads the tile's bytes that `rows` name, each (its byte in the tile, its byte in
+    /// `out`), all of `row` bytes, in increasing order of the first: decoded, the blocks they
+    /// touch checked against `sums` (blocks of `block` bytes) when given, and copied into
+    /// `out` when given (else only checked). Why not, for a damaged tile.
+    pub fn read(
+        &self,
+        row: u64,
+        rows: &[(u64, usize)],
+        sums: Option<(&[u64], u64)>,
+        mut out: Option<&mut [u8]>,
+    ) -> std::result::Result<(), Damage> {
+        if row == 0 || rows.is_empty() {
+            return Ok(());
+        }
+        if let Some((sums, block)) = sums {
+            if sums.len() as u64 != self.len.div_ceil(block) {
+                return Err(format!(
+                    "the master records {} checksums for the tile's {} bytes",
+                    sums.len(),
+                    self.len
+                ));
+            }
+        }
+        // What must be decoded whole: the blocks checked, else the chunks read.
+        let unit_of = |byte: u64| match sums {
+            Some((_, block)) => {
+                let b = byte / block;
+                (b * block, ((b + 1) * block).min(self.len))
+            }
+            None => {
+                let i = self.chunks.covering(byte, byte + 1).start;
+                let (start, len) = self.chunks.range(i);
+                (start, start + len)
+            }
+        };
+        let mut windows: Vec<(u64, u64)> = Vec::new();
+        for &(s, _) in rows {
+            let mut at = s;
+            while at < s + row {
+                let (lo, hi) = unit_of(at);
+                match windows.last_mut() {
+                    Some(w) if w.1 == lo && hi - w.0 <= WINDOW_BYTES => w.1 = hi,
+                    Some(w) if w.1 >= hi => {}
+                    _ => windows.push((lo, hi)),
+                }
+                at = hi;
+            }
+        }
+        let mut next_row = 0usize;
+        let mut decoded: Vec<u8> = Vec::new();
+        for (lo, hi) in windows {
+            let which = self.chunks.covering(lo, hi);
+            let base = self.chunks.range(which.start).0;
+            let (last, last_len) = self.chunks.range(which.end - 1);
+            decoded.resize((last + last_len - base) as usize, 0);
+            let threads = io_threads().min((which.end - which.start) as usize);
+            decode_chunks(
+                &self.file,
+                &self.chunks,
+                &self.pipeline,
+                &self.stored,
+                which.clone(),
+                &mut decoded,
+                threads,
+            )
+            .map_err(|(i, why)| {
+                let (start, len) = self.chunks.range(i);
+                format!(
+                    "chunk {i} (the tile's bytes {start}..{}) cannot be decoded: {why}",
+                    start + len
+                )
+            })?;
+            if let Some((sums, block)) = sums {
+                for b in lo / block..hi.div_ceil(block) {
+                    let (from, to) = (b * block, ((b + 1) * block).min(self.len));
+                    let bytes = &decoded[(from - base) as usize..(to - base) as usize];
+                    if block_sum(bytes) != sums[b as usize] {
+                        let chunks = self.chunks.covering(from, to);
+                        return Err(format!(
+                            "bytes {from}..{to} of the tile (decoded from chunks {} to {}) do \
+                             not match their checksum",
+                            chunks.start,
+                            chunks.end - 1
+                        ));
+                    }
+                }
+            }
+            let Some(out) = out.as_deref_mut() else {
+                continue;
+            };
+            // The rows, or their parts, within this window.
+            while next_row < rows.len() && rows[next_row].0 < hi {
+                let (s, d) = rows[next_row];
+                let (from, to) = (s.max(lo), (s + row).min(hi));
+                let into = d + (from - s) as usize;
+                out[into..into + (to - from) as usize]
+                    .copy_from_slice(&decoded[(from - base) as usize..(to - base) as usize]);
+                if s + row > hi {
+                    break;
+                }
+                next_row += 1;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The tile `region` shape's rows of the box `common` (virtual-dataset coordinates) as
+/// `CompressedTile::read` takes them, for a buffer laid out as `want`, with elements of
+/// `elem` bytes: (bytes per row, [(byte in the tile, byte in the buffer)]).
+pub fn rows_of(
+    region: &Tile,
+    src: &[u64],
+    want: &Tile,
+    dst: &[u64],
+    common: &Tile,
+    elem: usize,
+) -> (u64, Vec<(u64, usize)>) {
+    let (row, rows) =
+        crate::layout::runs::box_rows(&region.shape, src, &want.shape, dst, &common.shape);
+    let rows = rows
+        .map(|(s, d)| (s * elem as u64, d as usize * elem))
+        .collect();
+    (row * elem as u64, rows)
+}
