@@ -137,7 +137,9 @@ impl Chunks {
 /// through `pipeline`, on `threads` threads, and hands each to `store` (chunk index, stored
 /// bytes) on the calling thread as it comes, in any order; returns the tile's summary, taken
 /// from its bytes in order on one more thread. At most a few chunks per thread are held at
-/// once. A failure of `store` or of a codec stops the others and is returned.
+/// once, in buffers used again and again (a fresh 1 MiB buffer a chunk costs its page faults
+/// and zeroing, as much as the shuffle). A failure of `store` or of a codec stops the others
+/// and is returned.
 pub fn encode_tile(
     chunks: &Chunks,
     pipeline: &Pipeline,
@@ -147,26 +149,37 @@ pub fn encode_tile(
     mut store: impl FnMut(u64, &[u8]) -> Result<()>,
 ) -> Result<Summary> {
     let threads = threads.max(1);
-    let (to_encode, work) = sync_channel::<(u64, Vec<u8>)>(threads);
+    let (to_encode, work) = sync_channel::<(u64, Raw)>(threads);
     let work = Mutex::new(work);
     let (to_store, stored) = sync_channel::<std::result::Result<(u64, Vec<u8>), String>>(threads);
     let stop = AtomicBool::new(false);
     let full = chunks.chunk_bytes();
+    let (raw_pool, out_pool) = (Pool::default(), Pool::default());
     std::thread::scope(|scope| {
         // The tile's bytes in order, one chunk at a time: summed, then handed to the encoders.
+        // Host chunks are encoded where they lie; device ones, and a last chunk HDF5 stores
+        // padded, are copied out first.
         let reader = scope.spawn(|| -> Result<Summary> {
             let mut summing = Summing::new(dtype);
             for i in 0..chunks.count() {
                 let (start, len) = chunks.range(i);
-                let mut raw = vec![0u8; full];
-                match buf {
-                    Buffer::Host(bytes) => raw[..len as usize]
-                        .copy_from_slice(&bytes[start as usize..(start + len) as usize]),
-                    Buffer::Device(ptr, _) => {
-                        copy_to_host(&mut raw[..len as usize], ptr.offset(start as usize))?
+                let (start, len) = (start as usize, len as usize);
+                let raw = match buf {
+                    Buffer::Host(bytes) if len == full => Raw::Host(&bytes[start..start + len]),
+                    Buffer::Host(bytes) => {
+                        let mut padded = raw_pool.take(full);
+                        padded[..len].copy_from_slice(&bytes[start..start + len]);
+                        padded[len..].fill(0);
+                        Raw::Copied(padded)
                     }
-                }
-                summing.add(&raw[..len as usize]);
+                    Buffer::Device(ptr, _) => {
+                        let mut copied = raw_pool.take(full);
+                        copy_to_host(&mut copied[..len], ptr.offset(start))?;
+                        copied[len..].fill(0);
+                        Raw::Copied(copied)
+                    }
+                };
+                summing.add(&raw.bytes()[..len]);
                 if stop.load(Ordering::Relaxed) || to_encode.send((i, raw)).is_err() {
                     break;
                 }
@@ -176,12 +189,15 @@ pub fn encode_tile(
         });
         for _ in 0..threads {
             let to_store = to_store.clone();
-            let (work, stop) = (&work, &stop);
+            let (work, stop, raw_pool, out_pool) = (&work, &stop, &raw_pool, &out_pool);
             scope.spawn(move || {
                 let mut encoder = pipeline.encoder();
                 while let Some((i, raw)) = next(work) {
-                    let mut out = Vec::new();
-                    let encoded = encoder.encode(&raw, &mut out).map(|()| (i, out));
+                    let mut out = out_pool.take(0);
+                    let encoded = encoder.encode(raw.bytes(), &mut out).map(|()| (i, out));
+                    if let Raw::Copied(buffer) = raw {
+                        raw_pool.give(buffer);
+                    }
                     let failed = encoded.is_err();
                     if to_store.send(encoded).is_err() || failed {
                         stop.store(true, Ordering::Relaxed);
@@ -194,7 +210,11 @@ pub fn encode_tile(
         let mut outcome = Ok(());
         for encoded in stored.iter() {
             let done = match encoded {
-                Ok((i, bytes)) => store(i, &bytes),
+                Ok((i, bytes)) => {
+                    let done = store(i, &bytes);
+                    out_pool.give(bytes);
+                    done
+                }
                 Err(why) => fail(H5TILE_ERR_HDF5, format!("cannot compress a chunk ({why})")),
             };
             if let Err(e) = done {
@@ -216,8 +236,49 @@ pub fn encode_tile(
     })
 }
 
+/// A chunk's bytes on their way to an encoder: where they lie in the caller's host buffer, or
+/// a copy.
+enum Raw<'a> {
+    Host(&'a [u8]),
+    Copied(Vec<u8>),
+}
+
+impl Raw<'_> {
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Raw::Host(bytes) => bytes,
+            Raw::Copied(buffer) => buffer,
+        }
+    }
+}
+
+/// Buffers of one kind, handed back after use and taken again.
+#[derive(Default)]
+struct Pool(Mutex<Vec<Vec<u8>>>);
+
+impl Pool {
+    /// A buffer of `len` bytes (what it held before is left in it), from the pool if it has one.
+    fn take(&self, len: usize) -> Vec<u8> {
+        let mut buffer = self
+            .0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .pop()
+            .unwrap_or_default();
+        buffer.resize(len, 0);
+        buffer
+    }
+
+    fn give(&self, buffer: Vec<u8>) {
+        self.0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(buffer);
+    }
+}
+
 /// The next chunk to encode, shared out among the encoders.
-fn next(work: &Mutex<Receiver<(u64, Vec<u8>)>>) -> Option<(u64, Vec<u8>)> {
+fn next<'a>(work: &Mutex<Receiver<(u64, Raw<'a>)>>) -> Option<(u64, Raw<'a>)> {
     work.lock().ok()?.recv().ok()
 }
 

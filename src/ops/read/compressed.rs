@@ -135,7 +135,28 @@ impl CompressedTile {
             let which = self.chunks.covering(lo, hi);
             let base = self.chunks.range(which.start).0;
             let (last, last_len) = self.chunks.range(which.end - 1);
-            decoded.resize((last + last_len - base) as usize, 0);
+            let end = last + last_len;
+            // Chunks that all fall in one row the caller wants are decoded straight into its
+            // buffer (a whole-tile read: every window), and checked there: no copy.
+            let within = match out.as_deref_mut() {
+                Some(out) => rows[next_row..]
+                    .iter()
+                    .take_while(|r| r.0 < end)
+                    .find(|r| r.0 <= base && end <= r.0 + row)
+                    .map(|&(s, d)| {
+                        let at = d + (base - s) as usize;
+                        &mut out[at..at + (end - base) as usize]
+                    }),
+                None => None,
+            };
+            let direct = within.is_some();
+            let target = match within {
+                Some(target) => target,
+                None => {
+                    decoded.resize((end - base) as usize, 0);
+                    &mut decoded[..]
+                }
+            };
             let threads = io_threads().min((which.end - which.start) as usize);
             decode_chunks(
                 &self.file,
@@ -143,7 +164,7 @@ impl CompressedTile {
                 &self.pipeline,
                 &self.stored,
                 which.clone(),
-                &mut decoded,
+                target,
                 threads,
             )
             .map_err(|(i, why)| {
@@ -156,7 +177,7 @@ impl CompressedTile {
             if let Some((sums, block)) = sums {
                 for b in lo / block..hi.div_ceil(block) {
                     let (from, to) = (b * block, ((b + 1) * block).min(self.len));
-                    let bytes = &decoded[(from - base) as usize..(to - base) as usize];
+                    let bytes = &target[(from - base) as usize..(to - base) as usize];
                     if block_sum(bytes) != sums[b as usize] {
                         let chunks = self.chunks.covering(from, to);
                         return Err(format!(
@@ -168,7 +189,11 @@ impl CompressedTile {
                     }
                 }
             }
-            let Some(out) = out.as_deref_mut() else {
+            let Some(out) = out.as_deref_mut().filter(|_| !direct) else {
+                // Decoded in place: the rows that end within it are done.
+                while next_row < rows.len() && rows[next_row].0 + row <= hi {
+                    next_row += 1;
+                }
                 continue;
             };
             // The rows, or their parts, within this window.

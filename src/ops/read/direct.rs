@@ -64,6 +64,18 @@ struct DecodedTiles {
 /// A compressed tile h5tile decodes, with its file's path (for messages).
 type Decoded = std::sync::Arc<(CompressedTile, PathBuf)>;
 
+/// A part of a compressed tile a read decodes once planned, outside the HDF5 lock: rows of
+/// `row` bytes (`CompressedTile::read`), checked against `sums` (and their block) when given,
+/// and with `deliver` copied into the caller's buffer (else HDF5 has read and converted them).
+struct Decode {
+    mapping: usize,
+    tile: Decoded,
+    row: u64,
+    rows: Vec<(u64, usize)>,
+    sums: Option<(Vec<u64>, u64)>,
+    deliver: bool,
+}
+
 /// How many tile files one reader may hold open: a quarter of the process's limit on open
 /// files, so that holding them never starves the caller.
 fn held_file_budget() -> usize {
@@ -269,7 +281,11 @@ impl DirectReader {
         buf: &mut [u8],
         fill_missing: bool,
     ) -> Result<()> {
-        let plan = self.plan(want, dtype, buf, fill_missing)?;
+        let (plan, decodes) = self.plan(want, dtype, buf, fill_missing)?;
+        // Compressed tiles decode on the I/O threads, not holding the HDF5 lock.
+        for d in decodes {
+            self.decode(d, buf)?;
+        }
         self.counts += plan.counts();
         let summed: Vec<BlockLabel> = plan.summed().collect();
         let (master, dataset, mappings) = (&self.master, &self.dataset, &self.mappings);
@@ -302,14 +318,15 @@ impl DirectReader {
     }
 
     /// Under the HDF5 lock: fills what needs filling, reads through HDF5 what must be (parts
-    /// whose bytes are not recorded, or need converting), and plans the reads of the rest.
+    /// whose bytes are not recorded, or need converting), and plans the reads of the rest: the
+    /// tile bytes to read, and the compressed tiles to decode.
     fn plan(
         &mut self,
         want: &Tile,
         dtype: Dtype,
         buf: &mut [u8],
         fill_missing: bool,
-    ) -> Result<ByteReads> {
+    ) -> Result<(ByteReads, Vec<Decode>)> {
         let _l = hdf5::lock();
         let parts: Vec<(usize, Tile)> = (0..self.mappings.len())
             .filter_map(|i| want.intersection(&self.mappings[i].region).map(|c| (i, c)))
@@ -326,6 +343,7 @@ impl DirectReader {
             None => false,
         };
         let mut plan = ByteReads::new(want.volume() as usize * dtype.size());
+        let mut decodes = Vec::new();
         for (i, common) in parts {
             // Tile bytes go straight to the buffer when nothing needs converting; else HDF5
             // converts them, and any checksummed blocks it reads are checked beside.
@@ -338,10 +356,15 @@ impl DirectReader {
                     Err(e) => return Err(e),
                 }
             }
-            // A compressed tile: decoded here, its blocks checked; HDF5 converts.
-            match self.read_compressed(i, &common, want, raw, buf) {
-                Ok(true) => continue,
-                Ok(false) => {}
+            // A compressed tile: decoded by h5tile, its blocks checked; HDF5 converts.
+            match self.compressed_part(i, &common, want, raw) {
+                Ok(Some(d)) if d.deliver => {
+                    decodes.push(d);
+                    continue;
+                }
+                // Checked before HDF5 decodes it: damage is then CORRUPT, naming the chunk.
+                Ok(Some(d)) => self.decode(d, buf)?,
+                Ok(None) => {}
                 Err(_) if fill_missing => continue,
                 Err(e) => return Err(e),
             }
@@ -357,7 +380,7 @@ impl DirectReader {
             mem_space.select_block(&at, &common.shape)?;
             source.read_into(&mem_type, &mem_space, &file_space, buf)?;
         }
-        Ok(plan)
+        Ok((plan, decodes))
     }
 
     /// Plans copying `common` (virtual-dataset coordinates) of mapping `i`'s tile into its
@@ -484,26 +507,34 @@ impl DirectReader {
         Ok(true)
     }
 
-    /// Reads `common` (virtual-dataset coordinates) of mapping `i`'s tile into its place in
-    /// `buf`, laid out as `want`, when it is a compressed tile h5tile wrote (its master records
-    /// no place for its bytes): its chunks decoded here, the blocks the read touches checked
-    /// against their checksums. With `deliver` false the blocks are only checked. Returns
-    /// whether the bytes were delivered; false, having read nothing or only checked, where
-    /// HDF5 is to read them.
-    fn read_compressed(
+    /// Decodes (checks, delivers into `buf`) what `d` says; a damaged tile is
+    /// `H5TILE_ERR_CORRUPT` naming its file, the tile and the chunk.
+    fn decode(&self, d: Decode, buf: &mut [u8]) -> Result<()> {
+        let m = &self.mappings[d.mapping];
+        let (tile, path) = &*d.tile;
+        let sums = d.sums.as_ref().map(|(s, block)| (&s[..], *block));
+        tile.read(d.row, &d.rows, sums, d.deliver.then_some(buf))
+            .map_err(|why| corrupt(path, &m.region, &self.dataset, &self.master, &why))
+    }
+
+    /// What decodes `common` (virtual-dataset coordinates) of mapping `i`'s tile into its
+    /// place in a buffer laid out as `want`, when it is a compressed tile h5tile wrote (its
+    /// master records no place for its bytes): the blocks the read touches checked against
+    /// their checksums, and with `deliver` false only checked (HDF5 reads and converts). None
+    /// where HDF5 is to read it, and nothing needs checking.
+    fn compressed_part(
         &mut self,
         i: usize,
         common: &Tile,
         want: &Tile,
         deliver: bool,
-        buf: &mut [u8],
-    ) -> Result<bool> {
+    ) -> Result<Option<Decode>> {
         let unplaced = self
             .tile_bytes
             .as_ref()
             .is_some_and(|b| b[i].data_offset == NO_OFFSET);
         let Some((stored, _)) = self.stored.as_ref().filter(|_| unplaced) else {
-            return Ok(false);
+            return Ok(None);
         };
         let elem = stored.size();
         let sums = self
@@ -511,20 +542,22 @@ impl DirectReader {
             .as_ref()
             .and_then(|c| c.tile(i).map(|sums| (sums.to_vec(), c.block)));
         if !deliver && sums.is_none() {
-            return Ok(false);
+            return Ok(None);
         }
         let Some(tile) = self.compressed_tile(i, elem)? else {
-            return Ok(false);
+            return Ok(None);
         };
-        let (tile, path) = &*tile;
         let m = &self.mappings[i];
         let (src, dst) = m.placement(common, want);
         let (row, rows) = rows_of(&m.region, &src, want, &dst, common, elem);
-        let sums = sums.as_ref().map(|(s, block)| (&s[..], *block));
-        let out = deliver.then_some(buf);
-        tile.read(row, &rows, sums, out)
-            .map_err(|why| corrupt(path, &m.region, &self.dataset, &self.master, &why))?;
-        Ok(deliver)
+        Ok(Some(Decode {
+            mapping: i,
+            tile,
+            row,
+            rows,
+            sums,
+            deliver,
+        }))
     }
 
     /// Mapping `i`'s tile, of elements of `elem` bytes, as a compressed tile h5tile decodes

@@ -86,6 +86,9 @@ fn compressed_tiles_round_trip_in_the_layouts_that_compress() {
                 Tile::new(vec![590, 13], vec![20, 600]),
                 Tile::new(vec![999, 699], vec![1, 1]),
                 Tile::new(vec![0, 0], vec![1, 700]),
+                // Whole rows from within the tiles: chunks decoded into the caller's buffer,
+                // those at the box's edges through a copy.
+                Tile::new(vec![150, 0], vec![700, 700]),
             ] {
                 assert_eq!(
                     read_f64(&path, "/v", &want).unwrap(),
