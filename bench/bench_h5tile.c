@@ -43,6 +43,9 @@
  *   BENCH_NO_SYNC=1                    H5TILE_NO_SYNC in h5tile_write_options.flags
  *   BENCH_RANKS_PER_FILE=K             h5tile_write_options.ranks_per_file = K (subfiles);
  *                                      H5TILE_RANKS_PER_FILE, the library's own, works too
+ *   BENCH_SHUFFLE=1                    H5TILE_SHUFFLE (with a codec from H5TILE_COMPRESSION,
+ *                                      the library's own)
+ *   BENCH_DATA=heat                    a smooth field instead (see filled), to compress
  * "read" with BENCH_NO_VERIFY=1: H5TILE_READ_NO_VERIFY (tile bytes not checked against their
  * checksums), to measure what checking costs.
  * Writes print "expected_files": the files a dataset should have on disk as the layout is
@@ -98,9 +101,33 @@ static double sum(const double *v, size_t n) {
     return s;
 }
 
-/* n elements starting at global linear index `first`: (g % 1000) * 0.5, the data h5py writes. */
+/* BENCH_DATA=heat: the global shape, for the smooth field `filled` then writes. */
+static uint64_t heat_rows = 0, heat_cols = 0;
+
+/* Across one axis of `n` points, the profile of a hot band over its middle third after
+ * diffusing for a while: half the difference of two erfs of width n/32 (exactly 0 and 1 far
+ * from the band's edges, as erf saturates). */
+static double heat_profile(uint64_t i, uint64_t n) {
+    const double w = (double)n / 32.0, x = (double)i;
+    return 0.5 * (erf((x - (double)n / 3.0) / w) - erf((x - 2.0 * (double)n / 3.0) / w));
+}
+
+/* n elements starting at global linear index `first`: (g % 1000) * 0.5, the data h5py writes;
+ * with BENCH_DATA=heat (heat_rows/heat_cols set), 100 * profile(row) * profile(column): the
+ * heat demo's hot square on a cold plate, diffused (a smooth field, for the compression
+ * section). */
 static double *filled(uint64_t first, size_t n) {
     double *b = big_alloc(n * sizeof *b);
+    if (heat_cols) {
+        double *across = malloc(heat_cols * sizeof *across);
+        for (uint64_t j = 0; j < heat_cols; j++) across[j] = heat_profile(j, heat_cols);
+        for (size_t i = 0; i < n; i++) {
+            uint64_t g = first + i;
+            b[i] = 100.0 * heat_profile(g / heat_cols, heat_rows) * across[g % heat_cols];
+        }
+        free(across);
+        return b;
+    }
     for (size_t i = 0; i < n; i++) b[i] = (double)((first + i) % 1000) * 0.5;
     return b;
 }
@@ -162,6 +189,9 @@ static h5tile_write_options options_of(spec sp) {
     }
     o.ranks_per_file = sp.per_file;
     if (sp.no_sync) o.flags |= H5TILE_NO_SYNC;
+    /* the codec itself comes from the library's own H5TILE_COMPRESSION */
+    const char *shuffle = getenv("BENCH_SHUFFLE");
+    if (shuffle && atoi(shuffle) != 0) o.flags |= H5TILE_SHUFFLE;
     return o;
 }
 
@@ -217,6 +247,8 @@ int main(int argc, char **argv) {
     const uint64_t rows = strtoull(argv[3], NULL, 10), cols = strtoull(argv[4], NULL, 10);
     const uint64_t n = argc > 5 ? strtoull(argv[5], NULL, 10) : 0;
     const uint64_t global[2] = {rows, cols}, zero[2] = {0, 0};
+    const char *data = getenv("BENCH_DATA");
+    if (data && strcmp(data, "heat") == 0) heat_rows = rows, heat_cols = cols;
     uint64_t r0, nr;
     split(rows, size, rank, &r0, &nr);
     const uint64_t off[2] = {r0, 0}, shp[2] = {nr, cols};

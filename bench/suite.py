@@ -18,6 +18,14 @@ the baselines, saved as target/bench/suite.json and drawn as target/bench/suite.
   checkpoint  with BENCH_CHECKPOINT_RANKS ranks: one checkpoint commit of 32 fields of
               1/32 of the bytes against one field of all of them, and 32 fields of 64 KiB
               against one of 64 KiB and against 32 h5tile_writes of them (KEEP_OTHERS)
+  compression with BENCH_COMPRESSION_RANKS ranks, a smooth field (the heat demo's hot square,
+              diffused: bench_h5tile's BENCH_DATA=heat) written durably uncompressed and with
+              each codec (zstd:1, lz4 and deflate:1 after a byte shuffle; zstd:1 without),
+              then read from the page cache; the uncompressed and zstd:1 + shuffle files read
+              again after dropping the page cache (where /proc/sys/vm/drop_caches can be
+              written; else left out, saying why); h5py writing the same array with
+              hdf5plugin.Zstd(clevel=1) and shuffle, chunked 1 MiB, fsynced, one process.
+              Each file's size on disk and ratio are printed beside its times
   python      the Python package (bench/python_contenders.py): h5tile.to_file and from_file
               of the same row slabs with each of BENCH_RANKS ranks (mpi4py), beside the C API's
               and h5py's; and legate.io.hdf5 on CPU (one process) where it can be imported
@@ -42,7 +50,7 @@ the baselines, saved as target/bench/suite.json and drawn as target/bench/suite.
 Knobs (environment): BENCH_GIB (1), BENCH_ROUNDS (3), BENCH_RANKS (1,2,4), BENCH_TILES
 (16,256,4096), BENCH_CHUNK (4096), BENCH_SUBFILE_TILES (4096), BENCH_SUBFILE_RANKS (64),
 BENCH_SCALE (1; 0 skips the scale section), BENCH_SCALE_RANKS (16,64,256),
-BENCH_SCALE_TILE_KIB (1024), BENCH_CHECKPOINT_RANKS (4), BENCH_DIR (target/bench/data). Reads find the data in the page
+BENCH_SCALE_TILE_KIB (1024), BENCH_CHECKPOINT_RANKS (4), BENCH_COMPRESSION_RANKS (2), BENCH_DIR (target/bench/data). Reads find the data in the page
 cache (it was just written), for every contender alike. Every measurement but the scale
 section's starts right after memory has been touched and freed (Bench.prewarm: on this VM a
 write into memory left free for a few seconds runs about 5x slower, whatever writes). Without
@@ -86,6 +94,9 @@ class Bench:
         self.scale_ranks = env_list("BENCH_SCALE_RANKS", "16,64,256")
         self.scale_tile_kib = int(os.environ.get("BENCH_SCALE_TILE_KIB", "1024"))
         self.checkpoint_ranks = int(os.environ.get("BENCH_CHECKPOINT_RANKS", "4"))
+        self.compression_ranks = int(os.environ.get("BENCH_COMPRESSION_RANKS", "2"))
+        self.stored = {}  # compression label -> bytes on disk (the last round's)
+        self.cold_missing = None  # why reads with the page cache dropped are left out
         self.runs = {}  # name -> list of measurement dicts
         self.sweeps = None  # the computation of the overlap measurement, sized in round one
         self.shim = None  # the fault shim (libfault_shim.so), for the scale section's counts
@@ -267,6 +278,49 @@ class Bench:
             self.record(name, result)
         self.remove("checkpoint.h5")
 
+    def drop_caches(self):
+        """Empties the page cache, so the next read comes from the disk; False (and why, once)
+        where this machine does not allow it."""
+        os.sync()
+        try:
+            with open("/proc/sys/vm/drop_caches", "w") as f:
+                f.write("3\n")
+            return True
+        except OSError as e:
+            self.cold_missing = f"/proc/sys/vm/drop_caches: {e.strerror}"
+            return False
+
+    def compression_step(self):
+        """The smooth field written durably with each codec and without, each read back from
+        the page cache; the uncompressed and zstd:1 + shuffle files read with the cache dropped;
+        h5py with hdf5plugin's zstd. The writes take turns going first, round by round."""
+        r, heat = self.compression_ranks, {"BENCH_DATA": "heat"}
+        runs = [(label, i) for i, label in enumerate(COMPRESSIONS)]
+        turn = self.round_index % len(runs)
+        for label, i in runs[turn:] + runs[:turn]:
+            codec, shuffle = COMPRESSIONS[label]
+            file = f"compress{i}.h5"
+            self.remove(file)
+            os.sync()
+            env = {**heat, "H5TILE_COMPRESSION": codec, "BENCH_SHUFFLE": "1" if shuffle else "0"}
+            self.h5tile(f"compress write {label}", "write", file, ranks=r, env=env)
+            self.stored[label] = sum(os.path.getsize(f) for f in self.on_disk(self.path(file)))
+            self.h5tile(f"compress read {label}", "read", file, ranks=r)
+        cold = [("none", "compress0.h5"), (ZSTD1, f"compress{list(COMPRESSIONS).index(ZSTD1)}.h5")]
+        for label, file in cold[self.round_index % 2:] + cold[:self.round_index % 2]:
+            self.prewarm()
+            if not self.drop_caches():
+                break
+            result = self.launch("read", self.path(file), self.rows, self.cols, ranks=r)[-1]
+            self.record(f"compress cold read {label}", result)
+        self.remove("h5py-zstd.h5")
+        os.sync()
+        self.python(f"compress write h5py {ZSTD1}", H5PY_ZSTD_WRITE, "h5py-zstd.h5")
+        self.stored[f"h5py {ZSTD1}"] = os.path.getsize(self.path("h5py-zstd.h5"))
+        self.remove("h5py-zstd.h5")
+        for i in range(len(COMPRESSIONS)):
+            self.remove(f"compress{i}.h5")
+
     def round(self, index):
         self.round_index = index
         mib16 = 16 * MIB
@@ -295,6 +349,7 @@ class Bench:
                 step(r)
         self.overlap()
         self.checkpoint_step()
+        self.compression_step()
         self.h5tile("read whole (1 process)", "read_whole", f"tiled{self.ranks[0]}.h5")
         self.h5tile(f"batched {self.chunk}x{self.chunk}", "batched", f"tiled{self.ranks[0]}.h5", [self.chunk])
         self.h5tile(f"batched view {self.chunk}x{self.chunk}", "batched_view", f"tiled{self.ranks[0]}.h5",
@@ -483,6 +538,7 @@ class Bench:
 
         nosync = self.report_nosync(checks) if self.has_subfiles else {}
         checkpoint = self.report_checkpoint(checks)
+        compression = self.report_compression(checks)
         python = self.report_python(checks)
 
         whole = self.median("read whole (1 process)", "seconds_with_sum")
@@ -556,7 +612,7 @@ class Bench:
             "chunk": self.chunk, "throughput_GiB_s": {label: rate for label, rate, _ in rows},
             "batched_over_whole": ratios, "memory": memory, "tile_count": scaling, "overlap": overlap,
             "subfiles": subfiles, "subfiles_files": self.files, "verify": verify, "python": python, "nosync": nosync,
-            "checkpoint": checkpoint,
+            "checkpoint": checkpoint, "compression": compression,
             "scale": {"tile_KiB": self.scale_tile_kib, "rounds": 1, "cores": os.cpu_count(),
                       "rows": self.scale_rows},
             "targets": [{"what": w, "met": ok, "value": v} for w, ok, v in checks],
@@ -609,6 +665,50 @@ class Bench:
             if target:
                 checks.append((f"{label}: <= {target}x one field ({x:.2f}x)", x <= target, x))
             print(f"{label:34}{self.median(name):8.3f}{x:9.2f}   {'<= ' + str(target) if target else '(before checkpoints)'}")
+        return out
+
+    def report_compression(self, checks):
+        """Each codec against the uncompressed write and read of the same smooth field
+        (medians), its size on disk, and h5tile's zstd:1 + shuffle against h5py's."""
+        r = self.compression_ranks
+        none_w, none_r = self.median("compress write none"), self.median("compress read none")
+        print(f"\ncompressed tiles, {r} ranks, smooth field{'':>4}{'write s':>9}{'x none':>8}{'read s':>8}"
+              f"{'x none':>8}{'MiB':>8}{'ratio':>7}")
+        out = {}
+        for label in COMPRESSIONS:
+            w, rd = self.median(f"compress write {label}"), self.median(f"compress read {label}")
+            size = self.stored[label]
+            out[label] = {"write_s": w, "write_x_none": w / none_w, "read_s": rd,
+                          "read_rate_x_none": none_r / rd, "bytes_on_disk": size,
+                          "ratio": self.bytes / size}
+            print(f"{label:40}{w:9.3f}{w / none_w:8.2f}{rd:8.3f}{none_r / rd:8.2f}{size / MIB:8.0f}"
+                  f"{self.bytes / size:7.2f}")
+        h5py_w, h5py_size = self.median(f"compress write h5py {ZSTD1}"), self.stored[f"h5py {ZSTD1}"]
+        print(f"{'h5py + hdf5plugin ' + ZSTD1 + ', 1 process':40}{h5py_w:9.3f}{h5py_w / none_w:8.2f}{'':>16}"
+              f"{h5py_size / MIB:8.0f}{self.bytes / h5py_size:7.2f}")
+        z = out[ZSTD1]
+        checks.append((f"{ZSTD1} write <= 1.0x the uncompressed durable write ({z['write_x_none']:.2f}x)",
+                       z["write_x_none"] <= 1.0, z["write_x_none"]))
+        checks.append((f"{ZSTD1} >= 2x smaller ({z['ratio']:.2f}x)", z["ratio"] >= 2.0, z["ratio"]))
+        checks.append((f"{ZSTD1} read from the page cache >= 0.7x uncompressed ({z['read_rate_x_none']:.2f}x)",
+                       z["read_rate_x_none"] >= 0.7, z["read_rate_x_none"]))
+        faster = h5py_w / z["write_s"]
+        out["h5py"] = {"write_s": h5py_w, "bytes_on_disk": h5py_size, "h5tile_x_h5py": faster}
+        checks.append((f"{ZSTD1} write >= 3x faster than h5py + hdf5plugin.Zstd ({faster:.2f}x)", faster >= 3.0,
+                       faster))
+        if self.cold_missing:
+            print(f"reads with the page cache dropped: not measured ({self.cold_missing})")
+            out["cold"] = {"skipped": self.cold_missing}
+        else:
+            cn, cz = self.median("compress cold read none"), self.median(f"compress cold read {ZSTD1}")
+            out["cold"] = {"none_s": cn, "zstd_s": cz, "zstd_x_none": cn / cz}
+            print(f"{'cold read (page cache dropped): none':40}{'':>17}{cn:8.3f}")
+            print(f"{'cold read: ' + ZSTD1:40}{'':>17}{cz:8.3f}{cn / cz:8.2f}")
+            checks.append((f"{ZSTD1} read with the page cache dropped faster than uncompressed ({cn / cz:.2f}x)",
+                           cz < cn, cn / cz))
+        sums = {run["sum"] for name in self.runs if name.startswith(("compress read", "compress cold"))
+                for run in self.runs[name]}
+        assert len(sums) == 1, f"the compressed files read back different data: {sums}"
         return out
 
     def report_python(self, checks):
@@ -733,6 +833,31 @@ class Bench:
         fig.tight_layout()
         fig.savefig(os.path.join(self.out, "suite.png"), dpi=110)
 
+
+# What the compression section writes: label -> (H5TILE_COMPRESSION, shuffled).
+ZSTD1 = "zstd:1 + shuffle"
+COMPRESSIONS = {"none": ("none", False), ZSTD1: ("zstd:1", True), "lz4 + shuffle": ("lz4", True),
+                "deflate:1 + shuffle": ("deflate:1", True), "zstd:1": ("zstd:1", False)}
+
+# bench_h5tile's BENCH_DATA=heat field, written by h5py with hdf5plugin's zstd after a shuffle
+# in chunks of 1 MiB (whole rows), then fsynced.
+H5PY_ZSTD_WRITE = r"""
+import json, math, os, resource, sys, time
+import numpy as np, h5py, hdf5plugin
+path, rows, cols = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+def profile(n):
+    x, w = np.arange(n, dtype=np.float64), n / 32.0
+    erf = np.vectorize(math.erf)
+    return 0.5 * (erf((x - n / 3.0) / w) - erf((x - 2.0 * n / 3.0) / w))
+data = (100.0 * profile(rows))[:, None] * profile(cols)[None, :]
+t0 = time.perf_counter()
+with h5py.File(path, "w") as f:
+    f.create_dataset("data", data=data, chunks=(max(1, (1 << 20) // (cols * 8)), cols), shuffle=True,
+                     **hdf5plugin.Zstd(clevel=1))
+fd = os.open(path, os.O_RDONLY); os.fsync(fd); os.close(fd)
+t = time.perf_counter() - t0
+print(json.dumps({"seconds": t, "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}))
+"""
 
 H5PY_WRITE = r"""
 import json, os, resource, sys, time
