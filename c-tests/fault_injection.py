@@ -1,13 +1,15 @@
 """Fault injection and durability order of h5tile's writes, with real files and real ranks.
 
 usage: fault_injection.py SHIM FAULT_WRITE LAUNCHER SCRATCH CASE...
-  CASE is LAYOUT-MODE-RANKS[-keep][-root][-nosync][-gK][-after]: LAYOUT vds, single or
-  subfiles, MODE write, async or fence (how the write completes), RANKS the number of
+  CASE is LAYOUT-MODE-RANKS[-keep][-root][-nosync][-gK][-after][-CODEC]: LAYOUT vds, single
+  or subfiles, MODE write, async or fence (how the write completes), RANKS the number of
   processes (1: no launcher, MPI_COMM_NULL); keep: H5TILE_KEEP_OTHERS beside another dataset;
   root: the faults hit rank 0 (which writes the master and commits) instead of the last rank;
   nosync: H5TILE_NO_SYNC; gK: H5TILE_RANKS_PER_FILE=K for the subfiles' groups (default: all
   the ranks, one node, one subfile); after: only the calls from the commit (the master's
-  rename) on fail (those before it are a write's, failed in turn by other cases). MODE kill:
+  rename) on fail (those before it are a write's, failed in turn by other cases); CODEC zstd,
+  lz4 or deflate: every write compresses its tiles so, after the byte shuffle (checked with
+  `h5tile ls` of the tile files, which must all be chunked). MODE kill:
   instead of failing calls, the write is killed (SIGKILL, the process alone or, with several
   ranks, one rank, after which the launcher ends the others) at KILLS random moments of its
   run. MODE full: the case's folder is a 1 MiB tmpfs (skipped, and said, where mounting is not
@@ -75,6 +77,7 @@ KILLS = 24
 REASONS = {"ENOSPC": "No space left on device", "EIO": "Input/output error"}
 GEN = re.compile(r"[0-9a-f]{16}")
 KINDS = ("create", "write", "fsync", "rename")
+CODECS = ("zstd", "lz4", "deflate")
 # The series fault_write writes: its retention, the steps committed before the one under test.
 KEEP_LAST, KEEP_EVERY, SERIES_SETUP = 2, 3, 5
 # Commits per run of the random kills of a series, and how many such runs are killed (alone,
@@ -118,6 +121,9 @@ class Case:
         for p in parts[3:]:
             if re.fullmatch(r"g\d+", p):
                 self.env["H5TILE_RANKS_PER_FILE"] = p[1:]
+        self.codec = next((p for p in parts[3:] if p in CODECS), None)
+        if self.codec:
+            self.env["FAULT_WRITE_COMPRESSION"] = self.codec
         self.name = spec
         self.shim, self.program, self.launcher = shim, program, launcher
         self.dir = os.path.join(scratch, spec)
@@ -184,6 +190,30 @@ class Case:
             self.problems.append(f"{what}: the other dataset: {text}")
         return lines
 
+    def check_compressed(self, what):
+        """With a codec: every dataset of every tile file and subfile is chunked (h5tile
+        chunks only the tiles it compresses), as `h5tile ls --json` (H5TILE_TOOL) says."""
+        if not self.codec:
+            return
+        tool = os.environ.get("H5TILE_TOOL")
+        if not tool:
+            self.problems.append(f"{what}: H5TILE_TOOL is not set: cannot check that the tiles "
+                                 f"are compressed with {self.codec}")
+            return
+        files = sorted(os.path.join(root, f) for root, _, names in os.walk(self.dir)
+                       for f in names if os.path.basename(root).endswith(".h5.tiles"))
+        if not files:
+            self.problems.append(f"{what}: no tile files under {self.dir}")
+        for f in files:
+            out = subprocess.run([tool, "ls", "--json", f], capture_output=True, text=True,
+                                 timeout=120)
+            try:
+                storage = [d["storage"] for d in json.loads(out.stdout)["datasets"]]
+            except (ValueError, KeyError, TypeError):
+                storage = [f"h5tile ls: {out.stdout} {out.stderr}"]
+            if not storage or any(s != "chunked" for s in storage):
+                self.problems.append(f"{what}: {f} is not compressed: {storage}")
+
     def listing(self):
         """What the case's folder holds, generations masked."""
         names = []
@@ -217,6 +247,7 @@ class Case:
         else:
             self.write_ok(self.old, "setup")
         self.check([self.old], "setup")
+        self.check_compressed("setup")
         shutil.copytree(self.dir, snap, symlinks=True)
 
         # The clean reference: version 2 over version 1, recorded, then version 3.
@@ -225,6 +256,7 @@ class Case:
             os.remove(log)
         self.write_ok(self.new, "recorded write", self.shim_env(log))
         self.check([self.new], "recorded write")
+        self.check_compressed("recorded write")
         if not os.path.exists(log):
             self.problems.append(f"the recorded write left no record in {log}: is {self.shim} "
                                  "preloaded into the ranks?")
@@ -277,9 +309,11 @@ class Case:
     def kills(self, snap):
         """Writes of version 2 over version 1 killed at random moments."""
         self.write_ok(1, "setup")
+        self.check_compressed("setup")
         shutil.copytree(self.dir, snap, symlinks=True)
         ready = self.dir + ".ready"
         span = self.timed_write(ready)
+        self.check_compressed("timed write")
         self.write_ok(3, "clean write")
         clean = self.listing()
         self.check_clean(clean)

@@ -4,7 +4,9 @@
  *       writes version VERSION of /data (8 x 6 float64, two tiles per rank, in rows) in that
  *       layout; KEEP=1 adds H5TILE_KEEP_OTHERS (and, for VERSION 1, first writes /other beside
  *       it); FAULT_WRITE_NO_SYNC=1 in the environment adds H5TILE_NO_SYNC (the subfiles' groups
- *       come from H5TILE_RANKS_PER_FILE, which the library reads). `async` completes the write
+ *       come from H5TILE_RANKS_PER_FILE, which the library reads); FAULT_WRITE_COMPRESSION=zstd,
+ *       lz4 or deflate stores the tiles so, after the byte shuffle (the options' compression
+ *       and H5TILE_SHUFFLE). `async` completes the write
  *       with h5tile_wait, `fence` with h5tile_fence. Prints, per rank,
  *       "rank R: STATUS_NAME: MESSAGE".
  *   fault_write ckpt PATH LAYOUT KEEP VERSION
@@ -194,6 +196,19 @@ int main(int argc, char **argv) {
     opts.flags = keep ? H5TILE_KEEP_OTHERS : 0;
     const char *no_sync = getenv("FAULT_WRITE_NO_SYNC");
     if (no_sync && strcmp(no_sync, "1") == 0) opts.flags |= H5TILE_NO_SYNC;
+    const char *codec = getenv("FAULT_WRITE_COMPRESSION");
+    if (codec && *codec) {
+        const char *codecs[3] = {"zstd", "lz4", "deflate"};
+        const h5tile_compression codes[3] = {H5TILE_COMPRESS_ZSTD, H5TILE_COMPRESS_LZ4,
+                                             H5TILE_COMPRESS_DEFLATE};
+        for (int c = 0; c < 3; c++)
+            if (strcmp(codec, codecs[c]) == 0) opts.compression = codes[c];
+        if (opts.compression == H5TILE_COMPRESS_NONE) {
+            fprintf(stderr, "%s: unknown FAULT_WRITE_COMPRESSION '%s'\n", argv[0], codec);
+            return 2;
+        }
+        opts.flags |= H5TILE_SHUFFLE;
+    }
 
     if (strcmp(mode, "check") == 0) {
         const char *fields = getenv("FAULT_WRITE_FIELDS");
