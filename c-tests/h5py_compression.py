@@ -6,12 +6,16 @@
   hdf5plugin.LZ4(nbytes=1 MiB) or compression="gzip", compression_opts=6; h5py reports
   `compression == "gzip"` for deflate and `shuffle` as written;
 - HDF5 1.10's h5dump (Debian's hdf5-tools, where installed), given hdf5plugin's filter plugins
-  through HDF5_PLUGIN_PATH, dumps a tile file of each codec exactly.
+  through HDF5_PLUGIN_PATH, dumps a tile file of each codec exactly;
+- with TOOL (the h5tile command-line tool): `h5tile pack` of a zstd (shuffled) and an lz4 file
+  gives chunked datasets with those same pipelines, which h5py reads exactly, and with
+  `--compression none` contiguous ones.
 Exits non-zero on any mismatch, listing them all.
 
-usage: h5py_compression.py DIR
+usage: h5py_compression.py DIR [TOOL]
 """
 
+import json
 import os
 import subprocess
 import sys
@@ -93,12 +97,56 @@ def main() -> int:
                         if layout == "vds" and codec not in dumped and os.path.exists(H5DUMP):
                             dumped.add(codec)
                             errors += check_h5dump(file, part)
-    print(f"h5py_compression: {'FAILED' if errors else 'OK'} ({len(names)} files, h5py "
+    packed = 0
+    if len(sys.argv) > 2:
+        packed, found = check_packed(sys.argv[2], directory)
+        errors += found
+    print(f"h5py_compression: {'FAILED' if errors else 'OK'} ({len(names)} files, {packed} packed, h5py "
           f"{h5py.version.version}, HDF5 {h5py.version.hdf5_version}, hdf5plugin {hdf5plugin.version}"
           f"{', h5dump of ' + ' '.join(sorted(dumped)) if dumped else ''})")
     for e in errors:
         print("  " + e)
     return 1 if errors else 0
+
+
+def check_packed(tool: str, directory: str) -> tuple[int, list[str]]:
+    """`TOOL pack` of two compressed files keeps their codecs (and `--compression none` makes
+    contiguous datasets): h5py reads the packed datasets exactly, with h5py's own pipelines."""
+    errors: list[str] = []
+    cases = [("vds-zstd-shuffle.h5", [], "zstd", True),
+             ("subfiles-lz4.h5", [], "lz4", False),
+             ("vds-zstd-shuffle.h5", ["--compression", "none"], None, False)]
+    with tempfile.TemporaryDirectory() as d:
+        for k, (name, options, codec, shuffle) in enumerate(cases):
+            src, dst = os.path.join(directory, name), os.path.join(d, f"packed{k}.h5")
+            what = f"h5tile pack {' '.join(options)} {name}"
+            run = subprocess.run([tool, "pack", "--json", *options, src, dst],
+                                 capture_output=True, text=True)
+            if run.returncode != 0:
+                errors.append(f"{what}: rc {run.returncode}: {run.stderr.strip()[:500]}")
+                continue
+            doc = json.loads(run.stdout)
+            codecs = sorted({(p["compression"] or {}).get("codec") for p in doc["packed"]},
+                            key=str)
+            if codecs != [codec]:
+                errors.append(f"{what}: pack reports codecs {codecs}, expected {codec}")
+            with h5py.File(dst, "r") as f:
+                for key, want in (("f64", F64), ("i32", I32)):
+                    ds = f[key]
+                    where = f"{what}:/{key}"
+                    if ds.is_virtual:
+                        errors.append(f"{where} is virtual")
+                    if codec is None:
+                        if ds.chunks is not None:
+                            errors.append(f"{where} is chunked {ds.chunks}, not contiguous")
+                    elif pipeline(ds) != reference_filters(codec, shuffle, want.dtype):
+                        errors.append(f"{where}: filters {pipeline(ds)}, h5py writes "
+                                      f"{reference_filters(codec, shuffle, want.dtype)}")
+                    if not np.array_equal(ds[...], want):
+                        errors.append(f"{where}: values differ")
+                    if not np.array_equal(ds[123:456, 7:901], want[123:456, 7:901]):
+                        errors.append(f"{where}[123:456, 7:901]: values differ")
+    return len(cases), errors
 
 
 def check_h5dump(file: str, want: np.ndarray) -> list[str]:

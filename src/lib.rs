@@ -64,12 +64,12 @@ pub mod internals {
         pub use crate::ops::copy::{CopiedFile, CopyPlan, CopyReport, Verified};
         pub use crate::ops::files::FileError;
         pub use crate::ops::inspect::{
-            describe, DatasetInfo, Scalar, StorageKind, TileExtremes, TileInfo, VirtualInfo,
-            VirtualLayout,
+            describe, DatasetInfo, Scalar, StorageKind, Stored, TileExtremes, TileInfo,
+            VirtualInfo, VirtualLayout,
         };
         pub use crate::ops::pack::{
-            CopiedObject, KeptLink, Omitted, PackPlan, PackReport, PackedDataset, PackedFile,
-            OWN_ATTRIBUTE_PREFIX,
+            CopiedObject, KeptLink, Omitted, PackCodec, PackOptions, PackPlan, PackReport,
+            PackedDataset, PackedFile, OWN_ATTRIBUTE_PREFIX,
         };
         pub use crate::ops::relocate::{point_at_tile_folder, source_files, Place, SourceFile};
         pub use crate::ops::remove::{remove_master, Removal};
@@ -82,6 +82,7 @@ pub mod internals {
             check_sources, check_sources_part, checksum_jobs, checksummed_bytes, default_threads,
             job_bytes, sources_to_open, verify_checksums, verify_tiles, Problem, TileJob,
         };
+        pub use crate::platform::codecs::{Codec, Compression};
     }
 
     /// The HDF5 handles and the driver registered in-process.

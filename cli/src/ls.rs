@@ -7,7 +7,8 @@ use crate::failure::Failure;
 use crate::series;
 use crate::show;
 use h5tile::internals::tool::{
-    describe, DatasetInfo, StorageKind, TileInfo, VirtualInfo, VirtualLayout,
+    describe, Codec, Compression, DatasetInfo, StorageKind, Stored, TileInfo, VirtualInfo,
+    VirtualLayout,
 };
 use serde::Serialize;
 use std::path::PathBuf;
@@ -21,17 +22,26 @@ and of distinct source files, and whether its tiles are checksummed (else how ma
 For a contiguous dataset h5tile wrote in the single-file layout, the same of the tiles written
 into it (\"h5tile single-file\"; their bytes are in the file itself).
 
-Nothing is read but the file's metadata: the tiles' smallest and largest values and NaN counts
-shown by -l are those h5tile recorded in the master when it wrote them (\"-\" where nothing
-was recorded).
+A compressed (or otherwise filtered) dataset also shows its codec and its compression ratio
+(its bytes divided by its bytes on disk): \"zstd:1+shuffle 3.10x (77.4 KiB on disk)\"; for a
+virtual dataset, those of its tiles' datasets together; with -l or -D, each tile's. Nothing is
+shown for a dataset stored as it is.
+
+Nothing is read but metadata: the file's and, for a virtual dataset, its tiles' files' (their
+filters and sizes on disk). The tiles' smallest and largest values and NaN counts shown by -l
+are those h5tile recorded in the master when it wrote them (\"-\" where nothing was recorded).
 
 Output: one line per dataset; with -l or -D one more line per tile, indented. With --json, one
 document {\"file\", \"datasets\": [{\"name\", \"dtype\", \"shape\", \"storage\", \"chunks\",
-\"bytes\", \"virtual\": {\"layout\", \"generation\", \"tiles\", \"files\", \"checksummed\",
-\"not_checksummed\", \"tile_list\"}, \"single\": {the same, layout \"h5tile-single\"}}]} (\"virtual\"
-and \"single\" only where they apply); \"tile_list\", present with -l or -D, holds per tile
-{\"offset\", \"shape\", \"file\", \"dataset\", \"source_offset\", \"found\", \"path\",
-\"data_offset\", \"file_size\", \"checksummed\", \"min\", \"max\", \"nan\"}.
+\"bytes\", \"compression\", \"filters\", \"stored_bytes\", \"ratio\", \"virtual\": {\"layout\",
+\"generation\", \"tiles\", \"files\", \"checksummed\", \"not_checksummed\", \"tile_list\"},
+\"single\": {the same, layout \"h5tile-single\"}}]} (\"virtual\" and \"single\" only where they
+apply); \"compression\" is {\"codec\", \"level\", \"shuffle\"} or null (not compressed),
+\"filters\" HDF5's filter ids, \"stored_bytes\" and \"ratio\" null where not known (a tile file
+missing); \"tile_list\", present with -l or -D, holds per tile {\"offset\", \"shape\", \"file\",
+\"dataset\", \"source_offset\", \"found\", \"path\", \"data_offset\", \"file_size\",
+\"checksummed\", \"compression\", \"filters\", \"stored_bytes\", \"ratio\", \"min\", \"max\",
+\"nan\"}.
 
 With DIR, a series folder (numbered checkpoints ckpt.<step>.h5 and the record `latest`, as
 h5tile's series write them; or an empty folder): one line per checkpoint, newest first: its
@@ -61,7 +71,8 @@ pub struct Args {
     file: PathBuf,
     /// Only this dataset (its path in the file, e.g. /temperature)
     dataset: Option<String>,
-    /// One more line per tile: its box, smallest and largest value, and NaN count
+    /// One more line per tile: its box, smallest and largest value, and NaN count (and its
+    /// codec and ratio, when compressed)
     #[arg(short = 'l', long = "long")]
     long: bool,
     /// One more line per tile: the box it covers and the file and dataset holding it
@@ -94,17 +105,25 @@ pub fn run(args: &Args, json: bool) -> Result<(), Failure> {
     if datasets.is_empty() {
         println!("{}: no datasets", args.file.display());
     }
-    let rows: Vec<Vec<String>> = datasets.iter().map(summary_row).collect();
+    // A column for the filters where any dataset has some.
+    let filtered = datasets
+        .iter()
+        .any(|d| d.stored.as_ref().is_some_and(Stored::filtered));
+    let rows: Vec<Vec<String>> = datasets.iter().map(|d| summary_row(d, filtered)).collect();
     for (line, info) in show::columns(&rows).into_iter().zip(&datasets) {
         println!("{line}");
         let Some(vds) = info.tiled().filter(|_| per_tile) else {
             continue;
         };
+        let filtered = vds
+            .tiles
+            .iter()
+            .any(|t| t.stored.as_ref().is_some_and(Stored::filtered));
         let tiles: Vec<Vec<String>> = vds
             .tiles
             .iter()
             .enumerate()
-            .map(|(i, t)| tile_row(i, t, args))
+            .map(|(i, t)| tile_row(i, t, args, filtered))
             .collect();
         for line in show::columns(&tiles) {
             println!("    {line}");
@@ -113,8 +132,13 @@ pub fn run(args: &Args, json: bool) -> Result<(), Failure> {
     Ok(())
 }
 
-/// The cells of a dataset's line.
-fn summary_row(info: &DatasetInfo) -> Vec<String> {
+/// How `stored` is shown in a column of filters: "-" where it is not known.
+fn stored_cell(stored: Option<&Stored>) -> String {
+    stored.map_or("-".into(), show::stored)
+}
+
+/// The cells of a dataset's line; with `filtered`, one for its filters and ratio.
+fn summary_row(info: &DatasetInfo, filtered: bool) -> Vec<String> {
     let storage = match &info.storage {
         StorageKind::Chunked(chunk) => format!("chunked {}", show::shape(chunk)),
         other => other.name().to_string(),
@@ -126,6 +150,9 @@ fn summary_row(info: &DatasetInfo) -> Vec<String> {
         storage,
         show::bytes(info.bytes()),
     ];
+    if filtered {
+        row.push(stored_cell(info.stored.as_ref()));
+    }
     if let Some(vds) = info.tiled() {
         row.push(virtual_summary(vds));
     }
@@ -165,13 +192,17 @@ fn plural(n: usize) -> &'static str {
     }
 }
 
-/// The cells of a tile's line: its box; with -l its extremes; with -D where it comes from.
-fn tile_row(i: usize, tile: &TileInfo, args: &Args) -> Vec<String> {
+/// The cells of a tile's line: its box; with `filtered` its filters and ratio; with -l its
+/// extremes; with -D where it comes from.
+fn tile_row(i: usize, tile: &TileInfo, args: &Args, filtered: bool) -> Vec<String> {
     let region = tile
         .region
         .as_ref()
         .map_or("(nothing)".to_string(), ToString::to_string);
     let mut row = vec![format!("tile {i}"), region];
+    if filtered {
+        row.push(stored_cell(tile.stored.as_ref()));
+    }
     if args.long {
         let e = tile.extremes;
         row.push(format!(
@@ -217,10 +248,59 @@ pub struct DatasetJson {
     /// The chunk shape of chunked storage, else null.
     chunks: Option<Vec<u64>>,
     bytes: u64,
+    #[serde(flatten)]
+    stored: StoredJson,
     #[serde(rename = "virtual", skip_serializing_if = "Option::is_none")]
     virtual_info: Option<VirtualJson>,
     #[serde(skip_serializing_if = "Option::is_none")]
     single: Option<VirtualJson>,
+}
+
+/// How a dataset or a tile's source is stored on disk.
+#[derive(Serialize)]
+struct StoredJson {
+    /// Null: not compressed, or not by a codec h5tile knows (see `filters`).
+    compression: Option<CompressionJson>,
+    /// HDF5's filter ids, in pipeline order.
+    filters: Vec<u32>,
+    /// A tiled dataset's tiles are not all filtered alike.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    mixed: bool,
+    /// Bytes on disk; null where not known (a tile's file missing).
+    stored_bytes: Option<u64>,
+    /// Logical bytes ÷ stored bytes; null where nothing is stored or it is not known.
+    ratio: Option<f64>,
+}
+
+/// A compression as `ls --json` and `pack --json` write it.
+#[derive(Serialize)]
+pub struct CompressionJson {
+    codec: &'static str,
+    /// Null for lz4, which has no levels.
+    level: Option<i32>,
+    shuffle: bool,
+}
+
+impl CompressionJson {
+    pub fn of(c: &Compression) -> CompressionJson {
+        CompressionJson {
+            codec: c.codec.name(),
+            level: (c.codec != Codec::Lz4).then_some(c.level),
+            shuffle: c.shuffle,
+        }
+    }
+}
+
+impl StoredJson {
+    fn of(stored: Option<&Stored>) -> StoredJson {
+        StoredJson {
+            compression: stored.and_then(|s| s.compression.as_ref().map(CompressionJson::of)),
+            filters: stored.map_or_else(Vec::new, |s| s.filters.clone()),
+            mixed: stored.is_some_and(|s| s.mixed),
+            stored_bytes: stored.map(|s| s.stored_bytes),
+            ratio: stored.and_then(Stored::ratio),
+        }
+    }
 }
 
 #[derive(Serialize)]
@@ -254,6 +334,8 @@ struct TileJson {
     data_offset: Option<u64>,
     file_size: Option<u64>,
     checksummed: bool,
+    #[serde(flatten)]
+    stored: StoredJson,
     min: serde_json::Value,
     max: serde_json::Value,
     nan: Option<u64>,
@@ -271,6 +353,7 @@ impl DatasetJson {
                 _ => None,
             },
             bytes: info.bytes(),
+            stored: StoredJson::of(info.stored.as_ref()),
             virtual_info: info
                 .virtual_info
                 .as_ref()
@@ -312,6 +395,7 @@ impl TileJson {
             data_offset: t.data_offset,
             file_size: t.file_size,
             checksummed: t.sums.is_some(),
+            stored: StoredJson::of(t.stored.as_ref()),
             min: extreme(|e| show::scalar_json(e.min)),
             max: extreme(|e| show::scalar_json(e.max)),
             nan: t.extremes.map(|e| e.nan),

@@ -57,7 +57,8 @@ enum Command {
     /// Copy a master with the tile files it refers to, verified
     #[command(long_about = cp::LONG_ABOUT, after_long_help = cp::EXAMPLES)]
     Cp(cp::Args),
-    /// Pack a file into one self-contained file, its virtual datasets made contiguous
+    /// Pack a file into one self-contained file, its virtual datasets made contiguous (or
+    /// compressed, as their tiles are)
     #[command(long_about = pack::LONG_ABOUT, after_long_help = pack::EXAMPLES)]
     Pack(pack::Args),
     /// Remove a master and the tile files it refers to

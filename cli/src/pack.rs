@@ -1,12 +1,13 @@
-//! `h5tile pack SRC DST`: SRC as one self-contained file, its virtual datasets made contiguous
-//! (read through h5tile's reader, checksums checked, in slabs of bounded size) and every other
-//! object kept. DST is written under a temporary name in its folder and renamed at the end:
+//! `h5tile pack SRC DST`: SRC as one self-contained file, its virtual datasets made contiguous,
+//! or chunked and compressed as their tiles are or as asked (read through h5tile's reader,
+//! checksums checked, in slabs of bounded size), and every other object kept. DST is written under a temporary name in its folder and renamed at the end:
 //! until then nothing at DST changes, and a failure leaves nothing behind.
 
 use crate::failure::Failure;
+use crate::ls::CompressionJson;
 use crate::progress::{Progress, When};
 use crate::show;
-use h5tile::internals::tool::{PackPlan, PackReport};
+use h5tile::internals::tool::{Compression, PackCodec, PackOptions, PackPlan, PackReport};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 
@@ -17,6 +18,16 @@ same type, shape, fill value and attributes; its elements are read through h5til
 which checks every checksum the master records, in slabs of at most 64 MiB, each written
 before the next is read, so memory stays bounded whatever the dataset's size. The attributes
 in which h5tile records a virtual dataset's tiles (names starting with h5tile_) are left out.
+
+Compressed tiles stay compressed: where a virtual dataset's tiles are compressed, it becomes a
+chunked dataset (chunks of about 1 MiB, as h5tile's writers make them) with their codec, level
+and shuffle (the first compressed tile's, where they differ), its chunks compressed on
+h5tile's threads (H5TILE_THREADS) and written as stored; h5py with hdf5plugin reads it.
+--compression CODEC[:LEVEL] (none, zstd, lz4, deflate; 0 or no level: the codec's default)
+chooses instead; --compression none makes it contiguous. --shuffle and --no-shuffle choose
+whether bytes are shuffled before the codec (default: as in the tiles). These apply to the
+datasets pack makes of virtual ones, of a type h5tile reads; other datasets are copied as they
+are.
 
 Everything else of SRC is kept: groups with their attributes, other datasets (contiguous,
 chunked, compressed, compact) and named datatypes as they are (copied by HDF5; each named
@@ -32,20 +43,26 @@ into place at the end, so DST is never a half file; on failure the temporary fil
 An existing DST is not replaced without --force; with --force, the tile files of a replaced
 h5tile master are removed once DST is in place.
 
-Output: the datasets packed and the objects copied. With --json, one document {\"source\",
-\"destination\", \"bytes\", \"packed\": [{\"name\", \"dtype\", \"shape\", \"bytes\", \"slabs\",
-\"read_by\", \"checksums_verified\"}], \"copied\": [{\"name\", \"kind\", \"bytes\"}], \"links\":
-[{\"name\", \"kind\", \"target\"}], \"omitted\": [{\"name\", \"why\"}], \"removed\"}.
+Output: the datasets packed (with their codec and compression ratio, their bytes divided by
+their bytes on disk) and the objects copied. With --json, one document {\"source\",
+\"destination\", \"bytes\", \"packed\": [{\"name\", \"dtype\", \"shape\", \"bytes\",
+\"compression\", \"stored_bytes\", \"ratio\", \"slabs\", \"read_by\",
+\"checksums_verified\"}], \"copied\": [{\"name\", \"kind\", \"bytes\"}], \"links\": [{\"name\",
+\"kind\", \"target\"}], \"omitted\": [{\"name\", \"why\"}], \"removed\"}; \"compression\" is
+{\"codec\", \"level\", \"shuffle\"}, or null for a contiguous dataset.
 
 Exit status: 0 when DST is in place; 1 when packing failed (a tile file missing, damaged or not
-matching its checksums, a failed write); 2 when SRC cannot be opened or DST is refused (it
-exists, it is SRC, its folder does not exist).";
+matching its checksums, a failed write); 2 when SRC cannot be opened, DST is refused (it
+exists, it is SRC, its folder does not exist) or an option is wrong (an unknown codec or
+level, --shuffle with --compression none).";
 
 pub const EXAMPLES: &str = "\
 Examples:
   h5tile pack ckpt/step100.h5 archive/step100.h5   # one file, no tile folder
   h5tile pack ckpt/step100.h5 archive/             # the same, under SRC's name
   h5tile pack --force out.h5 handover.h5
+  h5tile pack --compression zstd:3 --shuffle out.h5 small.h5   # compress it now
+  h5tile pack --compression none out.h5 plain.h5               # contiguous, uncompressed
   h5tile pack --json out.h5 packed.h5 | jq '.packed[] | {name, bytes}'";
 
 #[derive(clap::Args)]
@@ -57,14 +74,51 @@ pub struct Args {
     /// Replace DST if it exists
     #[arg(short, long)]
     force: bool,
+    /// Compress the packed datasets so (none, zstd, lz4, deflate, with :LEVEL) instead of as
+    /// their tiles are
+    #[arg(long, value_name = "CODEC[:LEVEL]")]
+    compression: Option<String>,
+    /// Shuffle bytes before the codec (default: as the tiles are)
+    #[arg(long, overrides_with = "no_shuffle")]
+    shuffle: bool,
+    /// Do not shuffle bytes before the codec
+    #[arg(long, overrides_with = "shuffle")]
+    no_shuffle: bool,
     /// Largest slab of a virtual dataset read and written at once, in bytes (for tests)
     #[arg(long, hide = true, value_name = "BYTES",
           value_parser = clap::value_parser!(u64).range(1..))]
     slab_bytes: Option<u64>,
 }
 
+/// The options the command line asks for; why not, for a wrong codec or level.
+fn options(args: &Args) -> Result<PackOptions, Failure> {
+    let shuffle = match (args.shuffle, args.no_shuffle) {
+        (true, _) => Some(true),
+        (_, true) => Some(false),
+        _ => None,
+    };
+    let codec = match &args.compression {
+        None => PackCodec::AsTiles,
+        Some(text) => match Compression::parse(text, false) {
+            Ok(Some(c)) => PackCodec::Given(c),
+            Ok(None) if shuffle == Some(true) => {
+                return Err(Failure::usage(
+                    "--shuffle with --compression none: a shuffle needs a codec",
+                ))
+            }
+            Ok(None) => PackCodec::Uncompressed,
+            Err(why) => return Err(Failure::usage(format!("--compression {why}"))),
+        },
+    };
+    Ok(PackOptions {
+        slab_bytes: args.slab_bytes,
+        codec,
+        shuffle,
+    })
+}
+
 pub fn run(args: &Args, json: bool, when: When) -> Result<(), Failure> {
-    let plan = PackPlan::new(&args.src, &args.dst, args.force, args.slab_bytes)?;
+    let plan = PackPlan::new(&args.src, &args.dst, args.force, options(args)?)?;
     let total = plan.total_bytes();
     let progress = Progress::bytes(total, "packing", when);
     let packed = plan.run(&|n| progress.add(n));
@@ -107,6 +161,15 @@ struct Packed {
     dtype: String,
     shape: Vec<u64>,
     bytes: u64,
+    /// Null: contiguous, uncompressed.
+    compression: Option<CompressionJson>,
+    /// Bytes it takes in DST.
+    stored_bytes: u64,
+    /// The compression as text ("zstd:3+shuffle"), for the text output.
+    #[serde(skip)]
+    codec: Option<String>,
+    /// `bytes` divided by `stored_bytes` (null when nothing is stored).
+    ratio: Option<f64>,
     slabs: u64,
     /// "h5tile", or "hdf5" for a type h5tile does not read (its sources checked first).
     read_by: &'static str,
@@ -150,6 +213,10 @@ impl Summary {
                     dtype: p.dtype,
                     shape: p.shape,
                     bytes: p.bytes,
+                    codec: p.compression.as_ref().map(show::compression),
+                    compression: p.compression.as_ref().map(CompressionJson::of),
+                    stored_bytes: p.stored_bytes,
+                    ratio: (p.stored_bytes > 0).then(|| p.bytes as f64 / p.stored_bytes as f64),
                     slabs: p.slabs,
                     read_by: if p.by_h5tile { "h5tile" } else { "hdf5" },
                     checksums_verified: p.checksummed,
@@ -196,9 +263,14 @@ fn plural(n: usize) -> &'static str {
 
 fn print_text(s: &Summary) {
     let (packed, copied, links) = (s.packed.len(), s.copied.len(), s.links.len());
+    let compressed = s.packed.iter().filter(|p| p.codec.is_some()).count();
+    let made = match compressed {
+        0 => "made contiguous".to_string(),
+        n => format!("packed ({n} compressed)"),
+    };
     println!(
-        "packed '{}' into '{}' ({}): {packed} virtual dataset{} made contiguous, {copied} \
-         object{} copied, {links} link{} kept",
+        "packed '{}' into '{}' ({}): {packed} virtual dataset{} {made}, {copied} object{} \
+         copied, {links} link{} kept",
         s.source,
         s.destination,
         show::bytes(s.bytes),
@@ -215,11 +287,21 @@ fn print_text(s: &Summary) {
                 ("h5tile", false) => "not checksummed",
                 _ => "read by HDF5, sources checked",
             };
+            let stored = match (&p.codec, p.ratio) {
+                (Some(codec), Some(ratio)) => format!(
+                    "{codec} {} ({} on disk)",
+                    show::ratio(ratio),
+                    show::bytes(p.stored_bytes)
+                ),
+                (Some(codec), None) => codec.clone(),
+                (None, _) => "contiguous".into(),
+            };
             vec![
                 p.name.clone(),
                 p.dtype.clone(),
                 show::shape(&p.shape),
                 show::bytes(p.bytes),
+                stored,
                 format!("{} slab{}, {read}", p.slabs, plural(p.slabs as usize)),
             ]
         })

@@ -2,7 +2,7 @@
 //! text and as JSON, and the one JSON document a command prints with `--json`.
 
 use crate::failure::Failure;
-use h5tile::internals::tool::Scalar;
+use h5tile::internals::tool::{Codec, Compression, Scalar, Stored};
 use std::io::Write;
 use std::path::Path;
 
@@ -20,6 +20,63 @@ pub fn shape(dims: &[u64]) -> String {
 /// A byte count for people: "240 B", "1.50 MiB".
 pub fn bytes(n: u64) -> String {
     indicatif::BinaryBytes(n).to_string()
+}
+
+/// A compression as users write it: "zstd:1+shuffle", "lz4", "deflate:6".
+pub fn compression(c: &Compression) -> String {
+    let mut text = c.codec.name().to_string();
+    if c.codec != Codec::Lz4 {
+        text.push_str(&format!(":{}", c.level));
+    }
+    if c.shuffle {
+        text.push_str("+shuffle");
+    }
+    text
+}
+
+/// How elements are stored, as `ls` and `pack` show it: "zstd:1+shuffle 3.10x (77.4 KiB on
+/// disk)"; empty for elements stored as they are (no filters).
+pub fn stored(s: &Stored) -> String {
+    if !s.filtered() {
+        return String::new();
+    }
+    let mut text = match &s.compression {
+        Some(c) => compression(c),
+        None => s
+            .filters
+            .iter()
+            .map(|&id| filter_name(id))
+            .collect::<Vec<_>>()
+            .join("+"),
+    };
+    if s.mixed {
+        text.push_str(" (its tiles' filters differ)");
+    }
+    if let Some(r) = s.ratio() {
+        text.push_str(&format!(" {}", ratio(r)));
+    }
+    text.push_str(&format!(" ({} on disk)", bytes(s.stored_bytes)));
+    text
+}
+
+/// A compression ratio: "3.10x".
+pub fn ratio(r: f64) -> String {
+    format!("{r:.2}x")
+}
+
+/// HDF5's name of a filter h5tile does not write itself, else "filter <id>".
+fn filter_name(id: u32) -> String {
+    match id {
+        1 => "deflate".into(),
+        2 => "shuffle".into(),
+        3 => "fletcher32".into(),
+        4 => "szip".into(),
+        5 => "nbit".into(),
+        6 => "scaleoffset".into(),
+        32004 => "lz4".into(),
+        32015 => "zstd".into(),
+        other => format!("filter {other}"),
+    }
 }
 
 /// An element value as JSON: a number, or null for NaN and infinities (which JSON lacks).
@@ -46,7 +103,8 @@ pub fn json(value: &impl serde::Serialize) -> Result<(), Failure> {
     writeln!(out).map_err(|e| Failure::io("cannot write the JSON output", &e))
 }
 
-/// Rows of cells as text, each column as wide as its widest cell, two spaces apart.
+/// Rows of cells as text, each column as wide as its widest cell, two spaces apart (none
+/// after a row's last cell, empty or not).
 pub fn columns(rows: &[Vec<String>]) -> Vec<String> {
     let width = rows.iter().map(Vec::len).max().unwrap_or(0);
     let widths: Vec<usize> = (0..width)
@@ -68,7 +126,7 @@ pub fn columns(rows: &[Vec<String>]) -> Vec<String> {
                     false => format!("{cell:<w$}", w = widths[c]),
                 })
                 .collect();
-            cells.join("  ")
+            cells.join("  ").trim_end().to_string()
         })
         .collect()
 }
@@ -91,6 +149,11 @@ mod tests {
             vec!["/bbb".to_string(), "yy".to_string(), "z".to_string()],
         ];
         assert_eq!(columns(&rows), ["/a    x   end", "/bbb  yy  z"]);
+        let rows = vec![
+            vec!["/a".to_string(), "x".to_string(), String::new()],
+            vec!["/bbb".to_string(), "yy".to_string(), "z".to_string()],
+        ];
+        assert_eq!(columns(&rows), ["/a    x", "/bbb  yy  z"]);
     }
 
     #[test]

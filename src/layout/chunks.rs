@@ -146,9 +146,26 @@ pub fn encode_tile(
     dtype: Dtype,
     buf: Buffer,
     threads: usize,
+    store: impl FnMut(u64, &[u8]) -> Result<()>,
+) -> Result<Summary> {
+    let all = 0..chunks.count();
+    encode_chunks(chunks, all, pipeline, dtype, buf, threads, store)
+}
+
+/// Encodes the chunks `which` of a tile as `encode_tile` encodes them all, `buf` holding the
+/// tile's bytes from the first of them's first byte to the last one's end (a part of a large
+/// dataset read at a time); the summary is of those bytes.
+pub fn encode_chunks(
+    chunks: &Chunks,
+    which: std::ops::Range<u64>,
+    pipeline: &Pipeline,
+    dtype: Dtype,
+    buf: Buffer,
+    threads: usize,
     mut store: impl FnMut(u64, &[u8]) -> Result<()>,
 ) -> Result<Summary> {
     let threads = threads.max(1);
+    let base = chunks.range(which.start).0;
     let (to_encode, work) = sync_channel::<(u64, Raw)>(threads);
     let work = Mutex::new(work);
     let (to_store, stored) = sync_channel::<std::result::Result<(u64, Vec<u8>), String>>(threads);
@@ -161,9 +178,9 @@ pub fn encode_tile(
         // padded, are copied out first.
         let reader = scope.spawn(|| -> Result<Summary> {
             let mut summing = Summing::new(dtype);
-            for i in 0..chunks.count() {
+            for i in which {
                 let (start, len) = chunks.range(i);
-                let (start, len) = (start as usize, len as usize);
+                let (start, len) = ((start - base) as usize, len as usize);
                 let raw = match buf {
                     Buffer::Host(bytes) if len == full => Raw::Host(&bytes[start..start + len]),
                     Buffer::Host(bytes) => {
@@ -435,6 +452,38 @@ mod tests {
             }
             assert!(back == bytes);
         }
+        // Some of the chunks, from their bytes alone, encode as they do in the whole tile.
+        let mut whole: Vec<Option<Vec<u8>>> = vec![None; chunks.count() as usize];
+        let buf = Buffer::Host(&bytes);
+        encode_tile(&chunks, &p, Dtype::Float64, buf, 2, |i, s| {
+            whole[i as usize] = Some(s.to_vec());
+            Ok(())
+        })
+        .unwrap();
+        let which = 1..4;
+        let (start, _) = chunks.range(which.start);
+        let (last, len) = chunks.range(which.end - 1);
+        let part = &bytes[start as usize..(last + len) as usize];
+        let mut got = Vec::new();
+        let summary = encode_chunks(
+            &chunks,
+            which.clone(),
+            &p,
+            Dtype::Float64,
+            Buffer::Host(part),
+            2,
+            |i, s| {
+                got.push((i, s.to_vec()));
+                Ok(())
+            },
+        )
+        .unwrap();
+        got.sort();
+        let want: Vec<(u64, Vec<u8>)> = which
+            .map(|i| (i, whole[i as usize].clone().unwrap()))
+            .collect();
+        assert!(got == want);
+        assert_eq!(summary, Summary::of(Dtype::Float64, part));
         // A failure to store stops the encoding and is the outcome.
         let mut stored = 0;
         let e = encode_tile(

@@ -1,8 +1,10 @@
 //! What a file holds, as tools show it, without reading its data: every dataset's element type,
 //! shape and storage and, for a virtual dataset, its tiles (the mappings): which box each
 //! fills, from which file and dataset, where HDF5 finds that file, and what an h5tile master
-//! records of each (where its bytes are, their checksums, the tile's extremes). Works on any
-//! HDF5 file: what h5tile did not record is simply absent.
+//! records of each (where its bytes are, their checksums, the tile's extremes); and how each
+//! dataset and each tile's source is stored on disk (its filters, its bytes there), from the
+//! metadata of the tiles' files. Works on any HDF5 file: what h5tile did not record is simply
+//! absent.
 
 use crate::dtype::Dtype;
 use crate::geometry::tile::Tile;
@@ -12,8 +14,10 @@ use crate::layout::single::recorded_tiles;
 use crate::layout::vds::{NO_OFFSET, TILE_DATASET};
 use crate::layout::{generation_of, subfile_generation, subfiles::is_tile_dataset};
 use crate::ops::read::mappings::{read_tile_bytes, resolve_source, unescape_source_name};
+use crate::platform::codecs::{Compression, Pipeline};
 use crate::platform::hdf5::{self, Dataset, File, Storage};
 use crate::status::*;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 /// How a dataset keeps its elements.
@@ -103,6 +107,65 @@ pub struct TileExtremes {
     pub nan: u64,
 }
 
+/// How a dataset's elements are kept on disk, from its file's metadata alone.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Stored {
+    /// The filters, when they are one of h5tile's codecs after a byte shuffle or not; for a
+    /// tiled dataset, its first compressed tile's.
+    pub compression: Option<Compression>,
+    /// HDF5's ids of the filters, in pipeline order (empty: none).
+    pub filters: Vec<u32>,
+    /// A tiled dataset's tiles are not all stored through the same filters.
+    pub mixed: bool,
+    /// Bytes of the elements.
+    pub logical_bytes: u64,
+    /// Bytes they take in the file (compressed chunks as stored; 0: nothing allocated).
+    pub stored_bytes: u64,
+}
+
+impl Stored {
+    /// Of `dset`, whose elements are `logical_bytes`.
+    fn of(dset: &Dataset, logical_bytes: u64) -> Result<Stored> {
+        let filters = match dset.storage()? {
+            Storage::Chunked(_) => dset.create_plist()?.filters()?,
+            _ => Vec::new(),
+        };
+        let compression = Pipeline::from_filters(&filters).map(|p| Compression {
+            codec: p.codec,
+            level: p.level,
+            shuffle: p.shuffle.is_some(),
+        });
+        Ok(Stored {
+            compression,
+            filters: filters.iter().map(|f| f.id).collect(),
+            mixed: false,
+            logical_bytes,
+            stored_bytes: dset.storage_size(),
+        })
+    }
+
+    /// Of `bytes` kept as they are (a tile of the single-file layout).
+    fn plain(bytes: u64) -> Stored {
+        Stored {
+            compression: None,
+            filters: Vec::new(),
+            mixed: false,
+            logical_bytes: bytes,
+            stored_bytes: bytes,
+        }
+    }
+
+    /// The compression ratio: logical bytes ÷ stored bytes; None when nothing is stored.
+    pub fn ratio(&self) -> Option<f64> {
+        (self.stored_bytes > 0).then(|| self.logical_bytes as f64 / self.stored_bytes as f64)
+    }
+
+    /// Its elements pass through filters (a codec, a shuffle, a checksum) on their way to disk.
+    pub fn filtered(&self) -> bool {
+        !self.filters.is_empty()
+    }
+}
+
 /// One mapping of a virtual dataset.
 #[derive(Clone, Debug)]
 pub struct TileInfo {
@@ -134,6 +197,9 @@ pub struct TileInfo {
     /// The single-file layout: the shape of the contiguous dataset whose rows hold the tile's
     /// bytes (its data from `data_offset`). None: the bytes are one run from `data_offset`.
     pub within: Option<Vec<u64>>,
+    /// How its source dataset (all of it, whatever part is mapped) is stored; None where it
+    /// cannot be opened (missing, a pattern).
+    pub stored: Option<Stored>,
 }
 
 impl TileInfo {
@@ -207,6 +273,9 @@ pub struct DatasetInfo {
     /// it (layout `Single`): each with the file itself as its source (`file` "."), the
     /// dataset's data offset and its shape (`within`).
     pub single: Option<VirtualInfo>,
+    /// How it is stored: a virtual dataset's distinct sources together (None where one that
+    /// holds elements is not known).
+    pub stored: Option<Stored>,
 }
 
 impl DatasetInfo {
@@ -284,14 +353,14 @@ pub fn describe(path: &Path, dataset: Option<&str>) -> Result<Vec<DatasetInfo>> 
         .iter()
         .map(|name| {
             let dset = Dataset::open(&file, name)?;
-            describe_dataset(path, name, &dset).map_err(|e| {
+            describe_dataset(path, &file, name, &dset).map_err(|e| {
                 e.context(&format!("cannot describe '{name}' in '{}'", path.display()))
             })
         })
         .collect()
 }
 
-fn describe_dataset(master: &Path, name: &str, dset: &Dataset) -> Result<DatasetInfo> {
+fn describe_dataset(master: &Path, file: &File, name: &str, dset: &Dataset) -> Result<DatasetInfo> {
     let file_type = dset.dtype()?;
     let element = Dtype::of_hdf5(&file_type).ok();
     let shape = dset.space()?.dims()?;
@@ -303,14 +372,14 @@ fn describe_dataset(master: &Path, name: &str, dset: &Dataset) -> Result<Dataset
         Storage::Other => StorageKind::Other,
     };
     let virtual_info = match storage {
-        StorageKind::Virtual => Some(describe_virtual(master, dset, element, shape.len())?),
+        StorageKind::Virtual => Some(describe_virtual(master, file, dset, element, shape.len())?),
         _ => None,
     };
     let single = match dset.storage()? {
         Storage::Contiguous(Some(at)) => describe_single(master, name, dset, element, &shape, at),
         _ => None,
     };
-    Ok(DatasetInfo {
+    let mut info = DatasetInfo {
         name: name.to_string(),
         dtype: file_type.describe(),
         element,
@@ -319,7 +388,66 @@ fn describe_dataset(master: &Path, name: &str, dset: &Dataset) -> Result<Dataset
         storage,
         virtual_info,
         single,
-    })
+        stored: None,
+    };
+    info.stored = match &info.virtual_info {
+        Some(vds) => stored_of_tiles(&vds.tiles),
+        None => Some(Stored::of(dset, info.bytes())?),
+    };
+    Ok(info)
+}
+
+/// How the tiles' distinct sources are stored together; None when a tile holding elements is
+/// of an unknown source.
+fn stored_of_tiles(tiles: &[TileInfo]) -> Option<Stored> {
+    let mut seen = HashSet::new();
+    let mut all = Stored::plain(0);
+    let mut filters: Option<&[u32]> = None;
+    for t in tiles {
+        let Some(s) = &t.stored else {
+            match t.region {
+                Some(_) => return None,
+                None => continue,
+            }
+        };
+        if !seen.insert((&t.path, &t.dataset)) {
+            continue;
+        }
+        all.logical_bytes += s.logical_bytes;
+        all.stored_bytes += s.stored_bytes;
+        all.mixed |= filters.is_some_and(|f| f != s.filters.as_slice());
+        let first = filters.get_or_insert(&s.filters);
+        if all.compression.is_none() && s.compression.is_some() {
+            all.compression = s.compression;
+            *first = &s.filters;
+        }
+    }
+    all.filters = filters.unwrap_or_default().to_vec();
+    Some(all)
+}
+
+/// How each tile's source dataset is stored (None where it cannot be opened), each source file
+/// opened once; `master` is the file the tiles' "." names.
+fn stored_of_sources(master: &File, tiles: &[TileInfo]) -> Vec<Option<Stored>> {
+    let mut files: HashMap<&Path, Option<File>> = HashMap::new();
+    tiles
+        .iter()
+        .map(|t| {
+            if t.pattern || !t.found {
+                return None;
+            }
+            let file = match t.file.as_str() {
+                "." => master,
+                _ => files
+                    .entry(t.path.as_path())
+                    .or_insert_with(|| File::open_read(&t.path).ok())
+                    .as_ref()?,
+            };
+            let dset = Dataset::open(file, &t.dataset).ok()?;
+            let bytes = dset.space().ok()?.points().ok()? * dset.dtype().ok()?.size() as u64;
+            Stored::of(&dset, bytes).ok()
+        })
+        .collect()
 }
 
 /// The tiles the single-file layout recorded on `dset` (`name` in `master`, its data from
@@ -340,7 +468,6 @@ fn describe_single(
         .into_iter()
         .enumerate()
         .map(|(i, tile)| TileInfo {
-            region: Some(tile),
             file: ".".to_string(),
             dataset: name.to_string(),
             pattern: false,
@@ -356,6 +483,9 @@ fn describe_single(
                 .map(<[u64]>::to_vec),
             extremes: extremes.as_ref().and_then(|e| e[i]),
             within: Some(shape.to_vec()),
+            // Rows of the dataset, as they are.
+            stored: element.map(|d| Stored::plain((tile.volume() * d.size() as u128) as u64)),
+            region: Some(tile),
         })
         .collect();
     Some(VirtualInfo {
@@ -368,6 +498,7 @@ fn describe_single(
 
 fn describe_virtual(
     master: &Path,
+    master_file: &File,
     dset: &Dataset,
     element: Option<Dtype>,
     ndim: usize,
@@ -423,7 +554,12 @@ fn describe_virtual(
                 .map(<[u64]>::to_vec),
             extremes: extremes.as_ref().and_then(|e| e[i]),
             within: None,
+            stored: None,
         });
+    }
+    let stored = stored_of_sources(master_file, &tiles);
+    for (t, stored) in tiles.iter_mut().zip(stored) {
+        t.stored = stored;
     }
     let (layout, generation) = h5tile_layout(&tiles);
     Ok(VirtualInfo {

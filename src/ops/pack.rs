@@ -5,7 +5,10 @@
 //! its copy), soft and external links are kept as they are, and an object with several hard
 //! links keeps them all. A virtual dataset's elements are read through h5tile's own
 //! reader (which checks every recorded checksum) in boxes of bounded size, each written
-//! before the next is read, so memory stays bounded whatever the dataset's size.
+//! before the next is read, so memory stays bounded whatever the dataset's size. Where its
+//! tiles are compressed (or a codec is asked for), the new dataset is chunked as h5tile's
+//! writers chunk a tile (`layout::chunks`) and compressed the same way: each box is whole
+//! chunks, encoded on the I/O threads and written as stored.
 
 use super::files::{
     destination, folder_of, remove_replaced_tiles, rename, same_file, sync, FileError, FileResult,
@@ -16,8 +19,10 @@ use super::relocate::tile_files_of;
 use super::verify::check_sources;
 use crate::dtype::Dtype;
 use crate::geometry::tile::Tile;
+use crate::layout::chunks::{encode_chunks, Chunks, CHUNK_BYTES};
+use crate::platform::codecs::{Compression, Pipeline};
 use crate::platform::comm::Comm;
-use crate::platform::device::BufferMut;
+use crate::platform::device::{io_threads, Buffer, BufferMut};
 use crate::platform::hdf5::{
     Dataset, File, Link, LinkTarget, NamedTypes, ObjectKey, ObjectKind, Storage,
 };
@@ -33,13 +38,59 @@ const DEFAULT_SLAB_BYTES: u64 = 64 << 20;
 /// (where their bytes are, checksums, extremes): meaningless once it is contiguous, not kept.
 pub const OWN_ATTRIBUTE_PREFIX: &str = "h5tile_";
 
-/// A virtual dataset written out as a contiguous one.
+/// Which codec the datasets `pack` makes of virtual ones are compressed with.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum PackCodec {
+    /// Their tiles' (the first compressed tile's codec and level); none where no tile is
+    /// compressed.
+    #[default]
+    AsTiles,
+    /// None: contiguous.
+    Uncompressed,
+    /// This codec at this level (its `shuffle` is not used: see `PackOptions::shuffle`).
+    Given(Compression),
+}
+
+/// How `pack` makes its datasets.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct PackOptions {
+    /// The largest box of a virtual dataset read and written at once (None: 64 MiB; one
+    /// element, or one chunk, where that is larger).
+    pub slab_bytes: Option<u64>,
+    pub codec: PackCodec,
+    /// A byte shuffle before the codec, or not; None: as the tiles are (none where they are
+    /// not compressed). Ignored where a dataset is left uncompressed.
+    pub shuffle: Option<bool>,
+}
+
+impl PackOptions {
+    /// How a dataset whose tiles are compressed with `tiles` (None: not compressed) is
+    /// compressed (None: contiguous).
+    pub fn compression_for(&self, tiles: Option<Compression>) -> Option<Compression> {
+        let chosen = match self.codec {
+            PackCodec::AsTiles => tiles?,
+            PackCodec::Uncompressed => return None,
+            PackCodec::Given(c) => c,
+        };
+        let shuffle = self.shuffle.unwrap_or(tiles.is_some_and(|t| t.shuffle));
+        // A level another program recorded that h5tile's codec lacks: its default instead.
+        Compression::new(chosen.codec, chosen.level, shuffle)
+            .or_else(|_| Compression::new(chosen.codec, 0, shuffle))
+            .ok()
+    }
+}
+
+/// A virtual dataset written out as an ordinary one: contiguous, or chunked and compressed.
 #[derive(Clone, Debug)]
 pub struct PackedDataset {
     pub name: String,
     pub dtype: String,
     pub shape: Vec<u64>,
     pub bytes: u64,
+    /// How it is compressed (None: contiguous, uncompressed).
+    pub compression: Option<Compression>,
+    /// Bytes it takes in the packed file.
+    pub stored_bytes: u64,
     /// The boxes it was read and written in.
     pub slabs: u64,
     /// Read by h5tile's reader, which checks the recorded checksums; otherwise (a type h5tile
@@ -87,15 +138,14 @@ pub struct PackReport {
 
 /// Packs the file at `src` into a new file at `dst` (created, or truncated): see the module's
 /// documentation. `datasets` are `src`'s datasets as `describe` gave them: the sources of the
-/// virtual ones are checked before anything is written. Virtual datasets are read and written
-/// in boxes of at most `slab_bytes` (64 MiB when None; one element where that is larger);
-/// `progress(n)` is told of every `n` bytes of datasets written. On failure `dst` holds what
-/// was made so far: the caller removes it.
+/// virtual ones are checked before anything is written. Virtual datasets are made as `options`
+/// say; `progress(n)` is told of every `n` bytes of datasets written. On failure `dst` holds
+/// what was made so far: the caller removes it.
 pub fn pack(
     src: &Path,
     datasets: &[DatasetInfo],
     dst: &Path,
-    slab_bytes: Option<u64>,
+    options: PackOptions,
     progress: &dyn Fn(u64),
 ) -> Result<PackReport> {
     // A missing or truncated source, found before anything is written (the bytes of the
@@ -116,7 +166,8 @@ pub fn pack(
         datasets: datasets.iter().map(|d| (d.name.as_str(), d)).collect(),
         from: &from,
         to: &to,
-        slab_bytes: slab_bytes.unwrap_or(DEFAULT_SLAB_BYTES).max(1),
+        slab_bytes: options.slab_bytes.unwrap_or(DEFAULT_SLAB_BYTES).max(1),
+        options,
         progress,
         types,
         seen: HashMap::new(),
@@ -140,7 +191,7 @@ pub struct PackPlan {
     src: PathBuf,
     dst: PathBuf,
     datasets: Vec<DatasetInfo>,
-    slab_bytes: Option<u64>,
+    options: PackOptions,
     old_tiles: Vec<PathBuf>,
 }
 
@@ -168,14 +219,9 @@ impl Drop for Temporary {
 
 impl PackPlan {
     /// Plans packing `src` into `dst` (a file, or a folder to pack into under SRC's name),
-    /// virtual datasets in slabs of at most `slab_bytes` (see `pack`). Refuses a destination
-    /// that is SRC, a folder, in no folder, or that exists (unless `force`).
-    pub fn new(
-        src: &Path,
-        dst: &Path,
-        force: bool,
-        slab_bytes: Option<u64>,
-    ) -> FileResult<PackPlan> {
+    /// virtual datasets made as `options` say (see `pack`). Refuses a destination that is
+    /// SRC, a folder, in no folder, or that exists (unless `force`).
+    pub fn new(src: &Path, dst: &Path, force: bool, options: PackOptions) -> FileResult<PackPlan> {
         let datasets = describe(src, None)?;
         let dst = destination(src, dst);
         refuse(src, &dst, force)?;
@@ -187,7 +233,7 @@ impl PackPlan {
             src: src.to_path_buf(),
             dst,
             datasets,
-            slab_bytes,
+            options,
             old_tiles,
         })
     }
@@ -208,7 +254,7 @@ impl PackPlan {
         let mut undo = Temporary(Some(temporary.clone()));
         let before = version(src);
         let report =
-            pack(src, &self.datasets, &temporary, self.slab_bytes, progress).map_err(|e| {
+            pack(src, &self.datasets, &temporary, self.options, progress).map_err(|e| {
                 let what = format!("cannot pack '{}' into '{}'", src.display(), dst.display());
                 FileError::Failed(e.context(&what).message)
             })?;
@@ -270,6 +316,7 @@ struct Packer<'a> {
     from: &'a File,
     to: &'a File,
     slab_bytes: u64,
+    options: PackOptions,
     progress: &'a dyn Fn(u64),
     /// The copies of the source's named datatypes, made first.
     types: NamedTypes,
@@ -374,39 +421,11 @@ impl Packer<'_> {
         Ok(())
     }
 
-    /// Makes the virtual dataset `dataset` (at `link`) contiguous in the new file.
+    /// Makes the virtual dataset `dataset` (at `link`) an ordinary one in the new file:
+    /// contiguous, or chunked and compressed (`PackOptions::compression_for`) where h5tile
+    /// reads its type and it has elements.
     fn pack_virtual(&mut self, link: &Link, dataset: &Dataset) -> Result<()> {
         let name = link.path.as_str();
-        let out = self.to.create_contiguous_like(link, dataset, &self.types)?;
-        self.attributes(name, true)?;
-        let stored = dataset.dtype()?;
-        let shape = dataset.space()?.dims()?;
-        let element = Dtype::of_hdf5(&stored).ok().filter(|_| !shape.is_empty());
-        let elem = match element {
-            Some(d) => d.size(),
-            None => dataset.memory_element_bytes()?,
-        };
-        let volume: u64 = shape.iter().product();
-        let slabs = Slabs::new(&shape, elem as u64, self.slab_bytes);
-        let mut buf = vec![0u8; slabs.largest_bytes() as usize];
-        let mem_type = element.map(Dtype::hdf5_type).transpose()?;
-        let mut count = 0;
-        for slab in slabs {
-            let n = slab.volume() as usize * elem;
-            match (element, &mem_type) {
-                (Some(dtype), Some(mem_type)) => {
-                    let bytes = &mut buf[..n];
-                    let host = BufferMut::Host(&mut *bytes);
-                    let options = ReadOptions::default();
-                    read(&Comm::solo(), self.src, name, dtype, &slab, host, options)?;
-                    out.write_block(mem_type, &slab.offset, &slab.shape, bytes)?;
-                }
-                _ => dataset.copy_block_to(&out, &slab.offset, &slab.shape, &mut buf)?,
-            }
-            // As stored, as the total was counted.
-            (self.progress)(slab.volume() as u64 * stored.size() as u64);
-            count += 1;
-        }
         let described;
         let info = match self.datasets.get(name) {
             Some(info) => Some(*info),
@@ -415,6 +434,62 @@ impl Packer<'_> {
                 described.first()
             }
         };
+        let stored = dataset.dtype()?;
+        let shape = dataset.space()?.dims()?;
+        let element = Dtype::of_hdf5(&stored).ok().filter(|_| !shape.is_empty());
+        let elem = match element {
+            Some(d) => d.size(),
+            None => dataset.memory_element_bytes()?,
+        };
+        let tiles = info
+            .and_then(|i| i.stored.as_ref())
+            .and_then(|s| s.compression);
+        let compressed = match element {
+            Some(dtype) if !shape.contains(&0) => {
+                let compression = self.options.compression_for(tiles);
+                compression.map(|compression| Compressed {
+                    chunks: Chunks::new(&shape, dtype.size(), CHUNK_BYTES),
+                    pipeline: compression.pipeline(dtype.size()),
+                    compression,
+                })
+            }
+            _ => None,
+        };
+        let layout = compressed
+            .as_ref()
+            .map(|c| (c.chunks.shape.as_slice(), &c.pipeline));
+        let out = self
+            .to
+            .create_packed_like(link, dataset, &self.types, layout)?;
+        self.attributes(name, true)?;
+        let volume: u64 = shape.iter().product();
+        let slabs = match &compressed {
+            Some(c) => Slabs::of_chunks(&shape, elem as u64, &c.chunks, self.slab_bytes),
+            None => Slabs::new(&shape, elem as u64, self.slab_bytes),
+        };
+        let mut buf = vec![0u8; slabs.largest_bytes() as usize];
+        let mem_type = element.map(Dtype::hdf5_type).transpose()?;
+        let (mut count, mut at) = (0, 0u64);
+        for slab in slabs {
+            let n = slab.volume() as usize * elem;
+            match (element, &mem_type) {
+                (Some(dtype), Some(mem_type)) => {
+                    let bytes = &mut buf[..n];
+                    let host = BufferMut::Host(&mut *bytes);
+                    let options = ReadOptions::default();
+                    read(&Comm::solo(), self.src, name, dtype, &slab, host, options)?;
+                    match &compressed {
+                        Some(c) => c.write(&out, dtype, at, bytes)?,
+                        None => out.write_block(mem_type, &slab.offset, &slab.shape, bytes)?,
+                    }
+                }
+                _ => dataset.copy_block_to(&out, &slab.offset, &slab.shape, &mut buf)?,
+            }
+            at += n as u64;
+            // As stored, as the total was counted.
+            (self.progress)(slab.volume() as u64 * stored.size() as u64);
+            count += 1;
+        }
         let checksummed = info
             .and_then(|i| i.virtual_info.as_ref())
             .is_some_and(|v| v.not_checksummed() == 0 && v.tiles.iter().any(|t| t.sums.is_some()));
@@ -423,10 +498,41 @@ impl Packer<'_> {
             dtype: info.map_or_else(|| stored.describe(), |i| i.dtype.clone()),
             bytes: info.map_or(volume * stored.size() as u64, |i| i.bytes()),
             shape,
+            compression: compressed.map(|c| c.compression),
+            stored_bytes: out.storage_size(),
             slabs: count,
             by_h5tile: element.is_some(),
             checksummed: checksummed && element.is_some(),
         });
+        Ok(())
+    }
+}
+
+/// How a packed dataset is compressed: its codec, its chunks (as a tile's) and their filters.
+struct Compressed {
+    compression: Compression,
+    chunks: Chunks,
+    pipeline: Pipeline,
+}
+
+impl Compressed {
+    /// Writes `bytes`, the dataset's (of `dtype`) from byte `at`, whole chunks (a slab of
+    /// `Slabs::of_chunks`), to `out` as its chunks, compressed on the I/O threads.
+    fn write(&self, out: &Dataset, dtype: Dtype, at: u64, bytes: &[u8]) -> Result<()> {
+        let chunks = &self.chunks;
+        let which = chunks.covering(at, at + bytes.len() as u64);
+        debug_assert_eq!(chunks.range(which.start).0, at);
+        let store = |i, stored: &[u8]| out.write_chunk(&chunks.offset(i), stored);
+        let host = Buffer::Host(bytes);
+        encode_chunks(
+            chunks,
+            which,
+            &self.pipeline,
+            dtype,
+            host,
+            io_threads(),
+            store,
+        )?;
         Ok(())
     }
 }
@@ -472,6 +578,30 @@ impl Slabs {
             split,
             step,
             next: (!empty).then(|| vec![0; ndim.min(split + 1)]),
+        }
+    }
+
+    /// Boxes of whole chunks of `chunks` (a dataset of `shape` cut so): as many chunks along
+    /// the chunks' axis as fit in `bound` bytes, one at least. The box at the end of the axis
+    /// ends where the dataset does, as its last chunk does.
+    pub(crate) fn of_chunks(shape: &[u64], elem: u64, chunks: &Chunks, bound: u64) -> Slabs {
+        let chunk = &chunks.shape;
+        // The axis: the last dimension the chunks do not span whole (the first when they
+        // span all); before it the chunks are one index wide.
+        let axis = (0..shape.len())
+            .rev()
+            .find(|&d| chunk[d] != shape[d])
+            .unwrap_or(0);
+        let per_chunk = chunks.chunk_bytes() as u64;
+        let step = (bound / per_chunk.max(1))
+            .max(1)
+            .saturating_mul(chunk[axis]);
+        Slabs {
+            shape: shape.to_vec(),
+            elem,
+            split: axis,
+            step: step.min(shape[axis]),
+            next: (!shape.contains(&0)).then(|| vec![0; axis + 1]),
         }
     }
 
@@ -524,11 +654,20 @@ mod tests {
 
     /// Every element is in exactly one box, and no box is larger than the bound allows.
     fn covers_once(shape: &[u64], elem: u64, bound: u64) {
-        let total: u64 = shape.iter().product();
-        let mut seen = vec![0u8; total as usize];
-        for (offset, extent) in boxes(shape, elem, bound) {
+        for (_, extent) in boxes(shape, elem, bound) {
             let volume: u64 = extent.iter().product();
             assert!(volume * elem <= bound.max(elem), "{extent:?} of {shape:?}");
+        }
+        covers_once_by(Slabs::new(shape, elem, bound), shape);
+    }
+
+    /// Every element of a dataset of `shape` is in exactly one of `slabs`.
+    fn covers_once_by(slabs: Slabs, shape: &[u64]) {
+        let total: u64 = shape.iter().product();
+        let mut seen = vec![0u8; total as usize];
+        for t in slabs {
+            let (offset, extent) = (t.offset, t.shape);
+            let volume: u64 = extent.iter().product();
             let tile = Tile::new(offset.clone(), extent.clone());
             assert!(tile.fits_in(shape), "{tile} in {shape:?}");
             for k in 0..volume {
@@ -543,7 +682,7 @@ mod tests {
                 seen[flat as usize] += 1;
             }
         }
-        assert!(seen.iter().all(|&n| n == 1), "{shape:?} {elem} {bound}");
+        assert!(seen.iter().all(|&n| n == 1), "{shape:?}");
     }
 
     #[test]
@@ -575,6 +714,40 @@ mod tests {
             ]
         );
         assert_eq!(boxes(&[2], 16, 8), [(vec![0], vec![1]), (vec![1], vec![1])]);
+    }
+
+    #[test]
+    fn boxes_of_chunks_are_whole_chunks_in_order() {
+        for (shape, bound) in [
+            (vec![600u64, 500], 1u64),
+            (vec![600, 500], 3 << 20),
+            (vec![40, 300, 500], 5 << 20),
+            (vec![7, 5, 3], 1),
+            (vec![1000], 1),
+        ] {
+            let target = match shape.len() {
+                1 => 800,
+                _ => CHUNK_BYTES,
+            };
+            let chunks = Chunks::new(&shape, 8, target);
+            let mut at = 0;
+            let mut next_chunk = 0;
+            for slab in Slabs::of_chunks(&shape, 8, &chunks, bound) {
+                let n = slab.volume() as u64 * 8;
+                assert!(
+                    n <= bound.max(chunks.chunk_bytes() as u64),
+                    "{shape:?}: {slab}"
+                );
+                let which = chunks.covering(at, at + n);
+                assert_eq!(which.start, next_chunk, "{shape:?}: {slab}");
+                assert_eq!(chunks.range(which.start).0, at, "{shape:?}: {slab}");
+                let (last, len) = chunks.range(which.end - 1);
+                assert_eq!(last + len, at + n, "{shape:?}: {slab} ends with a chunk");
+                (at, next_chunk) = (at + n, which.end);
+            }
+            assert_eq!(next_chunk, chunks.count(), "{shape:?}");
+            covers_once_by(Slabs::of_chunks(&shape, 8, &chunks, bound), &shape);
+        }
     }
 
     #[test]

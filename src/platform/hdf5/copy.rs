@@ -1,8 +1,8 @@
 //! Copying a file's objects into another file, as `h5tile pack` does: a group's links listed
 //! (hard, soft, external) and made again, objects copied whole by `H5Ocopy`, groups made with
 //! their creation properties, attributes copied one by one (some left out), and the stand-in
-//! for a virtual dataset: a contiguous dataset of its type, shape and fill value, written box
-//! by box. Named datatypes are copied first, once each (`NamedTypes`): whatever used one in
+//! for a virtual dataset: a dataset of its type, shape and fill value, contiguous or chunked
+//! and compressed, written box by box. Named datatypes are copied first, once each (`NamedTypes`): whatever used one in
 //! the source uses its copy.
 
 use super::handle::Object;
@@ -10,6 +10,7 @@ use super::relocate::{
     attribute_names, copy_attribute, copy_creation_properties, creation_order_tracked,
 };
 use super::{check, cstr, Attribute, Dataset, File, ObjectKind, Plist, Space, Type};
+use crate::platform::codecs::Pipeline;
 use crate::status::Result;
 use hdf5_sys::h5::{herr_t, hsize_t, H5_index_t, H5_iter_order_t};
 use hdf5_sys::h5a::{H5Aget_type, H5Aopen};
@@ -563,16 +564,18 @@ impl File {
         })
     }
 
-    /// Creates, in this file at `link`'s path, the contiguous stand-in for dataset `src`
-    /// (virtual, or any other): its type (the copy in `types` of its named datatype, where it
-    /// has one; else a private copy), its extent (with no room to grow: contiguous storage
-    /// cannot), the fill value its writer set, and its attribute order tracking. Its storage
-    /// is never filled: every element is to be written.
-    pub fn create_contiguous_like(
+    /// Creates, in this file at `link`'s path, the stand-in for dataset `src` (virtual, or
+    /// any other): its type (the copy in `types` of its named datatype, where it has one; else
+    /// a private copy), its extent (with no room to grow, as a contiguous dataset cannot), the
+    /// fill value its writer set, and its attribute order tracking. It is contiguous, or with
+    /// `compressed` (chunk shape, filters) chunked as `Plist::chunked_filtered` makes it. Its
+    /// storage is never filled: every element (every chunk) is to be written.
+    pub fn create_packed_like(
         &self,
         link: &Link,
         src: &Dataset,
         types: &NamedTypes,
+        compressed: Option<(&[u64], &Pipeline)>,
     ) -> Result<Dataset> {
         let _l = super::lock();
         let name = &link.path;
@@ -594,10 +597,13 @@ impl File {
         }
         let dcpl = Plist::dataset_create()?;
         copy_creation_properties(&src.create_plist()?, &dcpl, &dtype, name)?;
-        unsafe {
-            check(H5Pset_layout(dcpl.id(), H5D_layout_t::H5D_CONTIGUOUS), what)?;
-            let never = H5D_fill_time_t::H5D_FILL_TIME_NEVER;
-            check(H5Pset_fill_time(dcpl.id(), never), what)?;
+        match compressed {
+            Some((chunk, pipeline)) => dcpl.set_chunked_filtered(chunk, pipeline)?,
+            None => unsafe {
+                check(H5Pset_layout(dcpl.id(), H5D_layout_t::H5D_CONTIGUOUS), what)?;
+                let never = H5D_fill_time_t::H5D_FILL_TIME_NEVER;
+                check(H5Pset_fill_time(dcpl.id(), never), what)?;
+            },
         }
         let lcpl = link_create(Some(link))?;
         let c = cstr(name);
@@ -773,7 +779,7 @@ mod tests {
         dst.create_group_like(&root[1], &src).unwrap();
         let x = Dataset::open(&src, "/g/x").unwrap();
         let types = NamedTypes::default();
-        let out = dst.create_contiguous_like(&g[0], &x, &types).unwrap();
+        let out = dst.create_packed_like(&g[0], &x, &types, None).unwrap();
         let skipped = src
             .copy_attributes("/g/x", &dst, &|n| !n.starts_with("h5tile_"), &types)
             .unwrap();

@@ -7,7 +7,9 @@ use super::{check, Dataset, Plist};
 use crate::platform::codecs::{self, Codec, Filter, Pipeline};
 use crate::status::Result;
 use hdf5_sys::h5::{haddr_t, hsize_t, H5allocate_memory, H5free_memory, HADDR_UNDEF};
-use hdf5_sys::h5d::{H5D_fill_time_t, H5Dget_chunk_info_by_coord, H5Dwrite_chunk};
+use hdf5_sys::h5d::{
+    H5D_fill_time_t, H5Dget_chunk_info_by_coord, H5Dget_storage_size, H5Dwrite_chunk,
+};
 use hdf5_sys::h5p::{
     H5Pget_filter2, H5Pget_nfilters, H5Pset_chunk, H5Pset_deflate, H5Pset_fill_time, H5Pset_filter,
     H5Pset_shuffle, H5P_DEFAULT,
@@ -178,24 +180,30 @@ impl Plist {
     /// never filled: every one is written.
     pub fn chunked_filtered(chunk: &[u64], pipeline: &Pipeline) -> Result<Plist> {
         let dcpl = Plist::dataset_create()?;
+        dcpl.set_chunked_filtered(chunk, pipeline)?;
+        Ok(dcpl)
+    }
+
+    /// Sets these dataset-creation properties as `chunked_filtered` makes them.
+    pub fn set_chunked_filtered(&self, chunk: &[u64], pipeline: &Pipeline) -> Result<()> {
         let _l = super::lock();
         let what = || format!("cannot set up chunks of {chunk:?} compressed with {pipeline:?}");
         unsafe {
             check(
-                H5Pset_chunk(dcpl.id(), chunk.len() as i32, chunk.as_ptr()),
+                H5Pset_chunk(self.id(), chunk.len() as i32, chunk.as_ptr()),
                 what,
             )?;
             let never = H5D_fill_time_t::H5D_FILL_TIME_NEVER;
-            check(H5Pset_fill_time(dcpl.id(), never), what)?;
+            check(H5Pset_fill_time(self.id(), never), what)?;
             for Filter { id, cd_values } in pipeline.filters() {
                 let set = match id {
                     // HDF5 adds the element size to the shuffle's cd_values itself.
-                    codecs::FILTER_SHUFFLE => H5Pset_shuffle(dcpl.id()),
+                    codecs::FILTER_SHUFFLE => H5Pset_shuffle(self.id()),
                     codecs::FILTER_DEFLATE if H5Zfilter_avail(id as _) > 0 => {
-                        H5Pset_deflate(dcpl.id(), cd_values[0])
+                        H5Pset_deflate(self.id(), cd_values[0])
                     }
                     _ => H5Pset_filter(
-                        dcpl.id(),
+                        self.id(),
                         id as _,
                         H5Z_FLAG_OPTIONAL,
                         cd_values.len(),
@@ -205,7 +213,7 @@ impl Plist {
                 check(set, what)?;
             }
         }
-        Ok(dcpl)
+        Ok(())
     }
 
     /// The filters of these dataset-creation properties, in pipeline order.
@@ -266,6 +274,18 @@ impl Dataset {
             )
         };
         check(written, || format!("cannot write the chunk at {offset:?}")).map(|_| ())
+    }
+
+    /// Bytes the dataset's elements take in its file, as stored (compressed chunks as
+    /// compressed; 0 where nothing is allocated), from its metadata alone.
+    pub fn storage_size(&self) -> u64 {
+        let _l = super::lock();
+        // HDF5 returns 0 for a failure too: nothing allocated, as far as anyone can tell.
+        let size = unsafe { H5Dget_storage_size(self.id()) };
+        if size == 0 {
+            super::take_error_stack();
+        }
+        size
     }
 
     /// Where the chunk at element `offset` is stored (None: it was never written).
