@@ -64,8 +64,8 @@ pub mod internals {
         pub use crate::ops::copy::{CopiedFile, CopyPlan, CopyReport, Verified};
         pub use crate::ops::files::FileError;
         pub use crate::ops::inspect::{
-            describe, DatasetInfo, Scalar, StorageKind, Stored, TileExtremes, TileInfo,
-            VirtualInfo, VirtualLayout,
+            describe, describe_stored, DatasetInfo, Scalar, StorageKind, Stored, TileExtremes,
+            TileInfo, VirtualInfo, VirtualLayout,
         };
         pub use crate::ops::pack::{
             CopiedObject, KeptLink, Omitted, PackCodec, PackOptions, PackPlan, PackReport,

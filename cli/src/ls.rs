@@ -7,7 +7,7 @@ use crate::failure::Failure;
 use crate::series;
 use crate::show;
 use h5tile::internals::tool::{
-    describe, Codec, Compression, DatasetInfo, StorageKind, Stored, TileInfo, VirtualInfo,
+    describe_stored, Codec, Compression, DatasetInfo, StorageKind, Stored, TileInfo, VirtualInfo,
     VirtualLayout,
 };
 use serde::Serialize;
@@ -90,7 +90,7 @@ pub fn run(args: &Args, json: bool) -> Result<(), Failure> {
         }
         return series::ls(&args.file, json);
     }
-    let datasets = describe(&args.file, args.dataset.as_deref())?;
+    let datasets = describe_stored(&args.file, args.dataset.as_deref())?;
     let per_tile = args.long || args.decomposition;
     if json {
         let listing = Listing {

@@ -6,7 +6,8 @@ use crate::failure::Failure;
 use crate::ls::DatasetJson;
 use crate::show;
 use h5tile::internals::tool::{
-    checkpoints, describe, looks_like_series, recorded, Checkpoint, DatasetInfo, LATEST_RECORD,
+    checkpoints, describe_stored, looks_like_series, recorded, Checkpoint, DatasetInfo,
+    LATEST_RECORD,
 };
 use serde::Serialize;
 use std::path::Path;
@@ -61,7 +62,7 @@ pub fn ls(dir: &Path, json: bool) -> Result<(), Failure> {
             checkpoint: c,
             latest: Some(k) == newest,
             datasets: match c.complete {
-                true => describe(&c.master, None).map_err(|e| e.message),
+                true => describe_stored(&c.master, None).map_err(|e| e.message),
                 false => Err(why_incomplete(c)),
             },
         })

@@ -198,7 +198,7 @@ pub struct TileInfo {
     /// bytes (its data from `data_offset`). None: the bytes are one run from `data_offset`.
     pub within: Option<Vec<u64>>,
     /// How its source dataset (all of it, whatever part is mapped) is stored; None where it
-    /// cannot be opened (missing, a pattern).
+    /// cannot be opened (missing, a pattern), or was not asked for (`describe`).
     pub stored: Option<Stored>,
 }
 
@@ -274,7 +274,7 @@ pub struct DatasetInfo {
     /// dataset's data offset and its shape (`within`).
     pub single: Option<VirtualInfo>,
     /// How it is stored: a virtual dataset's distinct sources together (None where one that
-    /// holds elements is not known).
+    /// holds elements is not known, or `describe` was not asked for it).
     pub stored: Option<Stored>,
 }
 
@@ -324,8 +324,20 @@ pub fn open_file(path: &Path) -> Result<File> {
     File::open_read(path)
 }
 
-/// Every dataset of the file at `path` (or only `dataset`, when given), described.
+/// Every dataset of the file at `path` (or only `dataset`, when given), described; how a
+/// virtual dataset's tiles are stored is left out (`stored` None: see `describe_stored`).
 pub fn describe(path: &Path, dataset: Option<&str>) -> Result<Vec<DatasetInfo>> {
+    describe_as(path, dataset, false)
+}
+
+/// `describe`, with how each virtual dataset and each of its tiles is stored on disk (their
+/// filters and bytes there). Every tile file is opened for it: only the tools that show or
+/// keep it (`ls`, `pack`) ask.
+pub fn describe_stored(path: &Path, dataset: Option<&str>) -> Result<Vec<DatasetInfo>> {
+    describe_as(path, dataset, true)
+}
+
+fn describe_as(path: &Path, dataset: Option<&str>, stored: bool) -> Result<Vec<DatasetInfo>> {
     let _l = hdf5::lock();
     let file = open_file(path)?;
     let names = match dataset {
@@ -353,14 +365,20 @@ pub fn describe(path: &Path, dataset: Option<&str>) -> Result<Vec<DatasetInfo>> 
         .iter()
         .map(|name| {
             let dset = Dataset::open(&file, name)?;
-            describe_dataset(path, &file, name, &dset).map_err(|e| {
+            describe_dataset(path, &file, name, &dset, stored).map_err(|e| {
                 e.context(&format!("cannot describe '{name}' in '{}'", path.display()))
             })
         })
         .collect()
 }
 
-fn describe_dataset(master: &Path, file: &File, name: &str, dset: &Dataset) -> Result<DatasetInfo> {
+fn describe_dataset(
+    master: &Path,
+    file: &File,
+    name: &str,
+    dset: &Dataset,
+    with_stored: bool,
+) -> Result<DatasetInfo> {
     let file_type = dset.dtype()?;
     let element = Dtype::of_hdf5(&file_type).ok();
     let shape = dset.space()?.dims()?;
@@ -372,7 +390,13 @@ fn describe_dataset(master: &Path, file: &File, name: &str, dset: &Dataset) -> R
         Storage::Other => StorageKind::Other,
     };
     let virtual_info = match storage {
-        StorageKind::Virtual => Some(describe_virtual(master, file, dset, element, shape.len())?),
+        StorageKind::Virtual => Some(describe_virtual(
+            master,
+            with_stored.then_some(file),
+            dset,
+            element,
+            shape.len(),
+        )?),
         _ => None,
     };
     let single = match dset.storage()? {
@@ -391,6 +415,7 @@ fn describe_dataset(master: &Path, file: &File, name: &str, dset: &Dataset) -> R
         stored: None,
     };
     info.stored = match &info.virtual_info {
+        Some(_) if !with_stored => None,
         Some(vds) => stored_of_tiles(&vds.tiles),
         None => Some(Stored::of(dset, info.bytes())?),
     };
@@ -498,7 +523,7 @@ fn describe_single(
 
 fn describe_virtual(
     master: &Path,
-    master_file: &File,
+    master_file: Option<&File>,
     dset: &Dataset,
     element: Option<Dtype>,
     ndim: usize,
@@ -557,9 +582,11 @@ fn describe_virtual(
             stored: None,
         });
     }
-    let stored = stored_of_sources(master_file, &tiles);
-    for (t, stored) in tiles.iter_mut().zip(stored) {
-        t.stored = stored;
+    if let Some(master_file) = master_file {
+        let stored = stored_of_sources(master_file, &tiles);
+        for (t, stored) in tiles.iter_mut().zip(stored) {
+            t.stored = stored;
+        }
     }
     let (layout, generation) = h5tile_layout(&tiles);
     Ok(VirtualInfo {

@@ -13,7 +13,7 @@
 use super::files::{
     destination, folder_of, remove_replaced_tiles, rename, same_file, sync, FileError, FileResult,
 };
-use super::inspect::{describe, open_file, DatasetInfo};
+use super::inspect::{describe_stored, open_file, DatasetInfo};
 use super::read::{read, ReadOptions};
 use super::relocate::tile_files_of;
 use super::verify::check_sources;
@@ -222,7 +222,7 @@ impl PackPlan {
     /// virtual datasets made as `options` say (see `pack`). Refuses a destination that is
     /// SRC, a folder, in no folder, or that exists (unless `force`).
     pub fn new(src: &Path, dst: &Path, force: bool, options: PackOptions) -> FileResult<PackPlan> {
-        let datasets = describe(src, None)?;
+        let datasets = describe_stored(src, None)?;
         let dst = destination(src, dst);
         refuse(src, &dst, force)?;
         let old_tiles = match force {
@@ -430,7 +430,7 @@ impl Packer<'_> {
         let info = match self.datasets.get(name) {
             Some(info) => Some(*info),
             None => {
-                described = describe(self.src, Some(name))?;
+                described = describe_stored(self.src, Some(name))?;
                 described.first()
             }
         };
