@@ -121,9 +121,11 @@ static double *filled(uint64_t first, size_t n) {
     if (heat_cols) {
         double *across = malloc(heat_cols * sizeof *across);
         for (uint64_t j = 0; j < heat_cols; j++) across[j] = heat_profile(j, heat_cols);
+        double down = 0;
         for (size_t i = 0; i < n; i++) {
             uint64_t g = first + i;
-            b[i] = 100.0 * heat_profile(g / heat_cols, heat_rows) * across[g % heat_cols];
+            if (i == 0 || g % heat_cols == 0) down = 100.0 * heat_profile(g / heat_cols, heat_rows);
+            b[i] = down * across[g % heat_cols];
         }
         free(across);
         return b;

@@ -17,6 +17,7 @@
 //! Decoding never trusts its input: a damaged chunk is an error, never a panic or bytes of
 //! another length than the chunk's.
 
+use super::shuffle::{shuffle, unshuffle};
 use std::ops::RangeInclusive;
 
 pub(crate) const FILTER_DEFLATE: u32 = 1;
@@ -543,125 +544,6 @@ pub fn deflate_decode_any(input: &[u8], limit: u64) -> Result<Vec<u8>, String> {
     }
 }
 
-/// HDF5's byte shuffle of `input` into `out` (of the same length): byte j of each of the whole
-/// elements of `elem` bytes, for j = 0, 1, ...; bytes past the last whole element stay last.
-pub fn shuffle(elem: usize, input: &[u8], out: &mut [u8]) {
-    assert_eq!(input.len(), out.len());
-    let n = input.len() / elem.max(1);
-    if elem <= 1 || n <= 1 {
-        out.copy_from_slice(input);
-        return;
-    }
-    match elem {
-        2 => shuffle_n::<2>(input, out, n),
-        4 => shuffle_n::<4>(input, out, n),
-        8 => shuffle_n::<8>(input, out, n),
-        16 => shuffle_n::<16>(input, out, n),
-        _ => {
-            for (i, e) in input.chunks_exact(elem).enumerate() {
-                for (j, &b) in e.iter().enumerate() {
-                    out[j * n + i] = b;
-                }
-            }
-        }
-    }
-    out[n * elem..].copy_from_slice(&input[n * elem..]);
-}
-
-fn shuffle_n<const S: usize>(input: &[u8], out: &mut [u8], n: usize) {
-    let (streams, _) = out.split_at_mut(n * S);
-    let mut lanes: Vec<&mut [u8]> = streams.chunks_exact_mut(n).collect();
-    // Blocks of 8 elements as one 8x8 byte transpose (S <= 8): several times faster than
-    // moving bytes one at a time, and this pass runs over every byte a write compresses.
-    let blocked = if S <= 8 { n / 8 * 8 } else { 0 };
-    for (k, block) in input[..blocked * S].chunks_exact(8 * S).enumerate() {
-        let mut rows: [u64; 8] = std::array::from_fn(|i| word(&block[i * S..(i + 1) * S]));
-        transpose_bytes(&mut rows);
-        for (j, lane) in lanes.iter_mut().enumerate() {
-            lane[k * 8..k * 8 + 8].copy_from_slice(&rows[j].to_le_bytes());
-        }
-    }
-    for (i, e) in input[..n * S].chunks_exact(S).enumerate().skip(blocked) {
-        for j in 0..S {
-            lanes[j][i] = e[j];
-        }
-    }
-}
-
-/// Up to 8 bytes as the low bytes of a little-endian word.
-#[inline(always)]
-fn word(bytes: &[u8]) -> u64 {
-    let mut w = [0u8; 8];
-    w[..bytes.len()].copy_from_slice(bytes);
-    u64::from_le_bytes(w)
-}
-
-/// Transposes an 8x8 matrix of bytes held as 8 little-endian rows: byte k of row j trades
-/// places with byte j of row k (swapping 4-byte, then 2-byte, then 1-byte blocks).
-#[inline(always)]
-fn transpose_bytes(r: &mut [u64; 8]) {
-    for (j, k) in [(0, 4), (1, 5), (2, 6), (3, 7)] {
-        let t = ((r[j] >> 32) ^ r[k]) & 0x0000_0000_FFFF_FFFF;
-        r[j] ^= t << 32;
-        r[k] ^= t;
-    }
-    for (j, k) in [(0, 2), (1, 3), (4, 6), (5, 7)] {
-        let t = ((r[j] >> 16) ^ r[k]) & 0x0000_FFFF_0000_FFFF;
-        r[j] ^= t << 16;
-        r[k] ^= t;
-    }
-    for (j, k) in [(0, 1), (2, 3), (4, 5), (6, 7)] {
-        let t = ((r[j] >> 8) ^ r[k]) & 0x00FF_00FF_00FF_00FF;
-        r[j] ^= t << 8;
-        r[k] ^= t;
-    }
-}
-
-/// The inverse of `shuffle`.
-pub fn unshuffle(elem: usize, input: &[u8], out: &mut [u8]) {
-    assert_eq!(input.len(), out.len());
-    let n = input.len() / elem.max(1);
-    if elem <= 1 || n <= 1 {
-        out.copy_from_slice(input);
-        return;
-    }
-    match elem {
-        2 => unshuffle_n::<2>(input, out, n),
-        4 => unshuffle_n::<4>(input, out, n),
-        8 => unshuffle_n::<8>(input, out, n),
-        16 => unshuffle_n::<16>(input, out, n),
-        _ => {
-            for (i, e) in out.chunks_exact_mut(elem).enumerate() {
-                for (j, b) in e.iter_mut().enumerate() {
-                    *b = input[j * n + i];
-                }
-            }
-        }
-    }
-    out[n * elem..].copy_from_slice(&input[n * elem..]);
-}
-
-fn unshuffle_n<const S: usize>(input: &[u8], out: &mut [u8], n: usize) {
-    let lanes: Vec<&[u8]> = input[..n * S].chunks_exact(n).collect();
-    // As in `shuffle_n`: 8 elements at a time, one byte transpose.
-    let blocked = if S <= 8 { n / 8 * 8 } else { 0 };
-    for (k, block) in out[..blocked * S].chunks_exact_mut(8 * S).enumerate() {
-        let mut rows: [u64; 8] = std::array::from_fn(|j| match j < S {
-            true => word(&lanes[j][k * 8..k * 8 + 8]),
-            false => 0,
-        });
-        transpose_bytes(&mut rows);
-        for (e, row) in block.chunks_exact_mut(S).zip(rows) {
-            e.copy_from_slice(&row.to_le_bytes()[..S]);
-        }
-    }
-    for (i, e) in out[..n * S].chunks_exact_mut(S).enumerate().skip(blocked) {
-        for j in 0..S {
-            e[j] = lanes[j][i];
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -824,48 +706,6 @@ mod tests {
         let mut zero_block = out.clone();
         zero_block[8..12].copy_from_slice(&0u32.to_be_bytes());
         assert!(lz4_decode(&zero_block, &mut back).is_err());
-    }
-
-    #[test]
-    fn the_shuffle_is_hdf5_s() {
-        let raw: Vec<u8> = (0..14).collect();
-        let mut out = vec![0u8; 14];
-        shuffle(4, &raw, &mut out);
-        // Three elements of 4 bytes: first bytes, second bytes, ...; the 2 bytes left over last.
-        assert_eq!(out, [0, 4, 8, 1, 5, 9, 2, 6, 10, 3, 7, 11, 12, 13]);
-        let mut back = vec![0u8; 14];
-        unshuffle(4, &out, &mut back);
-        assert_eq!(back, raw);
-        shuffle(3, &raw, &mut out);
-        assert_eq!(out, [0, 3, 6, 9, 1, 4, 7, 10, 2, 5, 8, 11, 12, 13]);
-        // One element or less: unchanged.
-        shuffle(16, &raw, &mut out);
-        assert_eq!(out, raw);
-    }
-
-    #[test]
-    fn the_blocked_shuffle_moves_the_bytes_one_at_a_time_would() {
-        for elem in [2, 3, 4, 8, 16] {
-            for len in [0, 1, 7, 8 * elem - 1, 8 * elem, 8 * elem + 5, 1000, 4099] {
-                let raw = sample(len, (elem * len) as u64);
-                let n = len / elem;
-                let mut expected = raw.clone();
-                for i in 0..n {
-                    for j in 0..elem {
-                        expected[j * n + i] = raw[i * elem + j];
-                    }
-                }
-                let mut out = vec![0u8; len];
-                shuffle(elem, &raw, &mut out);
-                assert_eq!(
-                    out, expected,
-                    "shuffle of {len} bytes, {elem}-byte elements"
-                );
-                let mut back = vec![0u8; len];
-                unshuffle(elem, &out, &mut back);
-                assert_eq!(back, raw, "unshuffle of {len} bytes, {elem}-byte elements");
-            }
-        }
     }
 
     #[test]

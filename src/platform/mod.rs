@@ -4,11 +4,13 @@
 //! driver, whose public API it and `tile_bytes` are the only users of besides `hdf5::gds`),
 //! `tile_bytes` (tile bytes written at known offsets of a file, and made durable), `memory`
 //! (page-aligned buffers for the reads the library fills itself), `codecs` (zstd, LZ4,
-//! deflate and the byte shuffle, in the formats of HDF5's registered filters).
+//! deflate and the byte shuffle, in the formats of HDF5's registered filters), `shuffle` (the
+//! byte shuffle itself, vectorised).
 
 pub(crate) mod codecs;
 pub(crate) mod comm;
 pub(crate) mod device;
 pub(crate) mod hdf5;
 pub(crate) mod memory;
+pub(crate) mod shuffle;
 pub(crate) mod tile_bytes;
