@@ -56,16 +56,7 @@ impl LayoutWriter for Subfiles {
                 return Ok(Vec::new());
             }
             written.push(path.clone());
-            let specs: Vec<subfiles::SubfileTile> = tiles
-                .iter()
-                .map(|p| subfiles::SubfileTile {
-                    rank: p.rank,
-                    k: p.k,
-                    dtype: ck.fields[p.field].dtype,
-                    global: &ck.fields[p.field].global,
-                    tile: &p.tile,
-                })
-                .collect();
+            let specs = specs_of(ck, &tiles);
             let bytes = subfiles::create(&path, plan.generation, &specs)?;
             let allocated: Vec<Allocated> = tiles
                 .iter()
@@ -189,16 +180,7 @@ fn write_compressed(
             return Ok(Vec::new());
         }
         written.push(path.to_path_buf());
-        let specs: Vec<subfiles::SubfileTile> = tiles
-            .iter()
-            .map(|p| subfiles::SubfileTile {
-                rank: p.rank,
-                k: p.k,
-                dtype: ck.fields[p.field].dtype,
-                global: &ck.fields[p.field].global,
-                tile: &p.tile,
-            })
-            .collect();
+        let specs = specs_of(ck, &tiles);
         // Both lists hold the group's tiles in rank order, then `k`.
         let chunk_sizes: Vec<Vec<u64>> = sizes.iter().map(|e| e.sizes.clone()).collect();
         let placed =
@@ -242,4 +224,18 @@ fn write_compressed(
         false => Ok(()),
     })?;
     Ok(placed)
+}
+
+/// The group's tiles as the subfile is made for them: whose, which field, where.
+fn specs_of<'a>(ck: &'a Checkpoint, tiles: &'a [Planned]) -> Vec<subfiles::SubfileTile<'a>> {
+    tiles
+        .iter()
+        .map(|p| subfiles::SubfileTile {
+            rank: p.rank,
+            k: p.k,
+            dtype: ck.fields[p.field].dtype,
+            global: &ck.fields[p.field].global,
+            tile: &p.tile,
+        })
+        .collect()
 }
