@@ -327,37 +327,40 @@ pub fn decode_chunks(
         rest = tail;
     }
     let full = chunks.chunk_bytes();
+    // One thread's share: each chunk read, then decoded into its place.
+    let decode = |mine: &mut [(u64, &mut [u8])]| -> std::result::Result<(), (u64, String)> {
+        let mut decoder = pipeline.decoder();
+        let (mut packed, mut whole) = (Vec::new(), Vec::new());
+        for (i, part) in mine.iter_mut() {
+            let (addr, size) = stored[*i as usize];
+            packed.resize(size as usize, 0);
+            std::os::unix::fs::FileExt::read_exact_at(file, &mut packed, addr).map_err(|e| {
+                (
+                    *i,
+                    format!("its {size} bytes at byte {addr} cannot be read ({e})"),
+                )
+            })?;
+            let fail = |why: String| (*i, why);
+            match part.len() == full {
+                true => decoder.decode(&packed, part).map_err(fail)?,
+                false => {
+                    whole.resize(full, 0);
+                    decoder.decode(&packed, &mut whole).map_err(fail)?;
+                    part.copy_from_slice(&whole[..part.len()]);
+                }
+            }
+        }
+        Ok(())
+    };
     let per_thread = parts.len().div_ceil(threads.max(1)).max(1);
+    // All on one thread: this one, not a thread started for it.
+    if per_thread >= parts.len() {
+        return decode(&mut parts);
+    }
     let failures: Vec<(u64, String)> = std::thread::scope(|scope| {
         let workers: Vec<_> = parts
             .chunks_mut(per_thread)
-            .map(|mine| {
-                scope.spawn(move || -> std::result::Result<(), (u64, String)> {
-                    let mut decoder = pipeline.decoder();
-                    let (mut packed, mut whole) = (Vec::new(), Vec::new());
-                    for (i, part) in mine.iter_mut() {
-                        let (addr, size) = stored[*i as usize];
-                        packed.resize(size as usize, 0);
-                        std::os::unix::fs::FileExt::read_exact_at(file, &mut packed, addr)
-                            .map_err(|e| {
-                                (
-                                    *i,
-                                    format!("its {size} bytes at byte {addr} cannot be read ({e})"),
-                                )
-                            })?;
-                        let fail = |why: String| (*i, why);
-                        match part.len() == full {
-                            true => decoder.decode(&packed, part).map_err(fail)?,
-                            false => {
-                                whole.resize(full, 0);
-                                decoder.decode(&packed, &mut whole).map_err(fail)?;
-                                part.copy_from_slice(&whole[..part.len()]);
-                            }
-                        }
-                    }
-                    Ok(())
-                })
-            })
+            .map(|mine| scope.spawn(|| decode(mine)))
             .collect();
         workers
             .into_iter()

@@ -38,32 +38,14 @@ pub fn write_tile(
     buf: Buffer,
     durability: Durability,
 ) -> Result<TileBytes> {
-    let data_offset = (|| {
+    let (file, dset) = {
         let _l = hdf5::lock();
-        let config = buf.route().write_config(durability != Durability::Never);
-        let file = File::create_with(path, &hdf5::gds::tile_access(config)?)?;
-        let t = dtype.hdf5_type()?;
-        let space = Space::simple(&tile.shape)?;
         let dcpl = Plist::dataset_create()?;
-        let dset = Dataset::create(&file, TILE_DATASET, &t, &space, &dcpl)?;
-        dset.write_buffer(&t, buf)?;
-        write_u64_attribute(&dset, "h5tile_offset", &tile.offset)?;
-        write_u64_attribute(&dset, "h5tile_global_shape", global)?;
-        let data_offset = dset.data_offset().unwrap_or(NO_OFFSET);
-        drop(dset);
-        file.close()?;
-        Ok(data_offset)
-    })()?;
-    if durability == Durability::SyncNow {
-        sync_path(path)?;
-    }
-    let file_size = std::fs::metadata(path)
-        .map_err(|e| Error::io("cannot stat", path, &e))?
-        .len();
-    Ok(TileBytes {
-        data_offset,
-        file_size,
-    })
+        let (file, dset) = create_tile_file(path, dtype, tile, buf, durability, &dcpl)?;
+        dset.write_buffer(&dtype.hdf5_type()?, buf)?;
+        (file, dset)
+    };
+    finish_tile_file(path, file, dset, tile, global, durability)
 }
 
 /// Writes one compressed tile file at `path`, as `write_tile` writes a tile file but with
@@ -80,41 +62,68 @@ pub fn write_compressed_tile(
     durability: Durability,
     compression: Compression,
 ) -> Result<(TileBytes, Summary)> {
-    let summary = (|| {
-        let chunks = Chunks::new(&tile.shape, dtype.size(), CHUNK_BYTES);
-        let pipeline = compression.pipeline(dtype.size());
-        let (file, dset) = {
-            let _l = hdf5::lock();
-            let config = buf.route().write_config(durability != Durability::Never);
-            let file = File::create_with(path, &hdf5::gds::tile_access(config)?)?;
-            let t = dtype.hdf5_type()?;
-            let space = Space::simple(&tile.shape)?;
-            let dcpl = Plist::chunked_filtered(&chunks.shape, &pipeline)?;
-            let dset = Dataset::create(&file, TILE_DATASET, &t, &space, &dcpl)?;
-            (file, dset)
-        };
-        // The lock is taken for each chunk's write only: other threads use HDF5 meanwhile.
-        let summary = encode_tile(&chunks, &pipeline, dtype, buf, io_threads(), |i, stored| {
-            dset.write_chunk(&chunks.offset(i), stored)
-        })?;
+    let chunks = Chunks::new(&tile.shape, dtype.size(), CHUNK_BYTES);
+    let pipeline = compression.pipeline(dtype.size());
+    let (file, dset) = {
+        let _l = hdf5::lock();
+        let dcpl = Plist::chunked_filtered(&chunks.shape, &pipeline)?;
+        create_tile_file(path, dtype, tile, buf, durability, &dcpl)?
+    };
+    // The lock is taken for each chunk's write only: other threads use HDF5 meanwhile.
+    let summary = encode_tile(&chunks, &pipeline, dtype, buf, io_threads(), |i, stored| {
+        dset.write_chunk(&chunks.offset(i), stored)
+    })?;
+    let bytes = finish_tile_file(path, file, dset, tile, global, durability)?;
+    Ok((bytes, summary))
+}
+
+/// Under the HDF5 lock: the tile file at `path`, through the driver as `buf`'s route and
+/// `durability` configure it, with `/tile` of the tile's shape made by `dcpl`.
+fn create_tile_file(
+    path: &Path,
+    dtype: Dtype,
+    tile: &Tile,
+    buf: Buffer,
+    durability: Durability,
+    dcpl: &Plist,
+) -> Result<(File, Dataset)> {
+    let config = buf.route().write_config(durability != Durability::Never);
+    let file = File::create_with(path, &hdf5::gds::tile_access(config)?)?;
+    let space = Space::simple(&tile.shape)?;
+    let dset = Dataset::create(&file, TILE_DATASET, &dtype.hdf5_type()?, &space, dcpl)?;
+    Ok((file, dset))
+}
+
+/// Records the tile's place on its written `/tile` (attributes `h5tile_offset` and
+/// `h5tile_global_shape`), closes the file and makes it as durable as `durability` says;
+/// returns where its bytes are (`NO_OFFSET` unless HDF5 placed them contiguously).
+fn finish_tile_file(
+    path: &Path,
+    file: File,
+    dset: Dataset,
+    tile: &Tile,
+    global: &[u64],
+    durability: Durability,
+) -> Result<TileBytes> {
+    let data_offset = {
         let _l = hdf5::lock();
         write_u64_attribute(&dset, "h5tile_offset", &tile.offset)?;
         write_u64_attribute(&dset, "h5tile_global_shape", global)?;
+        let data_offset = dset.data_offset().unwrap_or(NO_OFFSET);
         drop(dset);
         file.close()?;
-        Ok(summary)
-    })()?;
+        data_offset
+    };
     if durability == Durability::SyncNow {
         sync_path(path)?;
     }
     let file_size = std::fs::metadata(path)
         .map_err(|e| Error::io("cannot stat", path, &e))?
         .len();
-    let bytes = TileBytes {
-        data_offset: NO_OFFSET,
+    Ok(TileBytes {
+        data_offset,
         file_size,
-    };
-    Ok((bytes, summary))
+    })
 }
 
 /// The `data_offset` recorded for a tile whose storage HDF5 did not place (HDF5's own
