@@ -10,7 +10,8 @@
  * VDS and subfiled layouts): rank 0 commits steps 1 to ROUNDS of a series kept with keep_last
  * KEEP_LAST and keep_every KEEP_EVERY, each a checkpoint of /data (as above, version = step),
  * /aux (int32, step * 10 + i) and the file's attribute "step"; ranks 1 and 2 (collectively)
- * and rank 3 (alone) loop: h5tile_series_latest, then every field of the checkpoint it named,
+ * and rank 3 (alone) loop: h5tile_series_latest (also with H5TILE_SERIES_VERIFY, which
+ * checks checksums while pruning removes what it checks), then every field of the checkpoint it named,
  * which must all be of that step, the step never older than the one before. A read may fail
  * only as the series' contract allows (docs/files-on-disk.md): with H5TILE_ERR_NOT_FOUND or
  * H5TILE_ERR_MISSING_TILE on every reader, the checkpoint being pruned during the read, which
@@ -224,7 +225,7 @@ static h5tile_status read_step(MPI_Comm comm, const char *path, uint64_t step, u
 
 /* A reader's loop over `comm` (ranks 1 and 2: each half of /data; rank 3: all of it) until the
  * writer is done. Returns the reads; *retries gets how many failed as the contract allows. */
-static int series_reads(const char *dir, MPI_Comm comm, int *retries) {
+static int series_reads(const char *dir, MPI_Comm comm, uint32_t flags, int *retries) {
     int me = 0, n = 1, reads = 0, done = 0;
     if (comm != MPI_COMM_SELF) {
         MPI_Comm_rank(comm, &me);
@@ -235,7 +236,7 @@ static int series_reads(const char *dir, MPI_Comm comm, int *retries) {
     char path[4096];
     while (!done) {
         uint64_t step = 0;
-        EXPECT_OK(h5tile_series_latest(comm, dir, 0, &step, path, sizeof path));
+        EXPECT_OK(h5tile_series_latest(comm, dir, flags, &step, path, sizeof path));
         CHECK_MSG(step >= last, "latest is step %llu after step %llu", (unsigned long long)step,
                   (unsigned long long)last);
         last = step;
@@ -261,7 +262,7 @@ static int series_reads(const char *dir, MPI_Comm comm, int *retries) {
 }
 
 static void run_series(const char *scratch, const char *name, h5tile_layout layout,
-                       MPI_Comm readers) {
+                       uint32_t flags, MPI_Comm readers) {
     char dir[4096];
     check_pathf(__FILE__, __LINE__, dir, sizeof dir, "%s/%s", scratch, name);
     h5tile_write_options opts = h5tile_write_options_default();
@@ -273,7 +274,7 @@ static void run_series(const char *scratch, const char *name, h5tile_layout layo
         for (int v = 1; v <= ROUNDS; v++) commit_step(dir, v, &opts);
         for (int r = 1; r < size; r++) MPI_Send(NULL, 0, MPI_INT, r, DONE_TAG, MPI_COMM_WORLD);
     } else {
-        reads = series_reads(dir, rank <= 2 ? readers : MPI_COMM_SELF, &retries);
+        reads = series_reads(dir, rank <= 2 ? readers : MPI_COMM_SELF, flags, &retries);
     }
     MPI_Barrier(MPI_COMM_WORLD);
     if (rank > 0) writer_done();
@@ -315,8 +316,10 @@ int main(int argc, char **argv) {
     run(scratch, "vds", H5TILE_LAYOUT_VDS, 0, readers);
     run(scratch, "single", H5TILE_LAYOUT_SINGLE, 0, readers);
     run(scratch, "keep", H5TILE_LAYOUT_VDS, H5TILE_KEEP_OTHERS, readers);
-    run_series(scratch, "series-vds", H5TILE_LAYOUT_VDS, readers);
-    run_series(scratch, "series-subfiles", H5TILE_LAYOUT_SUBFILES, readers);
+    run_series(scratch, "series-vds", H5TILE_LAYOUT_VDS, 0, readers);
+    run_series(scratch, "series-subfiles", H5TILE_LAYOUT_SUBFILES, 0, readers);
+    /* The readers verify each candidate's checksums while pruning removes candidates. */
+    run_series(scratch, "series-verify", H5TILE_LAYOUT_VDS, H5TILE_SERIES_VERIFY, readers);
     if (readers != MPI_COMM_NULL) MPI_Comm_free(&readers);
     if (rank == 0) printf("OK\n");
     MPI_Finalize();

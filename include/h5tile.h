@@ -580,6 +580,8 @@ h5tile_status h5tile_series_begin(MPI_Comm comm,
 // While another program commits steps, the checkpoint named stays until the commit of the
 // `keep_last`-th step after it prunes it: a read that overlaps that fails with
 // `H5TILE_ERR_NOT_FOUND` or `H5TILE_ERR_MISSING_TILE` (never with other data); ask again.
+// A checkpoint pruned while `H5TILE_SERIES_VERIFY` checks it sends the search to the newer
+// steps committed meanwhile, never back to an older one.
 //
 // # Safety
 // Pointers must be NULL or valid for the lengths given.

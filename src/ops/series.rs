@@ -266,14 +266,57 @@ pub fn latest(dir: &Path) -> Result<(u64, PathBuf)> {
         .ok_or_else(|| none_complete(dir))
 }
 
+/// How many times `latest_verified` lists the folder again after a candidate was pruned while
+/// it was being verified (which means a newer checkpoint committed meanwhile).
+const RELISTS: usize = 8;
+
 /// As `latest`, collectively over `comm` (every rank gets the same answer and status): also
 /// skips checkpoints whose sources or checksums fail the checks `h5tile check` makes (every
 /// source present, of its recorded size and stamp, opening with HDF5 and holding the mapped
 /// dataset; every checksummed tile's blocks matching). Rank 0 lists the folder; the candidates
 /// are verified newest first, each split over the ranks (the source files, then the tiles, each
-/// rank's tiles read on several threads), stopping at the first that passes.
+/// rank's tiles read on several threads), stopping at the first that passes. A candidate whose
+/// master is gone when its check fails was pruned by a newer commit: the folder is listed
+/// again rather than falling back to an older checkpoint.
 pub fn latest_verified(comm: &Comm, dir: &Path) -> Result<(u64, PathBuf)> {
-    // The candidates come from one listing, so every rank weighs the same ones.
+    latest_verified_with(comm, dir, &mut || {})
+}
+
+/// `latest_verified`, calling `after_listing` after each listing (tests prune there).
+fn latest_verified_with(
+    comm: &Comm,
+    dir: &Path,
+    after_listing: &mut dyn FnMut(),
+) -> Result<(u64, PathBuf)> {
+    // Threads per rank: the node's CPUs shared among its ranks.
+    let (node, _) = comm.split_groups(None)?;
+    let threads = (default_threads() / node.size().max(1)).max(1);
+    for _ in 0..RELISTS {
+        let names = complete_masters(comm, dir)?;
+        after_listing();
+        let mut pruned = false;
+        for name in names.lines() {
+            let (Some(step), master) = (step_of(name), dir.join(name)) else {
+                continue;
+            };
+            if passes(comm, &master, threads)? {
+                return Ok((step, master));
+            }
+            if gone(comm, &master)? {
+                pruned = true;
+                break;
+            }
+        }
+        if !pruned {
+            break;
+        }
+    }
+    Err(none_complete(dir))
+}
+
+/// The names of the complete checkpoints' masters in `dir`, newest first, a line each: rank 0
+/// lists the folder, so every rank weighs the same candidates.
+fn complete_masters(comm: &Comm, dir: &Path) -> Result<String> {
     let mut names = String::new();
     let listed = match comm.is_root() {
         true => catch_panic(|| checkpoints(dir)).map(|found| {
@@ -287,18 +330,16 @@ pub fn latest_verified(comm: &Comm, dir: &Path) -> Result<(u64, PathBuf)> {
     };
     comm.agree(listed)?;
     comm.broadcast_text(0, &mut names);
-    // Threads per rank: the node's CPUs shared among its ranks.
-    let (node, _) = comm.split_groups(None)?;
-    let threads = (default_threads() / node.size().max(1)).max(1);
-    for name in names.lines() {
-        let (Some(step), master) = (step_of(name), dir.join(name)) else {
-            continue;
-        };
-        if passes(comm, &master, threads)? {
-            return Ok((step, master));
-        }
-    }
-    Err(none_complete(dir))
+    Ok(names)
+}
+
+/// Whether `master` is no longer there, as rank 0 sees it; the same answer on every rank.
+fn gone(comm: &Comm, master: &Path) -> Result<bool> {
+    let mut missing = [u64::from(
+        comm.is_root() && std::fs::symlink_metadata(master).is_err(),
+    )];
+    comm.broadcast(&mut missing);
+    Ok(missing[0] == 1)
 }
 
 /// Whether the checkpoint `master` passes the checks of `latest_verified`, this rank doing its
@@ -779,6 +820,38 @@ mod tests {
             prune(&dir.join("missing"), 5, opts).unwrap_err().status,
             H5TILE_ERR_NOT_FOUND
         );
+    }
+
+    #[test]
+    fn latest_verified_lists_again_when_its_candidate_is_pruned_under_it() {
+        let d = tempfile::tempdir().unwrap();
+        let dir = d.path();
+        let solo = Comm::solo();
+        checkpoint(dir, 3, Layout::Vds);
+        let four = checkpoint(dir, 4, Layout::Vds);
+        let five = checkpoint(dir, 5, Layout::Subfiles);
+        // Another job commits steps 6 and 7 while step 5 is being verified, and prunes 4 and 5
+        // (keep_last 2); step 3 stays (keep_every 3). Step 5's check fails as its master is
+        // gone: the answer is step 7, not the older step 3 nor NOT_FOUND.
+        let mut round = 0;
+        let found = latest_verified_with(&solo, dir, &mut || {
+            round += 1;
+            if round == 1 {
+                checkpoint(dir, 6, Layout::Vds);
+                checkpoint(dir, 7, Layout::Single);
+                for gone in [&four, &five] {
+                    std::fs::remove_file(gone).unwrap();
+                }
+            }
+        })
+        .unwrap();
+        assert_eq!(found, (7, checkpoint_path(dir, 7)));
+        assert_eq!(round, 2, "the folder is listed once more");
+        // A candidate that fails and is still there is skipped, with no second listing.
+        let mut rounds = 0;
+        flip_tile_byte(&checkpoint_path(dir, 7), 0);
+        let found = latest_verified_with(&solo, dir, &mut || rounds += 1).unwrap();
+        assert_eq!((found.0, rounds), (6, 1));
     }
 
     #[test]
