@@ -5,7 +5,8 @@
 //! `tile_bytes` (tile bytes written at known offsets of a file, and made durable), `memory`
 //! (page-aligned buffers for the reads the library fills itself), `codecs` (zstd, LZ4,
 //! deflate and the byte shuffle, in the formats of HDF5's registered filters), `shuffle` (the
-//! byte shuffle itself, vectorised).
+//! byte shuffle itself, vectorised), `spill` (bytes kept a while in bounded memory, the rest in
+//! an unnamed temporary file).
 
 pub(crate) mod codecs;
 pub(crate) mod comm;
@@ -13,4 +14,5 @@ pub(crate) mod device;
 pub(crate) mod hdf5;
 pub(crate) mod memory;
 pub(crate) mod shuffle;
+pub(crate) mod spill;
 pub(crate) mod tile_bytes;

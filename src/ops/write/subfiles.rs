@@ -14,6 +14,7 @@ use crate::layout::vds::{TileBytes, NO_OFFSET};
 use crate::layout::{self, subfiles};
 use crate::platform::comm::Comm;
 use crate::platform::device::io_threads;
+use crate::platform::spill::Spill;
 use crate::status::Result;
 use std::path::{Path, PathBuf};
 
@@ -100,17 +101,29 @@ impl LayoutWriter for Subfiles {
     }
 }
 
-/// A compressed tile of this rank, encoded in memory before its subfile exists: its stored
-/// chunks one after the other, their sizes, and the summary of its uncompressed bytes.
+/// A compressed tile of this rank, encoded before its subfile exists (the chunks' sizes decide
+/// where they go): where each chunk lies in the rank's spill, by chunk index, and the summary
+/// of its uncompressed bytes.
 struct EncodedTile {
-    stored: Vec<u8>,
-    sizes: Vec<u64>,
+    chunks: Vec<(u64, usize)>,
     summary: Summary,
 }
 
+impl EncodedTile {
+    fn sizes(&self) -> Vec<u64> {
+        self.chunks.iter().map(|&(_, len)| len as u64).collect()
+    }
+}
+
+/// Encoded chunks a rank keeps in memory before the rest goes to its spill file.
+const SPILL_BUDGET: usize = 16 * CHUNK_BYTES as usize;
+/// The most encoded bytes a rank reads back from its spill file at a time to write them.
+const WRITE_WINDOW: u64 = 8 * CHUNK_BYTES;
+
 /// The subfiled layout with compressed tiles: each rank encodes its tiles' chunks first (their
-/// sizes decide where they go), the group's first rank creates the subfile with every chunk's
-/// place reserved, and each rank writes its own chunks there.
+/// sizes decide where they go) and keeps them in a `Spill` (memory stays bounded: beyond a
+/// budget they wait in an unnamed file in the tile folder), the group's first rank creates the
+/// subfile with every chunk's place reserved, and each rank writes its own chunks there.
 fn write_compressed(
     comm: &Comm,
     group: &Comm,
@@ -121,13 +134,15 @@ fn write_compressed(
     compression: Compression,
 ) -> Result<Vec<Placed>> {
     let sync = !ck.options.no_sync;
+    let folder = path.parent().unwrap_or(Path::new("."));
+    let mut spill = Spill::new(folder, SPILL_BUDGET);
     let encoded: Vec<(usize, EncodedTile)> = comm.agree_on(|| {
         let mut out = Vec::new();
         for (k, f, local) in ck.non_empty_tiles() {
             let dtype = ck.fields[f].dtype;
             let chunks = Chunks::new(&local.tile.shape, dtype.size(), CHUNK_BYTES);
             let pipeline = compression.pipeline(dtype.size());
-            let mut parts: Vec<Vec<u8>> = vec![Vec::new(); chunks.count() as usize];
+            let mut kept = vec![(0, 0); chunks.count() as usize];
             let summary = encode_tile(
                 &chunks,
                 &pipeline,
@@ -135,20 +150,14 @@ fn write_compressed(
                 local.buf,
                 io_threads(),
                 |i, b| {
-                    parts[i as usize] = b.to_vec();
+                    kept[i as usize] = (spill.append(b)?, b.len());
                     Ok(())
                 },
             )?;
-            let sizes = parts.iter().map(|p| p.len() as u64).collect();
-            let mut stored = Vec::with_capacity(parts.iter().map(Vec::len).sum());
-            for part in parts {
-                stored.extend_from_slice(&part);
-            }
             out.push((
                 k,
                 EncodedTile {
-                    stored,
-                    sizes,
+                    chunks: kept,
                     summary,
                 },
             ));
@@ -160,7 +169,7 @@ fn write_compressed(
         .map(|(k, e)| Encoded {
             rank: comm.rank(),
             k: *k,
-            sizes: e.sizes.clone(),
+            sizes: e.sizes(),
         })
         .collect();
     let gathered = group.gather_varcount_to_root(&encode(&mine));
@@ -205,7 +214,7 @@ fn write_compressed(
         let here = reserved.iter().filter(|r| r.rank == comm.rank());
         for ((k, tile), at) in encoded.iter().zip(here) {
             debug_assert_eq!(*k, at.k);
-            subfiles::write_chunks(path, &tile.stored, &tile.sizes, &at.addrs, sync)?;
+            write_kept_chunks(path, &spill, &tile.chunks, &at.addrs, sync)?;
             placed.push(Placed {
                 k: *k,
                 placed_in: PlacedIn::Subfile(first),
@@ -224,6 +233,41 @@ fn write_compressed(
         false => Ok(()),
     })?;
     Ok(placed)
+}
+
+/// Writes a tile's encoded chunks, kept in `spill` at `chunks` (by chunk index), to their
+/// places `addrs` in the subfile `path`: in windows of consecutive kept bytes, each read back
+/// once (or used where it lies in memory).
+fn write_kept_chunks(
+    path: &Path,
+    spill: &Spill,
+    chunks: &[(u64, usize)],
+    addrs: &[u64],
+    sync: bool,
+) -> Result<()> {
+    // Encoders finish out of order: the chunks in the order they were kept.
+    let mut order: Vec<usize> = (0..chunks.len()).collect();
+    order.sort_by_key(|&i| chunks[i].0);
+    let mut scratch = Vec::new();
+    let mut rest = &order[..];
+    while let Some(&head) = rest.first() {
+        let start = chunks[head].0;
+        // Kept bytes are consecutive: a window is the chunks up to WRITE_WINDOW past its start.
+        let n = rest
+            .iter()
+            .take_while(|&&i| i == head || chunks[i].0 + chunks[i].1 as u64 - start <= WRITE_WINDOW)
+            .count();
+        let (window, later) = rest.split_at(n);
+        let last = chunks[window[n - 1]];
+        let len = (last.0 + last.1 as u64 - start) as usize;
+        let sizes: Vec<u64> = window.iter().map(|&i| chunks[i].1 as u64).collect();
+        let places: Vec<u64> = window.iter().map(|&i| addrs[i]).collect();
+        spill.with_bytes(start, len, &mut scratch, |stored| {
+            subfiles::write_chunks(path, stored, &sizes, &places, sync)
+        })?;
+        rest = later;
+    }
+    Ok(())
 }
 
 /// The group's tiles as the subfile is made for them: whose, which field, where.
