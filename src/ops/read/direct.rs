@@ -5,7 +5,8 @@
 use super::byte_reads::{BlockLabel, ByteReads, CheckedBlocks, Mismatch, Part, ReadCounts};
 use super::compressed::{rows_of, CompressedTile};
 use super::mappings::{
-    corrupt, locate_source, missing_tile, read_tile_bytes, resolve_source, BlockMapping,
+    corrupt, locate_source, missing_tile, read_tile_bytes, resolve_source, source_error,
+    BlockMapping,
 };
 use crate::dtype::Dtype;
 use crate::geometry::tile::Tile;
@@ -378,9 +379,36 @@ impl DirectReader {
             let file_space = source.space()?;
             file_space.select_block(&src, &common.shape)?;
             mem_space.select_block(&at, &common.shape)?;
-            source.read_into(&mem_type, &mem_space, &file_space, buf)?;
+            let read = source.read_into(&mem_type, &mem_space, &file_space, buf);
+            if let Err(e) = read {
+                return Err(self.failed_read(i, &common, e));
+            }
         }
         Ok((plan, decodes))
+    }
+
+    /// HDF5 failed to read `common` of mapping `i`'s tile (converting it, unchecked). Where
+    /// that is a compressed tile, decoding the part here finds a damaged chunk, which is then
+    /// `H5TILE_ERR_CORRUPT` naming it; otherwise HDF5's error, after the tile and its file.
+    fn failed_read(&mut self, i: usize, common: &Tile, e: Error) -> Error {
+        let elem = self.stored.as_ref().map_or(0, |(d, _)| d.size());
+        if let Ok(Some(d)) = self.compressed_part(i, common, common, true) {
+            let mut scratch = vec![0u8; common.volume() as usize * elem];
+            if let Err(damage) = self.decode(d, &mut scratch) {
+                return damage;
+            }
+        }
+        let m = &self.mappings[i];
+        let (path, _) = resolve_source(&self.master, &m.file);
+        let why = format!("cannot be read by HDF5 ({})", e.message);
+        source_error(
+            e.status,
+            &path,
+            &m.region,
+            &self.dataset,
+            &self.master,
+            &why,
+        )
     }
 
     /// Plans copying `common` (virtual-dataset coordinates) of mapping `i`'s tile into its

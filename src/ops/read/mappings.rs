@@ -114,7 +114,8 @@ pub(super) fn corrupt(
     source_error(H5TILE_ERR_CORRUPT, path, region, dataset, master, why)
 }
 
-fn source_error(
+/// An error of `status` about the source at `path` of `region` of `dataset` in `master`.
+pub(super) fn source_error(
     status: h5tile_status,
     path: &Path,
     region: &dyn std::fmt::Display,
