@@ -15,9 +15,10 @@ the baselines, saved as target/bench/suite.json and drawn as target/bench/suite.
               running while the computation does (how much of the shorter one is hidden)
   unsynced    H5TILE_NO_SYNC writes (VDS and subfiles) against pwrite of the same bytes by the
               same ranks into a new file each, without fsync; fastest round and median
-  checkpoint  with BENCH_CHECKPOINT_RANKS ranks: one checkpoint commit of 32 fields of
-              1/32 of the bytes against one field of all of them, and 32 fields of 64 KiB
-              against one of 64 KiB and against 32 h5tile_writes of them (KEEP_OTHERS)
+  checkpoint  with BENCH_CHECKPOINT_RANKS ranks, in the VDS and the subfiled layout: one
+              checkpoint commit of 32 fields of 1/32 of the bytes against one field of all of
+              them (fastest round beside the median), and 32 fields of 64 KiB against one of
+              64 KiB and (VDS) against 32 h5tile_writes of them (KEEP_OTHERS)
   compression with BENCH_COMPRESSION_RANKS ranks, a smooth field (the heat demo's hot square,
               diffused: bench_h5tile's BENCH_DATA=heat) written durably uncompressed and with
               each codec (zstd:1, lz4 and deflate:1 after a byte shuffle; zstd:1 without),
@@ -258,23 +259,27 @@ class Bench:
 
     def checkpoint_step(self):
         """A checkpoint of many fields against one field of the same bytes, at
-        BENCH_CHECKPOINT_RANKS ranks, taking turns: 32 fields of BENCH_GIB/32 each against one of
-        BENCH_GIB; 32 fields of 64 KiB against one of 64 KiB, and against the 32 h5tile_writes
-        users made before checkpoints."""
+        BENCH_CHECKPOINT_RANKS ranks, taking turns, in the VDS and the subfiled layout: 32
+        fields of BENCH_GIB/32 each against one of BENCH_GIB; 32 fields of 64 KiB against one
+        of 64 KiB, and (VDS) against the 32 h5tile_writes users made before checkpoints."""
         r, cols = self.checkpoint_ranks, 8192
         big_rows = self.bytes // 8 // cols
-        runs = [("checkpoint one field", "write", big_rows, 0),
-                ("checkpoint 32 fields", "checkpoint", big_rows // 32, 32),
-                ("checkpoint small one field", "write", 8, 0),
-                ("checkpoint small 32 fields", "checkpoint", 1, 32),
-                ("checkpoint small 32 writes", "fields", 1, 32)]
+        runs = []
+        for layout in CHECKPOINT_LAYOUTS:
+            runs += [(f"checkpoint {layout} one field", "write", big_rows, 0, layout),
+                     (f"checkpoint {layout} 32 fields", "checkpoint", big_rows // 32, 32, layout),
+                     (f"checkpoint {layout} small one field", "write", 8, 0, layout),
+                     (f"checkpoint {layout} small 32 fields", "checkpoint", 1, 32, layout)]
+        runs.append(("checkpoint vds small 32 writes", "fields", 1, 32, "vds"))
         turn = self.round_index % len(runs)
-        for name, mode, rows, n in runs[turn:] + runs[:turn]:
+        for name, mode, rows, n, layout in runs[turn:] + runs[:turn]:
             self.remove("checkpoint.h5")
             os.sync()
             if rows >= 1 << 10:
                 self.prewarm()
-            result = self.launch(mode, self.path("checkpoint.h5"), rows, cols, [n] if n else [], ranks=r)[-1]
+            env = {"BENCH_LAYOUT": layout}
+            result = self.launch(mode, self.path("checkpoint.h5"), rows, cols, [n] if n else [], ranks=r,
+                                 env=env)[-1]
             self.record(name, result)
         self.remove("checkpoint.h5")
 
@@ -649,23 +654,39 @@ class Bench:
         return nosync
 
     def report_checkpoint(self, checks):
-        """Checkpoints of many fields against one field of the same bytes (medians)."""
+        """Checkpoints of many fields against one field of the same bytes, in each layout. The
+        large pair are durable writes of 1 GiB, which page allocation makes jumpy here: the
+        fastest round is printed beside the median, and their target is on the fastest (as
+        for the unsynced writes); the small pair's is on the median."""
         r = self.checkpoint_ranks
-        print(f"\n{'checkpoints, ' + str(r) + ' ranks':34}{'seconds':>8}{'x one':>9}   target")
-        one, small = self.median("checkpoint one field"), self.median("checkpoint small one field")
-        rows = [("32 fields of 1/32 the bytes", "checkpoint 32 fields", one, 1.2),
-                ("32 fields of 64 KiB", "checkpoint small 32 fields", small, 3.0),
-                ("32 h5tile_writes of 64 KiB", "checkpoint small 32 writes", small, None)]
-        print(f"{'one field of ' + f'{self.bytes / GIB:.2f} GiB':34}{one:8.3f}")
-        print(f"{'one field of 64 KiB':34}{small:8.3f}")
+        print(f"\n{'checkpoints, ' + str(r) + ' ranks':40}{'seconds':>8}{'x one':>9}{'fastest':>9}{'x one':>7}"
+              f"   target")
         out = {}
-        for label, name, base, target in rows:
-            x = self.median(name) / base
-            out[name] = {"seconds": self.median(name), "x_one_field": x}
-            if target:
-                checks.append((f"{label}: <= {target}x one field ({x:.2f}x)", x <= target, x))
-            print(f"{label:34}{self.median(name):8.3f}{x:9.2f}   {'<= ' + str(target) if target else '(before checkpoints)'}")
+        for layout in CHECKPOINT_LAYOUTS:
+            one, small = f"checkpoint {layout} one field", f"checkpoint {layout} small one field"
+            print(f"{layout + ': one field of ' + f'{self.bytes / GIB:.2f} GiB':40}{self.median(one):8.3f}"
+                  f"{'':9}{self.least(one):9.3f}")
+            print(f"{layout + ': one field of 64 KiB':40}{self.median(small):8.3f}")
+            rows = [("32 fields of 1/32 the bytes", f"checkpoint {layout} 32 fields", one, 1.2, True),
+                    ("32 fields of 64 KiB", f"checkpoint {layout} small 32 fields", small, 3.0, False)]
+            if layout == "vds":
+                rows.append(("32 h5tile_writes of 64 KiB", "checkpoint vds small 32 writes", small, None, False))
+            for label, name, base, target, on_fastest in rows:
+                x = self.median(name) / self.median(base)
+                x_fast = self.least(name) / self.least(base)
+                out[name] = {"seconds": self.median(name), "x_one_field": x, "fastest_seconds": self.least(name),
+                             "fastest_x_one_field": x_fast}
+                fast = f"{self.least(name):9.3f}{x_fast:7.2f}" if on_fastest else ""
+                if target:
+                    judged, how = (x_fast, "fastest rounds") if on_fastest else (x, "medians")
+                    checks.append((f"{layout}: {label}: <= {target}x one field, {how} ({judged:.2f}x)",
+                                   judged <= target, judged))
+                goal = (f"<= {target}" + (" (fastest)" if on_fastest else "")) if target else "(before checkpoints)"
+                print(f"{layout + ': ' + label:40}{self.median(name):8.3f}{x:9.2f}{fast:16}   {goal}")
         return out
+
+    def least(self, name):
+        return min(r["seconds"] for r in self.runs[name])
 
     def report_compression(self, checks):
         """Each codec against the uncompressed write and read of the same smooth field
@@ -836,6 +857,8 @@ class Bench:
 
 # What the compression section writes: label -> (H5TILE_COMPRESSION, shuffled).
 ZSTD1 = "zstd:1 + shuffle"
+# The layouts the checkpoint section writes (BENCH_LAYOUT of bench_h5tile).
+CHECKPOINT_LAYOUTS = ("vds", "subfiles")
 COMPRESSIONS = {"none": ("none", False), ZSTD1: ("zstd:1", True), "lz4 + shuffle": ("lz4", True),
                 "deflate:1 + shuffle": ("deflate:1", True), "zstd:1": ("zstd:1", False)}
 
