@@ -32,6 +32,8 @@ pub struct PosixFile {
     pub stats: RawStats,
     /// A file system without locks (`flock` failing with ENOSYS) is no error (see `locking`).
     pub ignore_disabled_locks: bool,
+    /// Bytes written by small writes whose writeback has not been started yet (`batch_writeback`).
+    unsubmitted: Option<(u64, u64)>,
 }
 
 /// Counts of raw-data transfers by route.
@@ -41,6 +43,9 @@ pub struct RawStats {
     pub direct_pieces: u64,
     /// Transfers cut into `block` pieces and moved by more than one worker.
     pub split_transfers: u64,
+    /// Writebacks started early (`writeback=on`): one a piece of a large write, one a batch of
+    /// small ones.
+    pub writebacks: u64,
 }
 
 /// A zeroed buffer aligned for O_DIRECT.
@@ -202,6 +207,9 @@ pub fn open_direct(name: &str, write: bool) -> io::Result<OwnedFd> {
     open_fd(&path, access | libc::O_CLOEXEC | libc::O_DIRECT)
 }
 
+/// Writes smaller than this start their writeback together (`PosixFile::batch_writeback`).
+const WRITEBACK_BATCH: u64 = 1 << 20;
+
 /// Asks the kernel to start writing `len` bytes at `addr` to disk, without waiting. Only a
 /// hint: a file system that cannot is no error (the caller's fsync still makes it durable).
 fn start_writeback(fd: i32, addr: u64, len: usize) {
@@ -273,6 +281,7 @@ impl PosixFile {
             direct,
             stats: RawStats::default(),
             ignore_disabled_locks: false,
+            unsubmitted: None,
         })
     }
 
@@ -322,16 +331,44 @@ impl PosixFile {
             return self.write_direct(addr, buf);
         }
         let fd = self.raw_fd();
+        let small = buf.len() < WRITEBACK_BATCH as usize;
         let workers = in_pieces(buf.len(), config.block, config.threads, |a, b| {
             pwrite_full(fd, addr + a as u64, &buf[a..b])?;
-            if config.writeback {
+            if config.writeback && !small {
                 start_writeback(fd, addr + a as u64, b - a);
             }
             Ok(())
         })?;
+        if config.writeback && small {
+            self.batch_writeback(addr, addr + buf.len() as u64);
+        } else if config.writeback {
+            self.stats.writebacks += buf.len().div_ceil(config.block.max(1)) as u64;
+        }
         self.stats.split_transfers += u64::from(workers > 1);
         self.eof = self.eof.max(addr + buf.len() as u64);
         Ok(())
+    }
+
+    /// Starts the writeback of small writes (compressed chunks, often a few hundred bytes) once
+    /// together they span `WRITEBACK_BATCH`, and then only of whole pages: a page submitted on
+    /// its own would go to disk again with the next small write into it, which may first have
+    /// to wait for that writeback, and a syscall per chunk costs more than the chunk.
+    fn batch_writeback(&mut self, start: u64, end: u64) {
+        let (lo, hi) = match self.unsubmitted {
+            Some((lo, hi)) => (lo.min(start), hi.max(end)),
+            None => (start, end),
+        };
+        if hi - lo < WRITEBACK_BATCH {
+            self.unsubmitted = Some((lo, hi));
+            return;
+        }
+        let page = ALIGN as u64;
+        let (from, to) = (lo / page * page, hi / page * page);
+        if to > from {
+            start_writeback(self.raw_fd(), from, (to - from) as usize);
+            self.stats.writebacks += 1;
+        }
+        self.unsubmitted = (hi > to).then_some((to, hi));
     }
 
     /// O_DIRECT read: aligned pieces read into the bounce buffer, the requested bytes copied out.
@@ -424,6 +461,35 @@ mod tests {
             exclusive: false,
         };
         PosixFile::open(path.to_str().unwrap(), mode).unwrap()
+    }
+
+    #[test]
+    fn small_writes_start_their_writeback_in_batches_of_whole_pages() {
+        let d = tempfile::tempdir().unwrap();
+        let mut f = create(&d.path().join("f"));
+        let config = Config {
+            writeback: true,
+            ..Config::default()
+        };
+        // 30000 chunks of 100 bytes, one after the other: about 2.9 MiB.
+        let chunk: Vec<u8> = (0..100u8).collect();
+        for i in 0..30000u64 {
+            f.write_raw(i * 100, &chunk, &config).unwrap();
+        }
+        // One writeback a MiB, not one a chunk.
+        assert_eq!(f.stats.writebacks, 2);
+        assert_eq!(f.unsubmitted.map(|(lo, _)| lo % ALIGN as u64), Some(0));
+        let mut back = vec![0u8; 3_000_000];
+        f.read_raw(0, &mut back, &config).unwrap();
+        assert!(back.chunks(100).all(|c| c == &chunk[..]));
+        // A large write starts one writeback a piece.
+        let big = vec![7u8; 4 << 20];
+        let config = Config {
+            block: 1 << 20,
+            ..config
+        };
+        f.write_raw(8 << 20, &big, &config).unwrap();
+        assert_eq!(f.stats.writebacks, 2 + 4);
     }
 
     #[test]

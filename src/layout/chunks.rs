@@ -11,7 +11,7 @@
 
 use super::checksums::{Summary, Summing};
 use crate::dtype::Dtype;
-use crate::platform::codecs::Pipeline;
+use crate::platform::codecs::{Decoder, Pipeline};
 use crate::platform::device::{copy_to_host, Buffer};
 use crate::status::{fail, Result, H5TILE_ERR_HDF5};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -299,14 +299,47 @@ fn next<'a>(work: &Mutex<Receiver<(u64, Raw<'a>)>>) -> Option<(u64, Raw<'a>)> {
     work.lock().ok()?.recv().ok()
 }
 
-/// Decodes the chunks `which` of a tile (stored through `pipeline`, chunk i at byte
-/// `stored[i].0` of `file`, `stored[i].1` bytes long) into `out`, which receives the tile's
-/// bytes from the first of those chunks' first byte to the last one's end, over `threads`
-/// threads. A chunk that cannot be read or decoded is returned with why (the lowest such).
+/// Decoders of one pipeline with their buffers, kept between calls of `decode_chunks` (a read
+/// decodes a tile window by window): making them anew each time costs a codec context and
+/// fresh pages for megabytes of scratch, which cost more than decoding here.
+pub struct Decoders {
+    pipeline: Pipeline,
+    idle: Mutex<Vec<DecoderState>>,
+}
+
+/// A decoder, and its buffers for a stored chunk and a whole decoded one.
+type DecoderState = (Decoder, Vec<u8>, Vec<u8>);
+
+impl Decoders {
+    pub fn new(pipeline: Pipeline) -> Decoders {
+        Decoders {
+            pipeline,
+            idle: Mutex::new(Vec::new()),
+        }
+    }
+
+    fn take(&self) -> DecoderState {
+        let idle = self.idle.lock().unwrap_or_else(|p| p.into_inner()).pop();
+        idle.unwrap_or_else(|| (self.pipeline.decoder(), Vec::new(), Vec::new()))
+    }
+
+    fn give(&self, state: DecoderState) {
+        self.idle
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(state);
+    }
+}
+
+/// Decodes the chunks `which` of a tile (stored through the pipeline of `decoders`, chunk i at
+/// byte `stored[i].0` of `file`, `stored[i].1` bytes long) into `out`, which receives the
+/// tile's bytes from the first of those chunks' first byte to the last one's end, over
+/// `threads` threads. A chunk that cannot be read or decoded is returned with why (the lowest
+/// such).
 pub fn decode_chunks(
     file: &std::fs::File,
     chunks: &Chunks,
-    pipeline: &Pipeline,
+    decoders: &Decoders,
     stored: &[(u64, u64)],
     which: std::ops::Range<u64>,
     out: &mut [u8],
@@ -328,13 +361,13 @@ pub fn decode_chunks(
     }
     let full = chunks.chunk_bytes();
     // One thread's share: each chunk read, then decoded into its place.
-    let decode = |mine: &mut [(u64, &mut [u8])]| -> std::result::Result<(), (u64, String)> {
-        let mut decoder = pipeline.decoder();
-        let (mut packed, mut whole) = (Vec::new(), Vec::new());
+    let decode_each = |(decoder, packed, whole): &mut DecoderState,
+                       mine: &mut [(u64, &mut [u8])]|
+     -> std::result::Result<(), (u64, String)> {
         for (i, part) in mine.iter_mut() {
             let (addr, size) = stored[*i as usize];
             packed.resize(size as usize, 0);
-            std::os::unix::fs::FileExt::read_exact_at(file, &mut packed, addr).map_err(|e| {
+            std::os::unix::fs::FileExt::read_exact_at(file, packed, addr).map_err(|e| {
                 (
                     *i,
                     format!("its {size} bytes at byte {addr} cannot be read ({e})"),
@@ -342,15 +375,21 @@ pub fn decode_chunks(
             })?;
             let fail = |why: String| (*i, why);
             match part.len() == full {
-                true => decoder.decode(&packed, part).map_err(fail)?,
+                true => decoder.decode(packed, part).map_err(fail)?,
                 false => {
                     whole.resize(full, 0);
-                    decoder.decode(&packed, &mut whole).map_err(fail)?;
+                    decoder.decode(packed, whole).map_err(fail)?;
                     part.copy_from_slice(&whole[..part.len()]);
                 }
             }
         }
         Ok(())
+    };
+    let decode = |mine: &mut [(u64, &mut [u8])]| -> std::result::Result<(), (u64, String)> {
+        let mut state = decoders.take();
+        let outcome = decode_each(&mut state, mine);
+        decoders.give(state);
+        outcome
     };
     let per_thread = parts.len().div_ceil(threads.max(1)).max(1);
     // All on one thread: this one, not a thread started for it.
