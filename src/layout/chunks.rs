@@ -165,6 +165,9 @@ pub fn encode_chunks(
     mut store: impl FnMut(u64, &[u8]) -> Result<()>,
 ) -> Result<Summary> {
     let threads = threads.max(1);
+    if threads == 1 {
+        return encode_inline(chunks, which, pipeline, dtype, buf, store);
+    }
     let base = chunks.range(which.start).0;
     let (to_encode, work) = sync_channel::<(u64, Raw)>(threads);
     let work = Mutex::new(work);
@@ -181,21 +184,7 @@ pub fn encode_chunks(
             for i in which {
                 let (start, len) = chunks.range(i);
                 let (start, len) = ((start - base) as usize, len as usize);
-                let raw = match buf {
-                    Buffer::Host(bytes) if len == full => Raw::Host(&bytes[start..start + len]),
-                    Buffer::Host(bytes) => {
-                        let mut padded = raw_pool.take(full);
-                        padded[..len].copy_from_slice(&bytes[start..start + len]);
-                        padded[len..].fill(0);
-                        Raw::Copied(padded)
-                    }
-                    Buffer::Device(ptr, _) => {
-                        let mut copied = raw_pool.take(full);
-                        copy_to_host(&mut copied[..len], ptr.offset(start))?;
-                        copied[len..].fill(0);
-                        Raw::Copied(copied)
-                    }
-                };
+                let raw = raw_chunk(buf, (start, len), full, || raw_pool.take(full))?;
                 summing.add(&raw.bytes()[..len]);
                 if stop.load(Ordering::Relaxed) || to_encode.send((i, raw)).is_err() {
                     break;
@@ -250,6 +239,65 @@ pub fn encode_chunks(
             .join()
             .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
         outcome.and(summary)
+    })
+}
+
+/// `encode_chunks` on the calling thread alone: with one thread a rank (a core each), handing
+/// chunks between a reader, an encoder and this thread only adds switches between them.
+fn encode_inline(
+    chunks: &Chunks,
+    which: std::ops::Range<u64>,
+    pipeline: &Pipeline,
+    dtype: Dtype,
+    buf: Buffer,
+    mut store: impl FnMut(u64, &[u8]) -> Result<()>,
+) -> Result<Summary> {
+    let base = chunks.range(which.start).0;
+    let full = chunks.chunk_bytes();
+    let mut summing = Summing::new(dtype);
+    let mut encoder = pipeline.encoder();
+    let (mut spare, mut out) = (Vec::new(), Vec::new());
+    for i in which {
+        let (start, len) = chunks.range(i);
+        let (start, len) = ((start - base) as usize, len as usize);
+        let raw = raw_chunk(buf, (start, len), full, || std::mem::take(&mut spare))?;
+        summing.add(&raw.bytes()[..len]);
+        if let Err(why) = encoder.encode(raw.bytes(), &mut out) {
+            return fail(H5TILE_ERR_HDF5, format!("cannot compress a chunk ({why})"));
+        }
+        if let Raw::Copied(buffer) = raw {
+            spare = buffer;
+        }
+        store(i, &out)?;
+    }
+    Ok(summing.finish())
+}
+
+/// The bytes `start..start + len` of the tile in `buf` as an encoder takes them: where they
+/// lie in a host buffer, else (a device buffer's, or a last chunk HDF5 stores padded to `full`
+/// bytes) copied into a buffer from `take`, zero-padded.
+fn raw_chunk<'a>(
+    buf: Buffer<'a>,
+    (start, len): (usize, usize),
+    full: usize,
+    take: impl FnOnce() -> Vec<u8>,
+) -> Result<Raw<'a>> {
+    Ok(match buf {
+        Buffer::Host(bytes) if len == full => Raw::Host(&bytes[start..start + len]),
+        Buffer::Host(bytes) => {
+            let mut padded = take();
+            padded.resize(full, 0);
+            padded[..len].copy_from_slice(&bytes[start..start + len]);
+            padded[len..].fill(0);
+            Raw::Copied(padded)
+        }
+        Buffer::Device(ptr, _) => {
+            let mut copied = take();
+            copied.resize(full, 0);
+            copy_to_host(&mut copied[..len], ptr.offset(start))?;
+            copied[len..].fill(0);
+            Raw::Copied(copied)
+        }
     })
 }
 
@@ -526,24 +574,55 @@ mod tests {
             .collect();
         assert!(got == want);
         assert_eq!(summary, Summary::of(Dtype::Float64, part));
-        // A failure to store stops the encoding and is the outcome.
-        let mut stored = 0;
-        let e = encode_tile(
-            &chunks,
-            &p,
-            Dtype::Float64,
-            Buffer::Host(&bytes),
-            2,
-            |_, _| {
-                stored += 1;
-                match stored {
-                    3 => fail(crate::status::H5TILE_ERR_IO, "disk full"),
-                    _ => Ok(()),
-                }
-            },
-        )
-        .unwrap_err();
-        assert_eq!(e.message, "disk full");
-        assert_eq!(stored, 3);
+        // A failure to store stops the encoding and is the outcome, on one thread or several.
+        for threads in [1, 2] {
+            let mut stored = 0;
+            let e = encode_tile(
+                &chunks,
+                &p,
+                Dtype::Float64,
+                Buffer::Host(&bytes),
+                threads,
+                |_, _| {
+                    stored += 1;
+                    match stored {
+                        3 => fail(crate::status::H5TILE_ERR_IO, "disk full"),
+                        _ => Ok(()),
+                    }
+                },
+            )
+            .unwrap_err();
+            assert_eq!(e.message, "disk full");
+            assert_eq!(stored, 3);
+        }
+        // A last chunk shorter than the others is encoded padded, as HDF5 stores it, alike on
+        // one thread and several.
+        let short = Chunks::new(&[590, 500], 8, 100_000);
+        let some = &bytes[..590 * 500 * 8];
+        let encoded = |threads| {
+            let mut got: Vec<Option<Vec<u8>>> = vec![None; short.count() as usize];
+            encode_tile(
+                &short,
+                &p,
+                Dtype::Float64,
+                Buffer::Host(some),
+                threads,
+                |i, s| {
+                    got[i as usize] = Some(s.to_vec());
+                    Ok(())
+                },
+            )
+            .unwrap();
+            got
+        };
+        let one = encoded(1);
+        assert!(one == encoded(3));
+        let last = one.last().unwrap().as_ref().unwrap();
+        let mut out = vec![0u8; short.chunk_bytes()];
+        p.decoder().decode(last, &mut out).unwrap();
+        let (start, len) = short.range(short.count() - 1);
+        assert!(len < short.chunk_bytes() as u64);
+        assert!(out[..len as usize] == some[start as usize..]);
+        assert!(out[len as usize..].iter().all(|&b| b == 0));
     }
 }
