@@ -94,6 +94,10 @@ fn held_file_budget() -> usize {
 /// Largest staging read when copying tile bytes into a caller's buffer.
 const SCRATCH_BYTES: usize = 4 << 20;
 
+/// The most bytes of a tile decoded to find why HDF5 could not read it (`failed_read`): an
+/// error path is no reason to allocate as much as the read itself.
+const EXPLAIN_BYTES: usize = 256 << 20;
+
 /// Plans rows of `row` bytes consecutive in file `f` from `at` to buffer bytes `dsts`: as one
 /// run where they are consecutive in the buffer too, else read once and scattered.
 fn gather(plan: &mut ByteReads, f: usize, at: u64, row: usize, dsts: Vec<usize>) {
@@ -388,12 +392,17 @@ impl DirectReader {
     }
 
     /// HDF5 failed to read `common` of mapping `i`'s tile (converting it, unchecked). Where
-    /// that is a compressed tile, decoding the part here finds a damaged chunk, which is then
-    /// `H5TILE_ERR_CORRUPT` naming it; otherwise HDF5's error, after the tile and its file.
+    /// that is a compressed tile, decoding the part here (up to `EXPLAIN_BYTES` of it) finds a
+    /// damaged chunk, which is then `H5TILE_ERR_CORRUPT` naming it; otherwise HDF5's error,
+    /// after the tile and its file.
     fn failed_read(&mut self, i: usize, common: &Tile, e: Error) -> Error {
         let elem = self.stored.as_ref().map_or(0, |(d, _)| d.size());
-        if let Ok(Some(d)) = self.compressed_part(i, common, common, true) {
-            let mut scratch = vec![0u8; common.volume() as usize * elem];
+        let bytes = common.volume() as usize * elem;
+        let part = (bytes <= EXPLAIN_BYTES)
+            .then(|| self.compressed_part(i, common, common, true))
+            .and_then(|d| d.ok().flatten());
+        if let Some(d) = part {
+            let mut scratch = vec![0u8; bytes];
             if let Err(damage) = self.decode(d, &mut scratch) {
                 return damage;
             }
