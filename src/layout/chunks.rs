@@ -511,6 +511,24 @@ mod tests {
         assert_eq!(Chunks::new(&[10, 1 << 20], 8, 1 << 20).shape, [1, 131_072]);
     }
 
+    /// Every chunk of the float64 tile `bytes` encoded through `p` on `threads` threads, by
+    /// index, and the summary.
+    fn encode_all(
+        chunks: &Chunks,
+        p: &Pipeline,
+        bytes: &[u8],
+        threads: usize,
+    ) -> (Vec<Option<Vec<u8>>>, Summary) {
+        let mut got: Vec<Option<Vec<u8>>> = vec![None; chunks.count() as usize];
+        let buf = Buffer::Host(bytes);
+        let summary = encode_tile(chunks, p, Dtype::Float64, buf, threads, |i, s| {
+            got[i as usize] = Some(s.to_vec());
+            Ok(())
+        })
+        .unwrap();
+        (got, summary)
+    }
+
     #[test]
     fn a_tile_s_chunks_encode_to_what_decodes_back_and_its_summary_is_its_bytes_summary() {
         let values: Vec<f64> = (0..300_000).map(|i| (i % 1000) as f64).collect();
@@ -518,19 +536,7 @@ mod tests {
         let chunks = Chunks::new(&[600, 500], 8, 100_000);
         let p = Compression::new(Codec::Lz4, 0, true).unwrap().pipeline(8);
         for threads in [1, 3] {
-            let mut got: Vec<Option<Vec<u8>>> = vec![None; chunks.count() as usize];
-            let summary = encode_tile(
-                &chunks,
-                &p,
-                Dtype::Float64,
-                Buffer::Host(&bytes),
-                threads,
-                |i, s| {
-                    got[i as usize] = Some(s.to_vec());
-                    Ok(())
-                },
-            )
-            .unwrap();
+            let (got, summary) = encode_all(&chunks, &p, &bytes, threads);
             assert_eq!(summary, Summary::of(Dtype::Float64, &bytes));
             let mut dec = p.decoder();
             let mut back = Vec::new();
@@ -543,13 +549,7 @@ mod tests {
             assert!(back == bytes);
         }
         // Some of the chunks, from their bytes alone, encode as they do in the whole tile.
-        let mut whole: Vec<Option<Vec<u8>>> = vec![None; chunks.count() as usize];
-        let buf = Buffer::Host(&bytes);
-        encode_tile(&chunks, &p, Dtype::Float64, buf, 2, |i, s| {
-            whole[i as usize] = Some(s.to_vec());
-            Ok(())
-        })
-        .unwrap();
+        let (whole, _) = encode_all(&chunks, &p, &bytes, 2);
         let which = 1..4;
         let (start, _) = chunks.range(which.start);
         let (last, len) = chunks.range(which.end - 1);
@@ -599,22 +599,7 @@ mod tests {
         // one thread and several.
         let short = Chunks::new(&[590, 500], 8, 100_000);
         let some = &bytes[..590 * 500 * 8];
-        let encoded = |threads| {
-            let mut got: Vec<Option<Vec<u8>>> = vec![None; short.count() as usize];
-            encode_tile(
-                &short,
-                &p,
-                Dtype::Float64,
-                Buffer::Host(some),
-                threads,
-                |i, s| {
-                    got[i as usize] = Some(s.to_vec());
-                    Ok(())
-                },
-            )
-            .unwrap();
-            got
-        };
+        let encoded = |threads| encode_all(&short, &p, some, threads).0;
         let one = encoded(1);
         assert!(one == encoded(3));
         let last = one.last().unwrap().as_ref().unwrap();
