@@ -1,19 +1,15 @@
-//! Where a tile's bytes lie in their file, and reading a range of them in the tile's own order
-//! (the order its checksums count them in): one run (a tile file, a subfile's dataset), or
-//! the tile's rows within a contiguous dataset (the single-file layout), where a checksum
-//! block is gathered from the rows it covers.
+//! Where a tile's bytes lie in their file, and the runs of the file holding a range of them
+//! in the tile's own order (the order its checksums count them in): one run (a tile file, a
+//! subfile's dataset), or the tile's rows within a contiguous dataset (the single-file
+//! layout), where a checksum block is gathered from the rows it covers.
 
 use super::runs::tile_runs;
 use crate::geometry::tile::Tile;
-use std::fs::File;
-use std::io;
-use std::os::unix::fs::FileExt;
 
 /// Where a tile's bytes are in the file.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Placement {
-    /// One run from this byte (the tools check tile files and subfiles so).
-    #[cfg_attr(not(any(test, feature = "internals")), allow(dead_code))]
+    /// One run from this byte (a tile file, a subfile's dataset).
     Run(u64),
     /// Rows: (byte in the file, byte in the tile, length), in the tile's order.
     Rows(Vec<(u64, u64, usize)>),
@@ -50,21 +46,8 @@ impl Placement {
         }
     }
 
-    /// Reads the tile's bytes `start..start + buf.len()` from `file` into `buf` (as the tools
-    /// check a tile's blocks).
-    #[cfg_attr(not(any(test, feature = "internals")), allow(dead_code))]
-    pub fn read(&self, file: &File, start: u64, buf: &mut [u8]) -> io::Result<()> {
-        let mut done = 0;
-        for (at, n) in self.ranges(start, start + buf.len() as u64) {
-            file.read_exact_at(&mut buf[done..done + n], at)?;
-            done += n;
-        }
-        Ok(())
-    }
-
     /// The bytes of the file that hold the tile's bytes `start..end`, from the first to the
     /// last (rows between them may hold other tiles' bytes), as the tools report them.
-    #[cfg_attr(not(any(test, feature = "internals")), allow(dead_code))]
     pub fn file_range(&self, start: u64, end: u64) -> (u64, u64) {
         let ranges = self.ranges(start, end);
         match (ranges.first(), ranges.last()) {
@@ -77,6 +60,8 @@ impl Placement {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs::File;
+    use std::os::unix::fs::FileExt;
 
     #[test]
     fn rows_give_the_tile_s_bytes_in_its_own_order_from_anywhere() {
@@ -95,16 +80,17 @@ mod tests {
         }
         for start in 0..whole.len() {
             for end in start..=whole.len() {
-                let mut got = vec![0u8; end - start];
-                place.read(&file, start as u64, &mut got).unwrap();
+                let mut got = Vec::new();
+                for (at, n) in place.ranges(start as u64, end as u64) {
+                    let mut piece = vec![0u8; n];
+                    file.read_exact_at(&mut piece, at).unwrap();
+                    got.extend(piece);
+                }
                 assert_eq!(got, whole[start..end], "bytes {start}..{end}");
             }
         }
         // Tile bytes 4..8 lie in the first row's last two bytes and the second row's first two.
         assert_eq!(place.file_range(4, 8), (100 + 12 + 4, 100 + 22 + 2));
         assert_eq!(Placement::Run(7).file_range(4, 8), (11, 15));
-        let mut past = vec![0u8; 4];
-        let short = Placement::Run(158).read(&file, 0, &mut past).unwrap_err();
-        assert_eq!(short.kind(), io::ErrorKind::UnexpectedEof);
     }
 }

@@ -5,10 +5,10 @@
 //! values in their place).
 
 use super::inspect::{DatasetInfo, TileInfo, VirtualInfo};
+use super::read::byte_reads::{ByteReads, Mismatch};
+use super::read::checked_blocks::SummedTile;
 use super::read::compressed::CompressedTile;
 use crate::geometry::tile::Tile;
-use crate::layout::checksums::block_sum;
-use crate::layout::placement::Placement;
 use crate::layout::subfile_generation;
 use crate::layout::subfiles::check_stamp;
 use crate::platform::hdf5::{self, Dataset, File};
@@ -346,6 +346,9 @@ pub fn verify_tiles(
 /// The largest checksum block read: far above the 1 MiB h5tile writes.
 const MAX_BLOCK: u64 = 1 << 30;
 
+/// Blocks `verify_checksums` plans at a time.
+const SURVEY_BLOCKS: u64 = 64;
+
 /// Bytes `tile` holds that its checksums cover (0 when it has none, or neither a recorded
 /// place nor a tile file of its own: a compressed tile's place is in its file).
 pub fn checksummed_bytes(tile: &TileInfo, elem: usize) -> u64 {
@@ -385,9 +388,8 @@ pub fn verify_checksums(
         };
     };
     let len = tile.data_bytes(elem);
-    let blocks = len.div_ceil(block.max(1));
     // h5tile sums 1 MiB blocks: a block far larger is a damaged record, not memory to take.
-    if block == 0 || block > MAX_BLOCK || sums.len() as u64 != blocks {
+    if block == 0 || block > MAX_BLOCK || sums.len() as u64 != len.div_ceil(block.max(1)) {
         let why = format!(
             "has {} recorded checksums for a tile of {len} bytes in blocks of {block}",
             sums.len()
@@ -398,45 +400,53 @@ pub fn verify_checksums(
         Ok(file) => file,
         Err(e) => return vec![problem(format!("cannot be read ({e})"), None)],
     };
-    let mut problems = Vec::new();
-    // The tile's bytes of the run of bad blocks being gathered.
-    let mut bad: Option<(u64, u64)> = None;
-    let flush = |bad: &mut Option<(u64, u64)>, problems: &mut Vec<Problem>| {
-        if let Some((start, end)) = bad.take() {
-            let (a, b) = place.file_range(start, end);
-            let what = format!("bytes {a}..{b} do not match their checksum");
-            problems.push(problem(what, Some((a, b))));
+    // Planned a window of blocks at a time: a plan holds each block's ranges in the file.
+    let blocks = (0..len.div_ceil(block)).step_by(SURVEY_BLOCKS as usize);
+    let (mut mismatches, mut failed) = (Vec::new(), None);
+    for first in blocks {
+        let mut plan = ByteReads::new(0);
+        let file = match file.try_clone() {
+            Ok(file) => plan.add_file(file, path.to_path_buf(), len, String::new()),
+            Err(e) => return vec![problem(format!("cannot be read ({e})"), None)],
+        };
+        let summed = SummedTile {
+            file,
+            tile: 0,
+            place: &place,
+            len,
+            block,
+            sums,
+        };
+        summed.plan_blocks(&mut plan, first..summed.blocks().min(first + SURVEY_BLOCKS));
+        let (found, stop) = plan.survey(progress);
+        mismatches.extend(found);
+        if stop.is_some() {
+            failed = stop;
+            break;
         }
-    };
-    let mut scratch = Vec::new();
-    for (k, &sum) in sums.iter().enumerate() {
-        let (start, end) = (k as u64 * block, len.min((k as u64 + 1) * block));
-        match block_matches(&file, &place, (len, block), k as u64, sum, &mut scratch) {
-            Ok(true) => {}
-            // Neighbouring bad blocks make one range.
-            Ok(false) => match &mut bad {
-                Some((_, last)) if *last == start => *last = end,
-                _ => {
-                    flush(&mut bad, &mut problems);
-                    bad = Some((start, end));
-                }
-            },
-            Err(e) => {
-                flush(&mut bad, &mut problems);
-                let (at, end) = place.file_range(start, end);
-                let what = match e.kind() {
-                    std::io::ErrorKind::UnexpectedEof => {
-                        format!("ends before byte {end}, where the tile's block {k} ends")
-                    }
-                    _ => format!("cannot be read at bytes {at}..{end} ({e})"),
-                };
-                problems.push(problem(what, Some((at, end))));
-                return problems;
-            }
-        }
-        progress(end - start);
     }
-    flush(&mut bad, &mut problems);
+    // Neighbouring bad blocks make one problem.
+    let mut joined: Vec<Mismatch> = Vec::new();
+    for m in mismatches {
+        if !joined.last_mut().is_some_and(|last| last.join(&m)) {
+            joined.push(m);
+        }
+    }
+    let mut problems: Vec<Problem> = joined
+        .into_iter()
+        .map(|m| problem(m.to_string(), Some((m.at, m.end))))
+        .collect();
+    if let Some((label, e)) = failed {
+        let k = label.in_tile.0 / block;
+        let (at, end) = place.file_range(label.in_tile.0, label.in_tile.1);
+        let what = match e.kind() {
+            std::io::ErrorKind::UnexpectedEof => {
+                format!("ends before byte {end}, where the tile's block {k} ends")
+            }
+            _ => format!("cannot be read at bytes {at}..{end} ({e})"),
+        };
+        problems.push(problem(what, Some((at, end))));
+    }
     problems
 }
 
@@ -472,20 +482,4 @@ fn verify_compressed(
         progress(len);
     }
     damage
-}
-
-/// Reads block `k` (of `block` bytes, the last one shorter) of a tile's `len` bytes, placed in
-/// `file` as `place` says, into `scratch`, and says whether it matches `sum`.
-fn block_matches(
-    file: &std::fs::File,
-    place: &Placement,
-    (len, block): (u64, u64),
-    k: u64,
-    sum: u64,
-    scratch: &mut Vec<u8>,
-) -> std::io::Result<bool> {
-    let start = k * block;
-    scratch.resize(block.min(len - start) as usize, 0);
-    place.read(file, start, scratch)?;
-    Ok(block_sum(scratch) == sum)
 }

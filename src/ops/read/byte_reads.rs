@@ -4,6 +4,7 @@
 //! are shared among `io_threads()` workers, so a chunk made of many short rows reads as fast
 //! as one long run.
 
+use super::checked_blocks::file_id;
 use crate::layout::checksums::BlockSum;
 use crate::platform::device::io_threads;
 use std::fs::File;
@@ -73,7 +74,7 @@ pub(crate) type Part = (usize, usize, usize);
 
 /// A block whose bytes do not match their checksum: the error a plan's run returns, for its
 /// caller to name the tile (`io::Error::get_ref` downcast).
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(crate) struct Mismatch {
     /// The bytes of the file holding the block, from its first to its last.
     pub at: u64,
@@ -93,6 +94,20 @@ impl std::fmt::Display for Mismatch {
 
 impl std::error::Error for Mismatch {}
 
+impl Mismatch {
+    /// Takes in `next` when it is the block after this one of the same tile, so that a run of
+    /// bad blocks is described once; says whether it did.
+    pub fn join(&mut self, next: &Mismatch) -> bool {
+        let follows =
+            next.label.tile == self.label.tile && next.label.in_tile.0 == self.label.in_tile.1;
+        if follows {
+            self.end = next.end;
+            self.label.in_tile.1 = next.label.in_tile.1;
+        }
+        follows
+    }
+}
+
 /// What reads have cost: blocks summed, and bytes read from files (a checked block counts
 /// whole).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -106,67 +121,6 @@ impl std::ops::AddAssign for ReadCounts {
         self.blocks_summed += other.blocks_summed;
         self.bytes_read += other.bytes_read;
     }
-}
-
-/// The blocks one reader has found matching their checksums, per tile (the caller's number),
-/// with the file they were read from: a later read of the reader takes its bytes of such a
-/// block without reading the rest of it or summing it again (`ByteReads::checked_before`).
-/// Reads in row-major order of narrow boxes touch each block many times (a 1 MiB block holds
-/// 16 rows of a 8192-wide float64 tile, a 1024-wide box an eighth of each): each is summed
-/// once. A bit per block: a terabyte of tiles takes 128 KiB.
-pub(crate) struct CheckedBlocks {
-    block: u64,
-    /// Per tile: the file's (device, inode) and a bit per block.
-    tiles: std::collections::HashMap<usize, ((u64, u64), Vec<u64>)>,
-}
-
-impl CheckedBlocks {
-    /// For tiles checked in blocks of `block` bytes.
-    pub fn new(block: u64) -> CheckedBlocks {
-        CheckedBlocks {
-            block,
-            tiles: Default::default(),
-        }
-    }
-
-    /// Tile `tile`'s bytes are read from the file `id` names: what was checked in another
-    /// file (one that has replaced it since) is forgotten.
-    pub fn reading_from(&mut self, tile: usize, id: (u64, u64)) {
-        if self.tiles.get(&tile).is_some_and(|(was, _)| *was != id) {
-            self.tiles.remove(&tile);
-        }
-        self.tiles.entry(tile).or_insert((id, Vec::new()));
-    }
-
-    /// Whether block `k` of tile `tile` was checked.
-    pub fn contains(&self, tile: usize, k: u64) -> bool {
-        let Some((_, bits)) = self.tiles.get(&tile) else {
-            return false;
-        };
-        bits.get((k / 64) as usize)
-            .is_some_and(|w| w & (1 << (k % 64)) != 0)
-    }
-
-    /// The block `label` names matched its checksum (in the file `reading_from` gave).
-    pub fn insert(&mut self, label: BlockLabel) {
-        let Some((_, bits)) = self.tiles.get_mut(&label.tile) else {
-            return;
-        };
-        let k = label.in_tile.0 / self.block;
-        let word = (k / 64) as usize;
-        if bits.len() <= word {
-            bits.resize(word + 1, 0);
-        }
-        bits[word] |= 1 << (k % 64);
-    }
-}
-
-/// The (device, inode) of `file`, which tells a file replaced under its name from the one
-/// that was there.
-pub(crate) fn file_id(file: &File) -> io::Result<(u64, u64)> {
-    use std::os::unix::fs::MetadataExt;
-    let md = file.metadata()?;
-    Ok((md.dev(), md.ino()))
 }
 
 /// Bytes between two parts of a block checked before below which they are read with one call
@@ -346,6 +300,34 @@ impl ByteReads {
     /// The (device, inode) of file `file` (`file_id`).
     pub fn file_id(&self, file: usize) -> io::Result<(u64, u64)> {
         file_id(&self.files[file].0)
+    }
+
+    /// Does a plan of checks alone (`verified` blocks without parts), on the calling thread,
+    /// in order, giving `progress` each block's length once read. Unlike `execute` it goes on
+    /// past blocks that do not match, and returns them all; a block that cannot be read ends
+    /// it, returned with its label.
+    pub fn survey(
+        self,
+        progress: &dyn Fn(u64),
+    ) -> (Vec<Mismatch>, Option<(BlockLabel, io::Error)>) {
+        let mut found = Vec::new();
+        let mut scratch = Vec::new();
+        for run in &self.runs {
+            let Run::Verified { label, ranges, .. } = run else {
+                debug_assert!(false, "a survey plans checks alone");
+                continue;
+            };
+            let at = ranges.first().map_or(0, |r| r.0);
+            match self.read(run, at, Vec::new(), &mut scratch) {
+                Ok(()) => {}
+                Err(e) => match e.get_ref().and_then(|e| e.downcast_ref::<Mismatch>()) {
+                    Some(m) => found.push(m.clone()),
+                    None => return (found, Some((*label, e))),
+                },
+            }
+            progress(run.len() as u64);
+        }
+        (found, None)
     }
 
     /// Does the reads into `buf` (of the `total` bytes given to `new`), over `io_threads()`
@@ -731,32 +713,6 @@ mod tests {
         for &(o, d, n) in &parts {
             assert_eq!(&buf[d..d + n], &block[o..o + n], "part at {o}");
         }
-    }
-
-    /// A reader's checked blocks, per tile and file: another file under the tile (one that
-    /// replaced it) starts over.
-    #[test]
-    fn checked_blocks_are_kept_per_tile_and_file() {
-        let mut checked = CheckedBlocks::new(1 << 20);
-        let label = |tile, k: u64| BlockLabel {
-            tile,
-            in_tile: (k << 20, (k + 1) << 20),
-        };
-        checked.reading_from(3, (1, 10));
-        checked.reading_from(4, (1, 11));
-        checked.insert(label(3, 0));
-        checked.insert(label(3, 130));
-        checked.insert(label(4, 1));
-        assert!(checked.contains(3, 0) && checked.contains(3, 130) && checked.contains(4, 1));
-        assert!(!checked.contains(3, 1) && !checked.contains(4, 0) && !checked.contains(5, 0));
-        checked.reading_from(3, (1, 10));
-        assert!(checked.contains(3, 130), "the same file: kept");
-        checked.reading_from(3, (1, 12));
-        assert!(
-            !checked.contains(3, 0) && !checked.contains(3, 130),
-            "another file"
-        );
-        assert!(checked.contains(4, 1));
     }
 
     /// Reading past the end of a file is an error naming the file, on one worker or several.

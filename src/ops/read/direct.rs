@@ -2,7 +2,8 @@
 //! only the sources a read needs are opened, a missing one is reported by name, and the tiles
 //! h5tile wrote are read from the bytes their master records, without HDF5.
 
-use super::byte_reads::{BlockLabel, ByteReads, CheckedBlocks, Mismatch, Part, ReadCounts};
+use super::byte_reads::{BlockLabel, ByteReads, Mismatch, ReadCounts};
+use super::checked_blocks::{CheckedBlocks, SummedTile};
 use super::compressed::{rows_of, CompressedTile};
 use super::mappings::{
     corrupt, locate_source, missing_tile, read_tile_bytes, resolve_source, source_error,
@@ -11,6 +12,7 @@ use super::mappings::{
 use crate::dtype::Dtype;
 use crate::geometry::tile::Tile;
 use crate::layout::checksums::Recorded;
+use crate::layout::placement::Placement;
 use crate::layout::runs::box_rows;
 use crate::layout::subfiles::check_stamp;
 use crate::layout::vds::{TileBytes, NO_OFFSET, TILE_DATASET};
@@ -108,58 +110,6 @@ fn gather(plan: &mut ByteReads, f: usize, at: u64, row: usize, dsts: Vec<usize>)
         plan.place(f, at, dsts[0], row * dsts.len());
     } else {
         plan.scatter(f, at, row, dsts);
-    }
-}
-
-/// Plans reading a checksummed tile's blocks that rows of `row` bytes touch, each row given
-/// as (its byte in the tile, its byte in the buffer), the tile's (number `tile`) `tile_len`
-/// bytes starting at `data_offset` of file `f`, in blocks of `block` bytes whose checksums
-/// are `sums`. Every touched block is read whole and checked, unless `checked` has it; with
-/// `to_buffer` the rows' bytes in it go to their places (parts continuing each other joined,
-/// so a block wholly wanted in order is read straight into place). Of a block checked
-/// before, only the rows' bytes are read, and nothing without `to_buffer`.
-#[allow(clippy::too_many_arguments)]
-fn plan_blocks(
-    plan: &mut ByteReads,
-    checked: &CheckedBlocks,
-    (f, tile): (usize, usize),
-    data_offset: u64,
-    tile_len: u64,
-    block: u64,
-    sums: &[u64],
-    row: usize,
-    rows: impl Iterator<Item = (u64, usize)>,
-    to_buffer: bool,
-) {
-    let mut blocks: std::collections::BTreeMap<u64, Vec<Part>> = Default::default();
-    for (s, d) in rows {
-        let (mut at, end, mut dst) = (s, s + row as u64, d);
-        while at < end {
-            let k = at / block;
-            let stop = end.min((k + 1) * block);
-            let n = (stop - at) as usize;
-            let parts = blocks.entry(k).or_default();
-            let from = (at - k * block) as usize;
-            match parts.last_mut() {
-                Some(p) if p.0 + p.2 == from && p.1 + p.2 == dst => p.2 += n,
-                _ if !to_buffer => {}
-                _ => parts.push((from, dst, n)),
-            }
-            at = stop;
-            dst += n;
-        }
-    }
-    for (k, parts) in blocks {
-        let len = block.min(tile_len - k * block) as usize;
-        let parts = if to_buffer { parts } else { Vec::new() };
-        let at = data_offset + k * block;
-        let in_tile = (k * block, k * block + len as u64);
-        let label = BlockLabel { tile, in_tile };
-        if checked.contains(tile, k) {
-            plan.checked_before(f, &[(at, len)], &parts, label);
-        } else {
-            plan.verified(f, vec![(at, len)], sums[k as usize], parts, label);
-        }
     }
 }
 
@@ -494,21 +444,18 @@ impl DirectReader {
                 .map_err(|e| missing(format!("cannot be read ({e})")))?;
             self.checked.reading_from(i, id);
             let (row, rows) = box_rows(&m.region.shape, &src, &want.shape, &dst, &common.shape);
-            let rows = rows.map(|(s, d)| (s * elem as u64, d as usize * elem));
-            let to_buffer = deliver.is_some();
-            plan_blocks(
-                plan,
-                &self.checked,
-                (f, i),
-                bytes.data_offset,
-                tile_len,
+            let row = row as usize * elem;
+            let runs = rows.map(|(s, d)| (s * elem as u64, d as usize * elem, row));
+            let summed = SummedTile {
+                file: f,
+                tile: i,
+                place: &Placement::Run(bytes.data_offset),
+                len: tile_len,
                 block,
                 sums,
-                row as usize * elem,
-                rows,
-                to_buffer,
-            );
-            return Ok(to_buffer);
+            };
+            summed.plan_runs(plan, &self.checked, runs, deliver.is_some());
+            return Ok(deliver.is_some());
         }
         if deliver.is_none() {
             return Ok(false);

@@ -6,6 +6,7 @@
 //! buffer is read in the dataset's own type through the h5tile_gds device paths.
 
 pub(crate) mod byte_reads;
+pub(crate) mod checked_blocks;
 pub(crate) mod compressed;
 pub(crate) mod direct;
 pub(crate) mod mappings;

@@ -5,7 +5,8 @@
 //! from those checked blocks (`read_checked`: each byte read once); elsewhere HDF5 reads the
 //! elements as for any contiguous dataset, and `check` reads the touched blocks a second time.
 
-use super::byte_reads::{BlockLabel, ByteReads, CheckedBlocks, Mismatch, Part, ReadCounts};
+use super::byte_reads::{BlockLabel, ByteReads, Mismatch, ReadCounts};
+use super::checked_blocks::{file_id, CheckedBlocks, SummedTile};
 use crate::dtype::Dtype;
 use crate::geometry::coverage;
 use crate::geometry::tile::Tile;
@@ -62,7 +63,7 @@ impl TileChecks {
         // Unreadable: HDF5 just read the dataset's header from it, so this is no record.
         let file = std::fs::File::open(path).ok()?;
         let mut checked = CheckedBlocks::new(checksums.block.max(1));
-        let id = super::byte_reads::file_id(&file).ok()?;
+        let id = file_id(&file).ok()?;
         (0..tiles.len()).for_each(|i| checked.reading_from(i, id));
         Some(TileChecks {
             checked,
@@ -133,47 +134,25 @@ impl TileChecks {
         let (elem, block) = (self.elem, self.checksums.block);
         for (i, common) in parts {
             let tile = &self.tiles[*i];
-            let sums = self.sums(*i, tile)?;
-            let len = tile.volume() as u64 * elem as u64;
-            let place = Placement::rows_of(self.data_offset, &self.global, tile, elem);
             // (byte in the tile, byte in the buffer, length), in the tile's order.
-            let runs = match deliver {
-                true => box_runs(
-                    &tile.shape,
-                    &common.offset_in(tile),
-                    &want.shape,
-                    &common.offset_in(want),
-                    &common.shape,
-                    elem,
-                ),
-                false => Vec::new(),
+            let runs = box_runs(
+                &tile.shape,
+                &common.offset_in(tile),
+                &want.shape,
+                &common.offset_in(want),
+                &common.shape,
+                elem,
+            );
+            let summed = SummedTile {
+                file: f,
+                tile: *i,
+                place: &Placement::rows_of(self.data_offset, &self.global, tile, elem),
+                len: tile.volume() as u64 * elem as u64,
+                block,
+                sums: self.sums(*i, tile)?,
             };
-            for k in touched_blocks(tile, common, elem as u64, block) {
-                let (start, end) = (k * block, len.min((k + 1) * block));
-                let first = runs.partition_point(|&(s, _, n)| s + n as u64 <= start);
-                let parts: Vec<Part> = runs[first..]
-                    .iter()
-                    .take_while(|r| r.0 < end)
-                    .map(|&(s, d, n)| {
-                        let (a, b) = (s.max(start), (s + n as u64).min(end));
-                        (
-                            (a - start) as usize,
-                            (d + (a - s)) as usize,
-                            (b - a) as usize,
-                        )
-                    })
-                    .collect();
-                let label = BlockLabel {
-                    tile: *i,
-                    in_tile: (start, end),
-                };
-                let ranges = place.ranges(start, end);
-                match self.checked.contains(*i, k) {
-                    true if deliver => plan.checked_before(f, &ranges, &parts, label),
-                    true => {}
-                    false => plan.verified(f, ranges, sums[k as usize], parts, label),
-                }
-            }
+            let runs = runs.into_iter().map(|(s, d, n)| (s, d as usize, n));
+            summed.plan_runs(&mut plan, &self.checked, runs, deliver);
         }
         Ok(plan)
     }
@@ -183,7 +162,7 @@ impl TileChecks {
         let summed: Vec<BlockLabel> = plan.summed().collect();
         plan.execute(buf, |_, _, e| {
             match e.get_ref().and_then(|e| e.downcast_ref::<Mismatch>()) {
-                Some(m) => self.mismatch(&self.tiles[m.label.tile], m.label.in_tile),
+                Some(m) => self.corrupt(&self.tiles[m.label.tile], &m.to_string()),
                 None => self.unreadable(e),
             }
         })?;
@@ -213,15 +192,6 @@ impl TileChecks {
         }
     }
 
-    /// Bytes `start..end` of `tile` do not match their checksum.
-    fn mismatch(&self, tile: &Tile, (start, end): (u64, u64)) -> Error {
-        let why = format!(
-            "bytes {start}..{end} of the tile (counted row by row within it) do not match \
-             their checksum"
-        );
-        self.corrupt(tile, &why)
-    }
-
     fn unreadable(&self, e: std::io::Error) -> Error {
         Error::new(
             H5TILE_ERR_MISSING_TILE,
@@ -242,25 +212,6 @@ impl TileChecks {
             ),
         )
     }
-}
-
-/// The blocks of `tile`'s bytes (`elem` per element, blocks of `block`) that its part `common`
-/// touches: from the block of common's first element to that of its last.
-fn touched_blocks(
-    tile: &Tile,
-    common: &Tile,
-    elem: u64,
-    block: u64,
-) -> std::ops::RangeInclusive<u64> {
-    let linear = |at: &[u64]| {
-        (0..tile.ndim()).fold(0u64, |acc, a| {
-            acc * tile.shape[a] + (at[a] - tile.offset[a])
-        })
-    };
-    let last: Vec<u64> = (0..common.ndim())
-        .map(|a| common.offset[a] + common.shape[a] - 1)
-        .collect();
-    (linear(&common.offset) * elem / block)..=((linear(&last) + 1) * elem - 1) / block
 }
 
 #[cfg(test)]
@@ -323,15 +274,5 @@ mod tests {
             .read_checked(&top, Dtype::Float64, bytes_mut(&mut out))
             .unwrap());
         assert_eq!(out, grid_values(&top));
-    }
-
-    #[test]
-    fn the_blocks_a_box_touches_run_from_its_first_to_its_last_element() {
-        let tile = Tile::new(vec![10, 0], vec![4, 8]); // 32 elements of 4 bytes: 128 bytes
-        let row2 = Tile::new(vec![12, 0], vec![1, 8]);
-        assert_eq!(touched_blocks(&tile, &row2, 4, 32), 2..=2);
-        let corner = Tile::new(vec![10, 7], vec![2, 1]); // elements 7 and 15
-        assert_eq!(touched_blocks(&tile, &corner, 4, 32), 0..=1);
-        assert_eq!(touched_blocks(&tile, &tile, 4, 1 << 20), 0..=0);
     }
 }

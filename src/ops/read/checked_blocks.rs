@@ -1,0 +1,320 @@
+//! Checked blocks: a tile h5tile checksummed is checked in blocks (1 MiB of its bytes, counted
+//! row by row within the tile), each compared with its recorded checksum. This is the one
+//! planner of those checks: which blocks a read touches, which parts of them go where, and
+//! which blocks a reader already checked (so that each is summed once). Direct reads, the
+//! single-file layout's checks and `h5tile check` all plan through it; `ByteReads` does the
+//! reading, and a block that does not match is its `Mismatch`.
+
+use super::byte_reads::{BlockLabel, ByteReads, Part};
+use crate::layout::placement::Placement;
+use std::fs::File;
+use std::io;
+
+/// A checksummed tile as one plan reads it.
+pub(crate) struct SummedTile<'a> {
+    /// The plan's number for the file holding the tile, and the caller's for the tile (the
+    /// `BlockLabel`s name it so).
+    pub file: usize,
+    pub tile: usize,
+    /// Where the tile's bytes lie in the file, and how many there are.
+    pub place: &'a Placement,
+    pub len: u64,
+    /// Bytes per block (the last one shorter), and one checksum per block.
+    pub block: u64,
+    pub sums: &'a [u64],
+}
+
+impl SummedTile<'_> {
+    /// Plans the blocks that `runs` touch: (byte in the tile, byte in the buffer, length), in
+    /// the tile's order. Each touched block is read whole and checked, unless `checked` has
+    /// it. With `deliver` the runs' bytes go to their places in the buffer (runs continuing
+    /// each other joined, so a block wholly wanted in order is read straight into place); of
+    /// a block checked before only those bytes are read, and nothing without `deliver`.
+    pub fn plan_runs(
+        &self,
+        plan: &mut ByteReads,
+        checked: &CheckedBlocks,
+        runs: impl IntoIterator<Item = (u64, usize, usize)>,
+        deliver: bool,
+    ) {
+        // The block being gathered and its parts: runs come in the tile's order.
+        let mut current: Option<(u64, Vec<Part>)> = None;
+        for (s, d, n) in runs {
+            let (mut at, end, mut dst) = (s, s + n as u64, d);
+            while at < end {
+                let k = at / self.block;
+                let stop = end.min((k + 1) * self.block);
+                let n = (stop - at) as usize;
+                if current.as_ref().is_some_and(|(was, _)| *was != k) {
+                    let (was, parts) = current.take().expect("a block");
+                    self.plan_block(plan, checked, was, parts, deliver);
+                }
+                debug_assert!(current.as_ref().is_none_or(|(was, _)| *was <= k));
+                let (_, parts) = current.get_or_insert((k, Vec::new()));
+                let from = (at - k * self.block) as usize;
+                match parts.last_mut() {
+                    Some(p) if p.0 + p.2 == from && p.1 + p.2 == dst => p.2 += n,
+                    _ if !deliver => {}
+                    _ => parts.push((from, dst, n)),
+                }
+                at = stop;
+                dst += n;
+            }
+        }
+        if let Some((k, parts)) = current {
+            self.plan_block(plan, checked, k, parts, deliver);
+        }
+    }
+
+    /// Plans checking blocks `blocks` of the tile, nothing delivered (`h5tile check`).
+    pub fn plan_blocks(&self, plan: &mut ByteReads, blocks: std::ops::Range<u64>) {
+        for k in blocks {
+            plan.verified(
+                self.file,
+                self.ranges(k),
+                self.sums[k as usize],
+                Vec::new(),
+                self.label(k),
+            );
+        }
+    }
+
+    /// How many blocks the tile has.
+    pub fn blocks(&self) -> u64 {
+        self.len.div_ceil(self.block)
+    }
+
+    /// The tile's bytes in block `k`: from, to.
+    pub fn bytes_of(&self, k: u64) -> (u64, u64) {
+        (k * self.block, self.len.min((k + 1) * self.block))
+    }
+
+    fn plan_block(
+        &self,
+        plan: &mut ByteReads,
+        checked: &CheckedBlocks,
+        k: u64,
+        parts: Vec<Part>,
+        deliver: bool,
+    ) {
+        let ranges = self.ranges(k);
+        match checked.contains(self.tile, k) {
+            true if deliver => plan.checked_before(self.file, &ranges, &parts, self.label(k)),
+            true => {}
+            false => plan.verified(
+                self.file,
+                ranges,
+                self.sums[k as usize],
+                parts,
+                self.label(k),
+            ),
+        }
+    }
+
+    fn ranges(&self, k: u64) -> Vec<(u64, usize)> {
+        let (start, end) = self.bytes_of(k);
+        self.place.ranges(start, end)
+    }
+
+    fn label(&self, k: u64) -> BlockLabel {
+        BlockLabel {
+            tile: self.tile,
+            in_tile: self.bytes_of(k),
+        }
+    }
+}
+
+/// The blocks one reader has found matching their checksums, per tile (the caller's number),
+/// with the file they were read from: a later read of the reader takes its bytes of such a
+/// block without reading the rest of it or summing it again (`ByteReads::checked_before`).
+/// Reads in row-major order of narrow boxes touch each block many times (a 1 MiB block holds
+/// 16 rows of a 8192-wide float64 tile, a 1024-wide box an eighth of each): each is summed
+/// once. A bit per block: a terabyte of tiles takes 128 KiB.
+pub(crate) struct CheckedBlocks {
+    block: u64,
+    /// Per tile: the file's (device, inode) and a bit per block.
+    tiles: std::collections::HashMap<usize, ((u64, u64), Vec<u64>)>,
+}
+
+impl CheckedBlocks {
+    /// For tiles checked in blocks of `block` bytes.
+    pub fn new(block: u64) -> CheckedBlocks {
+        CheckedBlocks {
+            block,
+            tiles: Default::default(),
+        }
+    }
+
+    /// Tile `tile`'s bytes are read from the file `id` names: what was checked in another
+    /// file (one that has replaced it since) is forgotten.
+    pub fn reading_from(&mut self, tile: usize, id: (u64, u64)) {
+        if self.tiles.get(&tile).is_some_and(|(was, _)| *was != id) {
+            self.tiles.remove(&tile);
+        }
+        self.tiles.entry(tile).or_insert((id, Vec::new()));
+    }
+
+    /// Whether block `k` of tile `tile` was checked.
+    pub fn contains(&self, tile: usize, k: u64) -> bool {
+        let Some((_, bits)) = self.tiles.get(&tile) else {
+            return false;
+        };
+        bits.get((k / 64) as usize)
+            .is_some_and(|w| w & (1 << (k % 64)) != 0)
+    }
+
+    /// The block `label` names matched its checksum (in the file `reading_from` gave).
+    pub fn insert(&mut self, label: BlockLabel) {
+        let Some((_, bits)) = self.tiles.get_mut(&label.tile) else {
+            return;
+        };
+        let k = label.in_tile.0 / self.block;
+        let word = (k / 64) as usize;
+        if bits.len() <= word {
+            bits.resize(word + 1, 0);
+        }
+        bits[word] |= 1 << (k % 64);
+    }
+}
+
+/// The (device, inode) of `file`, which tells a file replaced under its name from the one
+/// that was there.
+pub(crate) fn file_id(file: &File) -> io::Result<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    let md = file.metadata()?;
+    Ok((md.dev(), md.ino()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::layout::checksums::block_sum;
+    use std::path::{Path, PathBuf};
+
+    /// A 4 x 8 tile of 4-byte elements (128 bytes) from byte 10 of a file, in blocks of 32
+    /// bytes: the file's path, its bytes and the blocks' checksums.
+    fn tile_file(dir: &Path) -> (PathBuf, Vec<u8>, Vec<u64>) {
+        let path = dir.join("tile");
+        let bytes: Vec<u8> = (0..138u32).map(|i| (i * 7 % 251) as u8).collect();
+        std::fs::write(&path, &bytes).unwrap();
+        let sums = bytes[10..].chunks(32).map(block_sum).collect();
+        (path, bytes, sums)
+    }
+
+    fn plan(
+        path: &Path,
+        sums: &[u64],
+        checked: &CheckedBlocks,
+        runs: &[(u64, usize, usize)],
+        deliver: bool,
+    ) -> ByteReads {
+        let total = runs.iter().map(|r| r.2).sum();
+        let mut plan = ByteReads::new(if deliver { total } else { 0 });
+        let file = File::open(path).unwrap();
+        let summed = SummedTile {
+            file: plan.add_file(file, path.to_path_buf(), 138, String::new()),
+            tile: 0,
+            place: &Placement::Run(10),
+            len: 128,
+            block: 32,
+            sums,
+        };
+        summed.plan_runs(&mut plan, checked, runs.iter().copied(), deliver);
+        plan
+    }
+
+    /// The last column of the tile's first two rows (elements 7 and 15) touches blocks 0 and
+    /// 1: both are read whole and summed once, and the two elements delivered; a block
+    /// checked before is read only for its part, and not at all when nothing is delivered.
+    #[test]
+    fn a_read_checks_each_block_its_runs_touch_and_no_other() {
+        let d = tempfile::tempdir().unwrap();
+        let (path, bytes, sums) = tile_file(d.path());
+        let runs = [(28, 0, 4), (60, 4, 4)];
+        let mut checked = CheckedBlocks::new(32);
+        checked.reading_from(0, file_id(&File::open(&path).unwrap()).unwrap());
+        let first = plan(&path, &sums, &checked, &runs, true);
+        let counts = first.counts();
+        assert_eq!((counts.blocks_summed, counts.bytes_read), (2, 64));
+        let summed: Vec<BlockLabel> = first.summed().collect();
+        assert_eq!(
+            summed.iter().map(|l| l.in_tile).collect::<Vec<_>>(),
+            [(0, 32), (32, 64)]
+        );
+        let mut buf = vec![0u8; 8];
+        first.execute(&mut buf, |_, _, e| e).unwrap();
+        assert_eq!(&buf[..4], &bytes[38..42]);
+        assert_eq!(&buf[4..], &bytes[70..74]);
+        checked.insert(summed[0]);
+        let again = plan(&path, &sums, &checked, &runs, true).counts();
+        assert_eq!((again.blocks_summed, again.bytes_read), (1, 4 + 32));
+        let unread = plan(&path, &sums, &checked, &runs, false).counts();
+        assert_eq!((unread.blocks_summed, unread.bytes_read), (1, 32));
+    }
+
+    /// A survey of every block goes on past bad ones and reports each; neighbouring bad
+    /// blocks join into one range of the file.
+    #[test]
+    fn a_survey_finds_every_bad_block_and_joins_neighbours() {
+        let d = tempfile::tempdir().unwrap();
+        let (path, mut bytes, sums) = tile_file(d.path());
+        bytes[10 + 40] ^= 1; // block 1
+        bytes[10 + 70] ^= 1; // block 2
+        std::fs::write(&path, &bytes).unwrap();
+        let mut plan = ByteReads::new(0);
+        let file = File::open(&path).unwrap();
+        let summed = SummedTile {
+            file: plan.add_file(file, path.clone(), 138, String::new()),
+            tile: 3,
+            place: &Placement::Run(10),
+            len: 128,
+            block: 32,
+            sums: &sums,
+        };
+        summed.plan_blocks(&mut plan, 0..summed.blocks());
+        let seen = std::cell::Cell::new(0);
+        let (found, failed) = plan.survey(&|n| seen.set(seen.get() + n));
+        assert!(failed.is_none());
+        assert_eq!(seen.get(), 128);
+        let ranges: Vec<(u64, u64)> = found.iter().map(|m| (m.at, m.end)).collect();
+        assert_eq!(ranges, [(42, 74), (74, 106)]);
+        let mut joined = found[0].clone();
+        assert!(joined.join(&found[1]));
+        assert_eq!(
+            (joined.at, joined.end, joined.label.in_tile),
+            (42, 106, (32, 96))
+        );
+        assert_eq!(joined.label.tile, 3);
+        assert_eq!(
+            joined.to_string(),
+            "bytes 42..106 do not match their checksum"
+        );
+        assert!(!found[1].clone().join(&found[0]));
+    }
+
+    /// A reader's checked blocks, per tile and file: another file under the tile (one that
+    /// replaced it) starts over.
+    #[test]
+    fn checked_blocks_are_kept_per_tile_and_file() {
+        let mut checked = CheckedBlocks::new(1 << 20);
+        let label = |tile, k: u64| BlockLabel {
+            tile,
+            in_tile: (k << 20, (k + 1) << 20),
+        };
+        checked.reading_from(3, (1, 10));
+        checked.reading_from(4, (1, 11));
+        checked.insert(label(3, 0));
+        checked.insert(label(3, 130));
+        checked.insert(label(4, 1));
+        assert!(checked.contains(3, 0) && checked.contains(3, 130) && checked.contains(4, 1));
+        assert!(!checked.contains(3, 1) && !checked.contains(4, 0) && !checked.contains(5, 0));
+        checked.reading_from(3, (1, 10));
+        assert!(checked.contains(3, 130), "the same file: kept");
+        checked.reading_from(3, (1, 12));
+        assert!(
+            !checked.contains(3, 0) && !checked.contains(3, 130),
+            "another file"
+        );
+        assert!(checked.contains(4, 1));
+    }
+}
