@@ -5,10 +5,11 @@
 //! single-file layout's checks and `h5tile check` all plan through it; `ByteReads` does the
 //! reading, and a block that does not match is its `Mismatch`.
 
-use super::byte_reads::{BlockLabel, ByteReads, Part};
+use super::byte_reads::{BlockLabel, ByteReads, Mismatch, Part, ReadCounts};
 use crate::layout::placement::Placement;
 use std::fs::File;
 use std::io;
+use std::path::PathBuf;
 
 /// A checksummed tile as one plan reads it.
 pub(crate) struct SummedTile<'a> {
@@ -163,6 +164,25 @@ impl CheckedBlocks {
             .is_some_and(|w| w & (1 << (k % 64)) != 0)
     }
 
+    /// Does `plan` into `buf`, then remembers the blocks it summed (each matched). A failure
+    /// is `failed(path, about, the block that did not match, if that was it, error)` of the
+    /// first file that failed. Returns what the plan cost.
+    pub fn run<E>(
+        &mut self,
+        plan: ByteReads,
+        buf: &mut [u8],
+        failed: impl Fn(&PathBuf, &str, Option<&Mismatch>, &io::Error) -> E,
+    ) -> Result<ReadCounts, E> {
+        let counts = plan.counts();
+        let summed: Vec<BlockLabel> = plan.summed().collect();
+        plan.execute(buf, |path, about, e| {
+            let mismatch = e.get_ref().and_then(|e| e.downcast_ref::<Mismatch>());
+            failed(path, about, mismatch, &e)
+        })?;
+        summed.into_iter().for_each(|label| self.insert(label));
+        Ok(counts)
+    }
+
     /// The block `label` names matched its checksum (in the file `reading_from` gave).
     pub fn insert(&mut self, label: BlockLabel) {
         let Some((_, bits)) = self.tiles.get_mut(&label.tile) else {
@@ -201,6 +221,29 @@ mod tests {
         (path, bytes, sums)
     }
 
+    /// Where `tile_file`'s tile lies.
+    static PLACE: Placement = Placement::Run(10);
+
+    /// `tile_file`'s tile (the caller's number `tile`) in a new plan of `total` bytes.
+    fn summed<'a>(
+        path: &Path,
+        sums: &'a [u64],
+        tile: usize,
+        total: usize,
+    ) -> (ByteReads, SummedTile<'a>) {
+        let mut plan = ByteReads::new(total);
+        let file = File::open(path).unwrap();
+        let summed = SummedTile {
+            file: plan.add_file(file, path.to_path_buf(), 138, String::new()),
+            tile,
+            place: &PLACE,
+            len: 128,
+            block: 32,
+            sums,
+        };
+        (plan, summed)
+    }
+
     fn plan(
         path: &Path,
         sums: &[u64],
@@ -209,16 +252,7 @@ mod tests {
         deliver: bool,
     ) -> ByteReads {
         let total = runs.iter().map(|r| r.2).sum();
-        let mut plan = ByteReads::new(if deliver { total } else { 0 });
-        let file = File::open(path).unwrap();
-        let summed = SummedTile {
-            file: plan.add_file(file, path.to_path_buf(), 138, String::new()),
-            tile: 0,
-            place: &Placement::Run(10),
-            len: 128,
-            block: 32,
-            sums,
-        };
+        let (mut plan, summed) = summed(path, sums, 0, if deliver { total } else { 0 });
         summed.plan_runs(&mut plan, checked, runs.iter().copied(), deliver);
         plan
     }
@@ -261,16 +295,7 @@ mod tests {
         bytes[10 + 40] ^= 1; // block 1
         bytes[10 + 70] ^= 1; // block 2
         std::fs::write(&path, &bytes).unwrap();
-        let mut plan = ByteReads::new(0);
-        let file = File::open(&path).unwrap();
-        let summed = SummedTile {
-            file: plan.add_file(file, path.clone(), 138, String::new()),
-            tile: 3,
-            place: &Placement::Run(10),
-            len: 128,
-            block: 32,
-            sums: &sums,
-        };
+        let (mut plan, summed) = summed(&path, &sums, 3, 0);
         summed.plan_blocks(&mut plan, 0..summed.blocks());
         let seen = std::cell::Cell::new(0);
         let (found, failed) = plan.survey(&|n| seen.set(seen.get() + n));

@@ -2,7 +2,7 @@
 //! only the sources a read needs are opened, a missing one is reported by name, and the tiles
 //! h5tile wrote are read from the bytes their master records, without HDF5.
 
-use super::byte_reads::{BlockLabel, ByteReads, Mismatch, ReadCounts};
+use super::byte_reads::{ByteReads, ReadCounts};
 use super::checked_blocks::{CheckedBlocks, SummedTile};
 use super::compressed::{rows_of, CompressedTile};
 use super::mappings::{
@@ -241,11 +241,9 @@ impl DirectReader {
         for d in decodes {
             self.decode(d, buf)?;
         }
-        self.counts += plan.counts();
-        let summed: Vec<BlockLabel> = plan.summed().collect();
         let (master, dataset, mappings) = (&self.master, &self.dataset, &self.mappings);
-        plan.execute(buf, |path, region, e| {
-            match e.get_ref().and_then(|e| e.downcast_ref::<Mismatch>()) {
+        self.counts += self.checked.run(plan, buf, |path, region, mismatch, e| {
+            match mismatch {
                 // The tile the block is of (a subfile holds several).
                 Some(m) => {
                     let tile = &mappings[m.label.tile].region;
@@ -260,9 +258,6 @@ impl DirectReader {
                 ),
             }
         })?;
-        summed
-            .into_iter()
-            .for_each(|label| self.checked.insert(label));
         Ok(())
     }
 

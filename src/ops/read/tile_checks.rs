@@ -5,7 +5,7 @@
 //! from those checked blocks (`read_checked`: each byte read once); elsewhere HDF5 reads the
 //! elements as for any contiguous dataset, and `check` reads the touched blocks a second time.
 
-use super::byte_reads::{BlockLabel, ByteReads, Mismatch, ReadCounts};
+use super::byte_reads::{ByteReads, ReadCounts};
 use super::checked_blocks::{file_id, CheckedBlocks, SummedTile};
 use crate::dtype::Dtype;
 use crate::geometry::coverage;
@@ -129,7 +129,10 @@ impl TileChecks {
             0
         };
         let mut plan = ByteReads::new(total);
-        let file = self.file.try_clone().map_err(|e| self.unreadable(e))?;
+        let file = self
+            .file
+            .try_clone()
+            .map_err(|e| unreadable(&self.path, &e))?;
         let f = plan.add_file(file, self.path.clone(), 0, String::new());
         let (elem, block) = (self.elem, self.checksums.block);
         for (i, common) in parts {
@@ -158,17 +161,13 @@ impl TileChecks {
     }
 
     fn execute(&mut self, plan: ByteReads, buf: &mut [u8]) -> Result<()> {
-        self.counts += plan.counts();
-        let summed: Vec<BlockLabel> = plan.summed().collect();
-        plan.execute(buf, |_, _, e| {
-            match e.get_ref().and_then(|e| e.downcast_ref::<Mismatch>()) {
-                Some(m) => self.corrupt(&self.tiles[m.label.tile], &m.to_string()),
-                None => self.unreadable(e),
-            }
-        })?;
-        summed
-            .into_iter()
-            .for_each(|label| self.checked.insert(label));
+        let (path, dataset, tiles) = (&self.path, &self.dataset, &self.tiles);
+        self.counts += self
+            .checked
+            .run(plan, buf, |_, _, mismatch, e| match mismatch {
+                Some(m) => corrupt(path, dataset, &tiles[m.label.tile], &m.to_string()),
+                None => unreadable(path, e),
+            })?;
         Ok(())
     }
 
@@ -187,31 +186,28 @@ impl TileChecks {
             true => Ok(sums),
             false => {
                 let why = format!("records {} checksums for its {len} bytes", sums.len());
-                Err(self.corrupt(tile, &why))
+                Err(corrupt(&self.path, &self.dataset, tile, &why))
             }
         }
     }
+}
 
-    fn unreadable(&self, e: std::io::Error) -> Error {
-        Error::new(
-            H5TILE_ERR_MISSING_TILE,
-            format!(
-                "cannot read '{}' to check its checksums ({e})",
-                self.path.display()
-            ),
-        )
-    }
+/// `path` cannot be read to check its checksums.
+fn unreadable(path: &Path, e: &std::io::Error) -> Error {
+    let why = format!(
+        "cannot read '{}' to check its checksums ({e})",
+        path.display()
+    );
+    Error::new(H5TILE_ERR_MISSING_TILE, why)
+}
 
-    fn corrupt(&self, tile: &Tile, why: &str) -> Error {
-        Error::new(
-            H5TILE_ERR_CORRUPT,
-            format!(
-                "file '{}' holding tile {tile} of '{}': {why}",
-                self.path.display(),
-                self.dataset
-            ),
-        )
-    }
+/// `tile` of `dataset`, held in the file at `path`, is not as written: `why`.
+fn corrupt(path: &Path, dataset: &str, tile: &Tile, why: &str) -> Error {
+    let held = format!(
+        "file '{}' holding tile {tile} of '{dataset}'",
+        path.display()
+    );
+    Error::new(H5TILE_ERR_CORRUPT, format!("{held}: {why}"))
 }
 
 #[cfg(test)]
