@@ -24,9 +24,21 @@ use std::ffi::{c_uint, c_void};
 /// Called once, with the lock held, when the library is first used.
 pub(super) fn register() {
     let classes: [(u32, &'static std::ffi::CStr, FilterFn); 3] = [
-        (codecs::FILTER_ZSTD, c"zstd (h5tile)", zstd_filter),
-        (codecs::FILTER_LZ4, c"lz4 (h5tile)", lz4_filter),
-        (codecs::FILTER_DEFLATE, c"deflate (h5tile)", deflate_filter),
+        (
+            codecs::FILTER_ZSTD,
+            c"zstd (h5tile)",
+            codec_filter::<{ codecs::FILTER_ZSTD }>,
+        ),
+        (
+            codecs::FILTER_LZ4,
+            c"lz4 (h5tile)",
+            codec_filter::<{ codecs::FILTER_LZ4 }>,
+        ),
+        (
+            codecs::FILTER_DEFLATE,
+            c"deflate (h5tile)",
+            codec_filter::<{ codecs::FILTER_DEFLATE }>,
+        ),
     ];
     for (id, name, filter) in classes {
         if id == codecs::FILTER_DEFLATE && unsafe { H5Zfilter_avail(id as _) } > 0 {
@@ -59,7 +71,8 @@ type FilterFn = unsafe extern "C" fn(
     *mut *mut c_void,
 ) -> usize;
 
-unsafe extern "C" fn zstd_filter(
+/// The filter callback of h5tile's codec filter `ID` (`code`).
+unsafe extern "C" fn codec_filter<const ID: u32>(
     flags: c_uint,
     cd_nelmts: usize,
     cd_values: *const c_uint,
@@ -67,70 +80,43 @@ unsafe extern "C" fn zstd_filter(
     buf_size: *mut usize,
     buf: *mut *mut c_void,
 ) -> usize {
-    let level = first_cd(cd_nelmts, cd_values).map_or(0, |l| l as i32);
-    let level = match level {
-        0 => Codec::Zstd.default_level(),
-        l => l,
-    };
-    run_filter(
-        flags,
-        nbytes,
-        buf_size,
-        buf,
-        |input, reverse| match reverse {
-            true => codecs::zstd_decode(input, codecs::MAX_CHUNK),
-            false => codecs::zstd_encode(input, level),
-        },
-    )
+    let cd = first_cd(cd_nelmts, cd_values);
+    run_filter(flags, nbytes, buf_size, buf, |input, reverse| {
+        code(ID, cd, input, reverse)
+    })
 }
 
-unsafe extern "C" fn lz4_filter(
-    flags: c_uint,
-    cd_nelmts: usize,
-    cd_values: *const c_uint,
-    nbytes: usize,
-    buf_size: *mut usize,
-    buf: *mut *mut c_void,
-) -> usize {
-    let block = first_cd(cd_nelmts, cd_values).unwrap_or(0);
-    run_filter(
-        flags,
-        nbytes,
-        buf_size,
-        buf,
-        |input, reverse| match reverse {
-            true => codecs::lz4_decode_any(input, codecs::MAX_CHUNK),
-            false => {
-                let mut out = Vec::new();
-                codecs::lz4_encode(input, block, &mut out);
-                Ok(out)
-            }
-        },
-    )
-}
-
-unsafe extern "C" fn deflate_filter(
-    flags: c_uint,
-    cd_nelmts: usize,
-    cd_values: *const c_uint,
-    nbytes: usize,
-    buf_size: *mut usize,
-    buf: *mut *mut c_void,
-) -> usize {
-    let level = first_cd(cd_nelmts, cd_values).map_or(6, |l| l.min(9) as i32);
-    run_filter(
-        flags,
-        nbytes,
-        buf_size,
-        buf,
-        |input, reverse| match reverse {
-            true => codecs::deflate_decode_any(input, codecs::MAX_CHUNK),
-            false => {
-                let mut out = Vec::new();
-                codecs::deflate_encode(input, level, &mut out).map(|()| out)
-            }
-        },
-    )
+/// What codec filter `id` makes of `input`, decoding with `reverse`; `cd` is its first
+/// cd_value, the parameter the registered plugins take (zstd's level, 0 for its default; LZ4's
+/// block size; deflate's level).
+fn code(
+    id: u32,
+    cd: Option<u32>,
+    input: &[u8],
+    reverse: bool,
+) -> std::result::Result<Vec<u8>, String> {
+    let mut out = Vec::new();
+    match (id, reverse) {
+        (codecs::FILTER_ZSTD, true) => return codecs::zstd_decode(input, codecs::MAX_CHUNK),
+        (codecs::FILTER_ZSTD, false) => {
+            let level = match cd.map_or(0, |l| l as i32) {
+                0 => Codec::Zstd.default_level(),
+                l => l,
+            };
+            return codecs::zstd_encode(input, level);
+        }
+        (codecs::FILTER_LZ4, true) => return codecs::lz4_decode_any(input, codecs::MAX_CHUNK),
+        (codecs::FILTER_LZ4, false) => codecs::lz4_encode(input, cd.unwrap_or(0), &mut out),
+        (codecs::FILTER_DEFLATE, true) => {
+            return codecs::deflate_decode_any(input, codecs::MAX_CHUNK)
+        }
+        (codecs::FILTER_DEFLATE, false) => {
+            let level = cd.map_or(6, |l| l.min(9) as i32);
+            codecs::deflate_encode(input, level, &mut out)?;
+        }
+        _ => return Err(format!("filter {id} is none of h5tile's codecs")),
+    }
+    Ok(out)
 }
 
 /// The first of a filter's `cd_values`, if it has any.
