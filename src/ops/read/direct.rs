@@ -68,14 +68,14 @@ struct DecodedTiles {
 type Decoded = std::sync::Arc<(CompressedTile, PathBuf)>;
 
 /// A part of a compressed tile a read decodes once planned, outside the HDF5 lock: rows of
-/// `row` bytes (`CompressedTile::read`), checked against `sums` (and their block) when given,
+/// `row` bytes (`CompressedTile::read`), with `checked` against the tile's recorded checksums,
 /// and with `deliver` copied into the caller's buffer (else HDF5 has read and converted them).
 struct Decode {
     mapping: usize,
     tile: Decoded,
     row: u64,
     rows: Vec<(u64, usize)>,
-    sums: Option<(Vec<u64>, u64)>,
+    checked: bool,
     deliver: bool,
 }
 
@@ -491,7 +491,10 @@ impl DirectReader {
     fn decode(&self, d: Decode, buf: &mut [u8]) -> Result<()> {
         let m = &self.mappings[d.mapping];
         let (tile, path) = &*d.tile;
-        let sums = d.sums.as_ref().map(|(s, block)| (&s[..], *block));
+        let sums = match (d.checked, &self.checksums) {
+            (true, Some(c)) => c.tile(d.mapping).map(|sums| (sums, c.block)),
+            _ => None,
+        };
         tile.read(d.row, &d.rows, sums, d.deliver.then_some(buf))
             .map_err(|why| corrupt(path, &m.region, &self.dataset, &self.master, &why))
     }
@@ -516,11 +519,8 @@ impl DirectReader {
             return Ok(None);
         };
         let elem = stored.size();
-        let sums = self
-            .checksums
-            .as_ref()
-            .and_then(|c| c.tile(i).map(|sums| (sums.to_vec(), c.block)));
-        if !deliver && sums.is_none() {
+        let checked = self.checksums.as_ref().is_some_and(|c| c.tile(i).is_some());
+        if !deliver && !checked {
             return Ok(None);
         }
         let Some(tile) = self.compressed_tile(i, elem)? else {
@@ -534,7 +534,7 @@ impl DirectReader {
             tile,
             row,
             rows,
-            sums,
+            checked,
             deliver,
         }))
     }
