@@ -49,14 +49,22 @@ def check_values(label, got, want):
                       f"{got[first] if len(bad) else ''} != {want[first] if len(bad) else ''}")
 
 
+def check_data(ds, name, label):
+    """/data as h5py reads it: the numpy dtype h5py gives `name` and the values of
+    dtype_formulas.py, which every layout api_write_all_dtypes wrote must share (one check
+    for all three, so that they cannot drift apart). Returns the values wanted."""
+    want = F.array(name, (5, 7))
+    expect(ds.dtype == np.dtype(F.NUMPY[name]),
+           f"{label}: h5py sees dtype {ds.dtype}, expected {np.dtype(F.NUMPY[name])}")
+    check_values(label, ds[...], want)
+    return want
+
+
 def check_dtype_file(d, name):
     path = os.path.join(d, name + ".h5")
-    want = F.array(name, (5, 7))
     with h5py.File(path, "r") as f:
         ds = f["data"]
-        expect(ds.dtype == np.dtype(F.NUMPY[name]),
-               f"{name}: h5py sees dtype {ds.dtype}, expected {np.dtype(F.NUMPY[name])}")
-        check_values(name, ds[...], want)
+        want = check_data(ds, name, name)
         check_values(name + " [1:4, 2:6]", ds[1:4, 2:6], want[1:4, 2:6])
         if expect(ds.is_virtual, f"{name}: /data is not a virtual dataset"):
             sources = ds.virtual_sources()
@@ -86,20 +94,16 @@ def check_dtype_file(d, name):
 
 def check_single_file(d, name):
     path = os.path.join(d, name + "_single.h5")
-    want = F.array(name, (5, 7))
     with h5py.File(path, "r") as f:
         ds = f["data"]
         expect(not ds.is_virtual and ds.chunks is None,
                f"{name}_single: /data is not a contiguous dataset")
-        expect(ds.dtype == np.dtype(F.NUMPY[name]),
-               f"{name}_single: h5py sees dtype {ds.dtype}, expected {np.dtype(F.NUMPY[name])}")
-        check_values(name + "_single", ds[...], want)
+        check_data(ds, name, name + "_single")
     expect(not os.path.exists(path + ".tiles"), f"{name}_single: a tile folder exists")
 
 
 def check_subfiles_file(d, name):
     path = os.path.join(d, name + "_subfiles.h5")
-    want = F.array(name, (5, 7))
     tiles = name + "_subfiles.h5.tiles"
     subfiles = sorted(os.listdir(os.path.join(d, tiles)))
     if not expect(len(subfiles) == 1 and re.fullmatch(r"data\.[0-9a-f]{16}\.s0\.h5", subfiles[0]),
@@ -107,9 +111,7 @@ def check_subfiles_file(d, name):
         return
     with h5py.File(path, "r") as f:
         ds = f["data"]
-        expect(ds.dtype == np.dtype(F.NUMPY[name]),
-               f"{name}_subfiles: h5py sees dtype {ds.dtype}, expected {np.dtype(F.NUMPY[name])}")
-        check_values(name + "_subfiles", ds[...], want)
+        want = check_data(ds, name, name + "_subfiles")
         check_values(name + "_subfiles [1:4, 2:6]", ds[1:4, 2:6], want[1:4, 2:6])
         if not expect(ds.is_virtual, f"{name}_subfiles: /data is not a virtual dataset"):
             return
