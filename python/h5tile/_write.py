@@ -81,22 +81,20 @@ def write_options(
 @dataclass
 class WriteCall:
     """The arguments of one `h5tile_write_f`/`h5tile_write_async_f` call, and what keeps their
-    memory alive (the array's buffer, the C arrays) for as long as the call needs it."""
+    memory alive (the placed tile: the array's buffer, the C arrays) for as long as the call
+    needs it."""
 
     handle: int
     path: bytes
     dataset: bytes
-    buffer: Buffer
-    global_shape: Any
-    offset: Any
-    shape: Any
+    tile: PlacedTile
     options: WriteOptions
 
     def args(self) -> tuple[Any, ...]:
+        tile, b = self.tile, self.tile.buffer
         return (
-            self.handle, self.path, self.dataset, self.buffer.code, len(self.buffer.shape),
-            self.global_shape, self.offset, self.shape, self.buffer.pointer,
-            ctypes.byref(self.options),
+            self.handle, self.path, self.dataset, b.code, len(b.shape), tile.global_shape,
+            tile.offset, tile.shape, b.pointer, ctypes.byref(self.options),
         )
 
 
@@ -143,10 +141,7 @@ def _prepare(
 ) -> WriteCall:
     opts = write_options(**options)
     tile = place_tile(array, comm, global_shape, offset)
-    return WriteCall(
-        handle, encode_path(path), encode_name(dataset_name), tile.buffer, tile.global_shape,
-        tile.offset, tile.shape, opts,
-    )
+    return WriteCall(handle, encode_path(path), encode_name(dataset_name), tile, opts)
 
 
 def prepare_write(
