@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import array
 import gc
+import inspect
 import sys
 from pathlib import Path
 
@@ -15,6 +16,7 @@ import pytest
 
 import h5tile
 from conftest import DLPackOnly, tree
+from h5tile._write import write_options
 
 DTYPES = [np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32,
           np.uint64, np.float16, np.float32, np.float64, np.complex64, np.complex128]
@@ -124,6 +126,20 @@ def test_overwrite_replaces_and_parent_folders_are_created(scratch: Path) -> Non
     h5tile.to_file(np.arange(3.0), path, "/g/data")
     assert np.array_equal(h5tile.from_file(path, "/g/data"), np.arange(3.0))
     assert h5tile.inspect(path, "g/data") == ((3,), np.dtype(np.float64))
+
+
+def test_every_writer_takes_the_write_options_of_to_file() -> None:
+    # to_file, to_file_async, Checkpoint and Series each spell the write options out as
+    # keywords of their own (public signatures, so not shared): this keeps them the same.
+    def options(fn: object) -> list[tuple[str, object, object, object]]:
+        params = list(inspect.signature(fn).parameters.values())  # type: ignore[arg-type]
+        start = [p.name for p in params].index("layout")
+        return [(p.name, p.kind, p.default, p.annotation) for p in params[start:]]
+
+    want = options(h5tile.to_file)
+    for fn in (h5tile.to_file_async, h5tile.Checkpoint, h5tile.Series):
+        assert options(fn) == want, fn
+    assert [name for name, *_ in want] == list(inspect.signature(write_options).parameters)
 
 
 def test_layouts_and_options(scratch: Path) -> None:
