@@ -15,6 +15,18 @@ fn value(i: u64, j: u64) -> f64 {
 }
 
 /// Two tiles of row slabs (600 and 400 rows: several chunks, the last of each short).
+/// `write_slabs` into `dir`, in `layout`, compressed with `codec` after the shuffle: the file.
+fn write_compressed_slabs(dir: &Path, layout: Layout, codec: Codec) -> PathBuf {
+    let path = dir.join(format!("{layout:?}.h5"));
+    let options = WriteOptions {
+        layout,
+        compression: Some(Compression::new(codec, 0, true).unwrap()),
+        ..WriteOptions::default()
+    };
+    write_slabs(&path, options).unwrap();
+    path
+}
+
 fn write_slabs(path: &Path, options: WriteOptions) -> Result<()> {
     let slabs = [(0u64, 600u64), (600, 400)];
     let data: Vec<Vec<f64>> = slabs
@@ -244,13 +256,7 @@ fn verifying_checksums_decodes_compressed_tiles() {
     use crate::ops::verify::{check_sources, checksum_jobs, verify_tiles};
     let d = tempfile::tempdir().unwrap();
     for layout in [Layout::Vds, Layout::Subfiles] {
-        let path = d.path().join(format!("{layout:?}.h5"));
-        let options = WriteOptions {
-            layout,
-            compression: Some(Compression::new(Codec::Lz4, 0, true).unwrap()),
-            ..WriteOptions::default()
-        };
-        write_slabs(&path, options).unwrap();
+        let path = write_compressed_slabs(d.path(), layout, Codec::Lz4);
         let problems = || {
             let infos = describe(&path, None).unwrap();
             let all: Vec<_> = infos.iter().collect();
@@ -281,13 +287,7 @@ fn an_open_iterator_reads_the_compressed_version_it_opened_after_a_rewrite() {
     use crate::platform::comm::Comm;
     let d = tempfile::tempdir().unwrap();
     for layout in [Layout::Vds, Layout::Subfiles] {
-        let path = d.path().join(format!("{layout:?}.h5"));
-        let options = WriteOptions {
-            layout,
-            compression: Some(Compression::new(Codec::Zstd, 0, true).unwrap()),
-            ..WriteOptions::default()
-        };
-        write_slabs(&path, options).unwrap();
+        let path = write_compressed_slabs(d.path(), layout, Codec::Zstd);
         let chunk = [250u64, 700];
         let mut it =
             Batches::open(&Comm::solo(), &path, "/v", &chunk, &ReadOptions::default()).unwrap();
