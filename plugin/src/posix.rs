@@ -9,6 +9,7 @@ use crate::plan;
 use std::ffi::CString;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::fs::FileExt;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// How a file is opened, from HDF5's `H5F_ACC_*` flags.
@@ -89,63 +90,30 @@ fn open_fd(path: &CString, flags: i32) -> io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
+/// `fd` as a `File` that does not close it when dropped, for `FileExt`'s positioned calls.
+fn borrowed(fd: i32) -> std::mem::ManuallyDrop<std::fs::File> {
+    // SAFETY: the caller's descriptor outlives the call; ManuallyDrop never closes it.
+    std::mem::ManuallyDrop::new(unsafe { std::fs::File::from_raw_fd(fd) })
+}
+
 /// `pread` until `buf` is full or the file ends; returns the bytes read.
 fn pread_full(fd: i32, addr: u64, buf: &mut [u8]) -> io::Result<usize> {
+    let file = borrowed(fd);
     let mut done = 0usize;
     while done < buf.len() {
-        let rest = &mut buf[done..];
-        let n = unsafe {
-            libc::pread(
-                fd,
-                rest.as_mut_ptr().cast(),
-                rest.len(),
-                (addr + done as u64) as libc::off_t,
-            )
-        };
-        if n < 0 {
-            let e = io::Error::last_os_error();
-            if e.kind() == io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(e);
+        match file.read_at(&mut buf[done..], addr + done as u64) {
+            Ok(0) => break,
+            Ok(n) => done += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
         }
-        if n == 0 {
-            break;
-        }
-        done += n as usize;
     }
     Ok(done)
 }
 
-/// `pwrite` all of `buf`.
+/// `pwrite` all of `buf` (a write of 0 bytes is `WriteZero`).
 fn pwrite_full(fd: i32, addr: u64, buf: &[u8]) -> io::Result<()> {
-    let mut done = 0usize;
-    while done < buf.len() {
-        let rest = &buf[done..];
-        let n = unsafe {
-            libc::pwrite(
-                fd,
-                rest.as_ptr().cast(),
-                rest.len(),
-                (addr + done as u64) as libc::off_t,
-            )
-        };
-        if n < 0 {
-            let e = io::Error::last_os_error();
-            if e.kind() == io::ErrorKind::Interrupted {
-                continue;
-            }
-            return Err(e);
-        }
-        if n == 0 {
-            return Err(io::Error::new(
-                io::ErrorKind::WriteZero,
-                "write returned 0 bytes",
-            ));
-        }
-        done += n as usize;
-    }
-    Ok(())
+    borrowed(fd).write_all_at(buf, addr)
 }
 
 /// Runs `work(piece_start, piece_end)` over the `block`-sized pieces of `0..len` on up to
