@@ -10,38 +10,21 @@
 program fortran_api
   use mpi
   use h5tile
+  use fortran_checks
   use, intrinsic :: iso_c_binding
   implicit none
   integer, parameter :: nx = 7, ny = 10, nz = 3
   integer(c_int64_t), parameter :: gshape(3) = [integer(c_int64_t) :: nx, ny, nz]
   integer(c_int64_t), parameter :: origin(3) = 0
-  integer :: ierr, rank, nranks, provided
-  character(len=512) :: dir, version
+  integer :: ierr, rank, nranks
+  character(len=512) :: version
   real(c_double), allocatable, target :: mine(:, :, :), whole(:, :, :)
   integer(c_int64_t) :: my_offset(3), my_shape(3)
   type(h5tile_write_options) :: wo
   type(h5tile_read_options) :: ro
 
-  interface
-    ! The library's own C-order read, to see the file as C and h5py do.
-    integer(c_int) function c_read_f(comm, path, dataset, dtype, ndim, tile_offset, &
-        tile_shape, buf, opts) bind(C, name="h5tile_read_f")
-      import :: c_int, c_char, c_size_t, c_int64_t, c_ptr
-      integer(c_int), value :: comm, dtype
-      character(kind=c_char), dimension(*), intent(in) :: path, dataset
-      integer(c_size_t), value :: ndim
-      integer(c_int64_t), dimension(*), intent(in) :: tile_offset, tile_shape
-      type(c_ptr), value :: buf, opts
-    end function
-  end interface
-
-  call MPI_Init_thread(MPI_THREAD_MULTIPLE, provided, ierr)
-  call MPI_Comm_rank(MPI_COMM_WORLD, rank, ierr)
-  call MPI_Comm_size(MPI_COMM_WORLD, nranks, ierr)
-  call get_command_argument(1, dir)
+  call test_start(rank, nranks, MPI_THREAD_MULTIPLE)
   call get_command_argument(2, version)
-  if (rank == 0) call shell("rm -rf '" // trim(dir) // "' && mkdir -p '" // trim(dir) // "'")
-  call MPI_Barrier(MPI_COMM_WORLD, ierr)
   allocate(whole(nx, ny, nz))
 
   call test_version_and_names()
@@ -60,11 +43,10 @@ program fortran_api
   call test_batches_alone()
   call test_bad_calls()
 
-  if (rank == 0) print *, "fortran API OK on", nranks, "ranks"
   ! The end of the main program frees none of its arrays: freed here, or LeakSanitizer
   ! (make test-asan) reports them.
   deallocate(mine, whole)
-  call MPI_Finalize(ierr)
+  call test_end("fortran API OK on")
 
 contains
 
@@ -592,57 +574,5 @@ contains
     call expect(h5tile_read(MPI_COMM_WORLD, at(file), dataset, H5TILE_FLOAT64, origin, gshape, &
       c_loc(whole)), H5TILE_OK, what)
     call check_values(whole, origin, gshape, scale, what)
-  end subroutine
-
-  function at(file) result(path)
-    character(len=*), intent(in) :: file
-    character(len=:), allocatable :: path
-    path = trim(dir) // "/" // file
-  end function
-
-  logical function exists(path)
-    character(len=*), intent(in) :: path
-    integer :: stat
-    call execute_command_line("test -e '" // path // "'", exitstat=stat)
-    exists = stat == 0
-  end function
-
-  subroutine shell(command)
-    character(len=*), intent(in) :: command
-    integer :: stat
-    call execute_command_line(command, exitstat=stat)
-    call check(stat == 0, command)
-  end subroutine
-
-  subroutine expect(got, want, what)
-    integer, intent(in) :: got, want
-    character(len=*), intent(in) :: what
-    if (got /= want) then
-      print *, "rank", rank, ": ", what, ": ", h5tile_status_name(got), " (", got, &
-        "), expected ", h5tile_status_name(want), ": ", h5tile_last_error()
-      call MPI_Abort(MPI_COMM_WORLD, 1, ierr)
-    end if
-  end subroutine
-
-  subroutine expect_message(what)
-    character(len=*), intent(in) :: what
-    call check(len(h5tile_last_error()) > 0, what // ": a message")
-  end subroutine
-
-  subroutine expect_text(got, want, what)
-    character(len=*), intent(in) :: got, want, what
-    if (len(got) /= len(want) .or. got /= want) then
-      print *, "rank", rank, ": ", what, ": '", got, "', expected '", want, "'"
-      call MPI_Abort(MPI_COMM_WORLD, 1, ierr)
-    end if
-  end subroutine
-
-  subroutine check(ok, what)
-    logical, intent(in) :: ok
-    character(len=*), intent(in) :: what
-    if (.not. ok) then
-      print *, "rank", rank, ": failed: ", what
-      call MPI_Abort(MPI_COMM_WORLD, 1, ierr)
-    end if
   end subroutine
 end program

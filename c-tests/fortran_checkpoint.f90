@@ -22,35 +22,17 @@
 program fortran_checkpoint
   use mpi
   use h5tile
+  use fortran_checks
   use, intrinsic :: iso_c_binding
   implicit none
   integer, parameter :: nx = 6, ny = 5
   integer(c_int64_t), parameter :: gshape(2) = [integer(c_int64_t) :: nx, ny]
-  integer :: ierr, rank, nranks, provided, nn, k0, nk
-  character(len=512) :: dir
+  integer :: ierr, rank, nranks, nn, k0, nk
   integer(c_int64_t) :: my_offset(2), my_shape(2)
   real(c_double), allocatable, target :: u(:, :)
   integer(c_int32_t), allocatable, target :: v(:)
 
-  interface
-    ! The library's own C-order read, to see the file as C and h5py do.
-    integer(c_int) function c_read_f(comm, path, dataset, dtype, ndim, tile_offset, &
-        tile_shape, buf, opts) bind(C, name="h5tile_read_f")
-      import :: c_int, c_char, c_size_t, c_int64_t, c_ptr
-      integer(c_int), value :: comm, dtype
-      character(kind=c_char), dimension(*), intent(in) :: path, dataset
-      integer(c_size_t), value :: ndim
-      integer(c_int64_t), dimension(*), intent(in) :: tile_offset, tile_shape
-      type(c_ptr), value :: buf, opts
-    end function
-  end interface
-
-  call MPI_Init_thread(MPI_THREAD_MULTIPLE, provided, ierr)
-  call MPI_Comm_rank(MPI_COMM_WORLD, rank, ierr)
-  call MPI_Comm_size(MPI_COMM_WORLD, nranks, ierr)
-  call get_command_argument(1, dir)
-  if (rank == 0) call shell("rm -rf '" // trim(dir) // "' && mkdir -p '" // trim(dir) // "'")
-  call MPI_Barrier(MPI_COMM_WORLD, ierr)
+  call test_start(rank, nranks, MPI_THREAD_MULTIPLE)
 
   ! This rank's tile of u (h5tile_partition) and its run of the vector /group/n.
   call expect(h5tile_partition(nranks, rank, gshape, my_offset, my_shape), H5TILE_OK, &
@@ -68,9 +50,8 @@ program fortran_checkpoint
   call test_commit_async()
   call test_series()
 
-  if (rank == 0) print *, "fortran checkpoints OK on", nranks, "ranks"
   deallocate(u, v)
-  call MPI_Finalize(ierr)
+  call test_end("fortran checkpoints OK on")
 
 contains
 
@@ -395,72 +376,4 @@ contains
     write (digits, "(i12.12)") step
     name = "ckpt." // digits // ".h5"
   end function
-
-  subroutine split(extent, n, k, start, length)
-    integer, intent(in) :: extent, n, k
-    integer, intent(out) :: start, length
-    start = k * (extent / n) + min(k, mod(extent, n))
-    length = extent / n
-    if (k < mod(extent, n)) length = length + 1
-  end subroutine
-
-  function at(file) result(path)
-    character(len=*), intent(in) :: file
-    character(len=:), allocatable :: path
-    path = trim(dir) // "/" // file
-  end function
-
-  function itoa(i) result(s)
-    integer, intent(in) :: i
-    character(len=:), allocatable :: s
-    character(len=24) :: buf
-    write (buf, "(i0)") i
-    s = trim(buf)
-  end function
-
-  logical function exists(path)
-    character(len=*), intent(in) :: path
-    integer :: stat
-    call execute_command_line("test -e '" // path // "'", exitstat=stat)
-    exists = stat == 0
-  end function
-
-  subroutine shell(command)
-    character(len=*), intent(in) :: command
-    integer :: stat
-    call execute_command_line(command, exitstat=stat)
-    call check(stat == 0, command)
-  end subroutine
-
-  subroutine expect(got, want, what)
-    integer, intent(in) :: got, want
-    character(len=*), intent(in) :: what
-    if (got /= want) then
-      print *, "rank", rank, ": ", what, ": ", h5tile_status_name(got), " (", got, &
-        "), expected ", h5tile_status_name(want), ": ", h5tile_last_error()
-      call MPI_Abort(MPI_COMM_WORLD, 1, ierr)
-    end if
-  end subroutine
-
-  subroutine expect_message(what)
-    character(len=*), intent(in) :: what
-    call check(len(h5tile_last_error()) > 0, what // ": a message")
-  end subroutine
-
-  subroutine expect_text(got, want, what)
-    character(len=*), intent(in) :: got, want, what
-    if (len(got) /= len(want) .or. got /= want) then
-      print *, "rank", rank, ": ", what, ": '", got, "', expected '", want, "'"
-      call MPI_Abort(MPI_COMM_WORLD, 1, ierr)
-    end if
-  end subroutine
-
-  subroutine check(ok, what)
-    logical, intent(in) :: ok
-    character(len=*), intent(in) :: what
-    if (.not. ok) then
-      print *, "rank", rank, ": failed: ", what
-      call MPI_Abort(MPI_COMM_WORLD, 1, ierr)
-    end if
-  end subroutine
 end program

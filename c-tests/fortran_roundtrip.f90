@@ -4,21 +4,20 @@
 program fortran_roundtrip
   use mpi
   use h5tile
+  use fortran_checks
   use, intrinsic :: iso_c_binding
   implicit none
   integer, parameter :: nx = 7, ny = 10
-  integer :: ierr, rank, nranks, status, dtype, ndim, i, j, j0, nj, i0, ni, bad, k
+  integer :: rank, nranks, status, dtype, ndim, i, j, j0, nj, i0, ni, bad, k
   type(c_ptr) :: req
   integer(c_int64_t) :: shape(32)
   real(c_double), allocatable, target, asynchronous :: a(:, :)
   real(c_double), allocatable, target :: b(:, :)
   character(len=256) :: path, copy
 
-  call MPI_Init(ierr)
-  call MPI_Comm_rank(MPI_COMM_WORLD, rank, ierr)
-  call MPI_Comm_size(MPI_COMM_WORLD, nranks, ierr)
-  call get_command_argument(1, path)
-  path = trim(path) // "/fortran.h5"
+  ! Plain MPI_Init: a write over a communicator completes before it returns.
+  call test_start(rank, nranks)
+  path = at("fortran.h5")
 
   call split(ny, nranks, rank, j0, nj)
   allocate(a(nx, max(nj, 1)))
@@ -34,10 +33,8 @@ program fortran_roundtrip
 
   status = h5tile_inspect(trim(path), "/field", dtype, ndim, shape)
   call expect(status, H5TILE_OK, "inspect")
-  if (dtype /= H5TILE_FLOAT64 .or. ndim /= 2 .or. shape(1) /= nx .or. shape(2) /= ny) then
-    print *, "inspect gave", dtype, ndim, shape(1:2)
-    call MPI_Abort(MPI_COMM_WORLD, 1, ierr)
-  end if
+  call check(dtype == H5TILE_FLOAT64 .and. ndim == 2 .and. shape(1) == nx .and. shape(2) == ny, &
+    "inspect: dtype, ndim and Fortran-order shape")
 
   ! Read back another decomposition: rows i0 .. i0+ni-1 of every column.
   call split(nx, nranks, nranks - 1 - rank, i0, ni)
@@ -51,19 +48,13 @@ program fortran_roundtrip
       if (b(i, j) /= value_at(i0 + i - 1, j - 1)) bad = bad + 1
     end do
   end do
-  if (bad /= 0) then
-    print *, "rank", rank, ":", bad, "wrong values"
-    call MPI_Abort(MPI_COMM_WORLD, 1, ierr)
-  end if
+  call check(bad == 0, itoa(bad) // " wrong values")
 
   ! A bad call: the dataset name is a group; every rank gets the same status and a message.
   status = h5tile_read(MPI_COMM_WORLD, trim(path), "/nope", H5TILE_FLOAT64, &
     [0_c_int64_t, 0_c_int64_t], [1_c_int64_t, 1_c_int64_t], c_loc(b))
   call expect(status, H5TILE_ERR_NOT_FOUND, "read of a missing dataset")
-  if (len(h5tile_last_error()) == 0) then
-    print *, "no message after a failure"
-    call MPI_Abort(MPI_COMM_WORLD, 1, ierr)
-  end if
+  call expect_message("read of a missing dataset")
 
   ! The same columns, doubled, written in the background and completed by a fence; a second
   ! write to another dataset file completed by h5tile_wait; then read back.
@@ -92,16 +83,12 @@ program fortran_roundtrip
       end do
     end do
   end do
-  if (bad /= 0) then
-    print *, "rank", rank, ":", bad, "wrong values after write_async"
-    call MPI_Abort(MPI_COMM_WORLD, 1, ierr)
-  end if
+  call check(bad == 0, itoa(bad) // " wrong values after write_async")
 
-  if (rank == 0) print *, "fortran round trip OK on", nranks, "ranks"
   ! The end of the main program frees none of its arrays: freed here, or LeakSanitizer
   ! (make test-asan) reports them.
   deallocate(a, b)
-  call MPI_Finalize(ierr)
+  call test_end("fortran round trip OK on")
 
 contains
 
@@ -109,21 +96,4 @@ contains
     integer, intent(in) :: i, j
     value_at = 1000.0d0 * j + i
   end function
-
-  subroutine split(extent, n, k, start, length)
-    integer, intent(in) :: extent, n, k
-    integer, intent(out) :: start, length
-    start = k * (extent / n) + min(k, mod(extent, n))
-    length = extent / n
-    if (k < mod(extent, n)) length = length + 1
-  end subroutine
-
-  subroutine expect(got, want, what)
-    integer, intent(in) :: got, want
-    character(len=*), intent(in) :: what
-    if (got /= want) then
-      print *, what, ": status", got, "expected", want, ": ", h5tile_last_error()
-      call MPI_Abort(MPI_COMM_WORLD, 1, ierr)
-    end if
-  end subroutine
 end program
