@@ -109,10 +109,20 @@ contains
       H5TILE_OK, "attr flags")
   end subroutine
 
+  ! Begins a checkpoint of `file` (with the write options wo where given), and adds both
+  ! fields (version `version`) and every attribute to it.
+  subroutine begin_with_fields(file, version, ck, what, wo)
+    character(len=*), intent(in) :: file, what
+    integer, intent(in) :: version
+    type(h5tile_checkpoint), intent(out) :: ck
+    type(h5tile_write_options), intent(in), optional :: wo
+    call expect(h5tile_checkpoint_begin(MPI_COMM_WORLD, at(file), ck, wo), H5TILE_OK, what)
+    call add_fields(ck, version)
+  end subroutine
+
   subroutine test_commit()
     type(h5tile_checkpoint) :: ck
-    call expect(h5tile_checkpoint_begin(MPI_COMM_WORLD, at("ck.h5"), ck), H5TILE_OK, "begin")
-    call add_fields(ck, 1)
+    call begin_with_fields("ck.h5", 1, ck, "begin")
     call expect(h5tile_checkpoint_commit(ck), H5TILE_OK, "commit")
     call expect_text(h5tile_last_error(), "", "message after a commit")
     call check(exists(at("ck.h5.tiles")), "the VDS layout has its tile folder")
@@ -236,8 +246,7 @@ contains
   ! A failed add fails the commit on every rank, and the file keeps version 1.
   subroutine test_failed_commits()
     type(h5tile_checkpoint) :: ck
-    call expect(h5tile_checkpoint_begin(MPI_COMM_WORLD, at("ck.h5"), ck), H5TILE_OK, "begin 2")
-    call add_fields(ck, 2)
+    call begin_with_fields("ck.h5", 2, ck, "begin 2")
     if (rank == 0) call expect(h5tile_checkpoint_add(ck, "/u", H5TILE_FLOAT32, gshape, &
       [0_c_int64_t, 0_c_int64_t], [0_c_int64_t, 0_c_int64_t], c_loc(u)), &
       H5TILE_ERR_INVALID_ARGUMENT, "add of /u as float32")
@@ -247,8 +256,7 @@ contains
       "the commit's message names the failed add")
     call check_fields(at("ck.h5"), 1, "ck.h5 after a failed commit")
     ! An offset of one entry for a 2-D dataset: refused by the module, and by the commit.
-    call expect(h5tile_checkpoint_begin(MPI_COMM_WORLD, at("ck.h5"), ck), H5TILE_OK, "begin 3")
-    call add_fields(ck, 3)
+    call begin_with_fields("ck.h5", 3, ck, "begin 3")
     if (rank == nranks - 1) then
       call expect(h5tile_checkpoint_add(ck, "/w", H5TILE_FLOAT64, gshape, [0_c_int64_t], &
         my_shape, c_loc(u)), H5TILE_ERR_INVALID_ARGUMENT, "add with a short offset")
@@ -271,13 +279,10 @@ contains
       "commit of a checkpoint never begun")
     call expect(h5tile_checkpoint_add(never, "/u", H5TILE_FLOAT64, gshape, my_offset, my_shape, &
       c_loc(u)), H5TILE_ERR_INVALID_ARGUMENT, "add to a checkpoint never begun")
-    call expect(h5tile_checkpoint_begin(MPI_COMM_WORLD, at("ck.h5"), ck), H5TILE_OK, "begin 4")
-    call add_fields(ck, 4)
+    call begin_with_fields("ck.h5", 4, ck, "begin 4")
     call h5tile_checkpoint_abort(ck)
     call h5tile_checkpoint_abort(ck)
-    call expect(h5tile_checkpoint_begin(MPI_COMM_WORLD, at("aborted.h5"), ck), H5TILE_OK, &
-      "begin aborted.h5")
-    call add_fields(ck, 4)
+    call begin_with_fields("aborted.h5", 4, ck, "begin aborted.h5")
     call h5tile_checkpoint_abort(ck)
     call MPI_Barrier(MPI_COMM_WORLD, ierr)
     call check(.not. exists(at("aborted.h5")), "an aborted checkpoint writes no file")
@@ -291,9 +296,7 @@ contains
     type(h5tile_write_options) :: wo
     wo = h5tile_write_options_default()
     wo%layout = H5TILE_LAYOUT_SINGLE
-    call expect(h5tile_checkpoint_begin(MPI_COMM_WORLD, at("async.h5"), ck, wo), H5TILE_OK, &
-      "begin async.h5")
-    call add_fields(ck, 5)
+    call begin_with_fields("async.h5", 5, ck, "begin async.h5", wo)
     call expect(h5tile_checkpoint_commit_async(ck, req), H5TILE_OK, "commit_async")
     call expect(h5tile_wait(req), H5TILE_OK, "wait")
     call check(.not. exists(at("async.h5.tiles")), "the single-file layout's options were used")
@@ -369,11 +372,10 @@ contains
       H5TILE_ERR_NOT_FOUND, "series_latest of a folder with no checkpoint")
   end subroutine
 
+  ! The file name of a series' checkpoint of `step`.
   function ckpt(step) result(name)
     integer, intent(in) :: step
     character(len=:), allocatable :: name
-    character(len=12) :: digits
-    write (digits, "(i12.12)") step
-    name = "ckpt." // digits // ".h5"
+    name = "ckpt." // itoa(step, "(i12.12)") // ".h5"
   end function
 end program

@@ -93,11 +93,17 @@ contains
     if (k < mod(extent, n)) length = length + 1
   end subroutine
 
-  function itoa(i) result(s)
+  ! `i` as text, written with the edit descriptor `form` ("(i0)": as short as it goes).
+  function itoa(i, form) result(s)
     integer, intent(in) :: i
+    character(len=*), intent(in), optional :: form
     character(len=:), allocatable :: s
     character(len=24) :: buf
-    write (buf, "(i0)") i
+    if (present(form)) then
+      write (buf, form) i
+    else
+      write (buf, "(i0)") i
+    end if
     s = trim(buf)
   end function
 
