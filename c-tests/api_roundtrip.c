@@ -44,6 +44,41 @@ static void check_tile_names(const char *dir, const char *key) {
     free_names(names, n);
 }
 
+/* Fills `buf` with the formula of the whole NR x NC array of `dt` and writes it, as one tile
+ * with the default options, as `dataset` of `path`. */
+static void write_whole(const char *path, const char *dataset, int dt, void *buf) {
+    const uint64_t zero[2] = {0, 0};
+    fill_tile(dt, 2, GLOBAL, zero, GLOBAL, buf);
+    EXPECT_OK(h5tile_write(MPI_COMM_NULL, path, dataset, dt, 2, GLOBAL, zero, GLOBAL, buf, NULL));
+}
+
+/* Checks that `path` holds /data, the 5x7 array of `dt` (h5tile_inspect), and reads it back as
+ * `dt`: whole, then sub-tiles crossing tile borders, single elements, a column; each read into
+ * a buffer of 0xA5 bytes and checked against the formula. */
+static void check_data(const char *path, int dt) {
+    h5tile_dtype got_dt = -1;
+    size_t got_ndim = 0;
+    uint64_t got_shape[32] = {0};
+    EXPECT_OK(h5tile_inspect(path, "/data", &got_dt, &got_ndim, got_shape));
+    CHECK_MSG(got_dt == dt, "inspect of %s gave dtype %d", dtype_name(dt), got_dt);
+    CHECK(got_ndim == 2 && got_shape[0] == NR && got_shape[1] == NC);
+
+    static const uint64_t reads[][4] = {
+        {0, 0, NR, NC}, {1, 2, 3, 4}, {4, 6, 1, 1}, {0, 0, 1, 1}, {0, 3, NR, 1},
+        {2, 0, 3, 3},   {1, 0, 2, 7}, {0, 5, 5, 2},
+    };
+    size_t es = dtype_size(dt);
+    for (size_t r = 0; r < sizeof reads / sizeof reads[0]; r++) {
+        const uint64_t *off = reads[r], *shp = reads[r] + 2;
+        size_t bytes = (size_t)volume(2, shp) * es;
+        unsigned char *buf = (unsigned char *)xmalloc(bytes);
+        memset(buf, 0xA5, bytes);
+        EXPECT_OK(h5tile_read(MPI_COMM_NULL, path, "/data", dt, 2, off, shp, buf, NULL));
+        CHECK_TILE(dt, 2, GLOBAL, off, shp, buf);
+        free(buf);
+    }
+}
+
 static void roundtrip_dtype(const char *scratch, int dt) {
     char path[4096], dir[4096];
     PATHF(path, "%s/%s.h5", scratch, dtype_name(dt));
@@ -63,28 +98,7 @@ static void roundtrip_dtype(const char *scratch, int dt) {
                                  SHAPES, cbufs, NULL));
     CHECK(is_regular_file(path));
     check_tile_names(dir, "data");
-
-    h5tile_dtype got_dt = -1;
-    size_t got_ndim = 0;
-    uint64_t got_shape[32] = {0};
-    EXPECT_OK(h5tile_inspect(path, "/data", &got_dt, &got_ndim, got_shape));
-    CHECK_MSG(got_dt == dt, "inspect of %s gave dtype %d", dtype_name(dt), got_dt);
-    CHECK(got_ndim == 2 && got_shape[0] == NR && got_shape[1] == NC);
-
-    /* Whole array, then sub-tiles crossing tile borders, single elements, a column. */
-    static const uint64_t reads[][4] = {
-        {0, 0, NR, NC}, {1, 2, 3, 4}, {4, 6, 1, 1}, {0, 0, 1, 1}, {0, 3, NR, 1},
-        {2, 0, 3, 3},   {1, 0, 2, 7}, {0, 5, 5, 2},
-    };
-    for (size_t r = 0; r < sizeof reads / sizeof reads[0]; r++) {
-        const uint64_t *off = reads[r], *shp = reads[r] + 2;
-        size_t bytes = (size_t)volume(2, shp) * es;
-        unsigned char *buf = (unsigned char *)xmalloc(bytes);
-        memset(buf, 0xA5, bytes);
-        EXPECT_OK(h5tile_read(MPI_COMM_NULL, path, "/data", dt, 2, off, shp, buf, NULL));
-        CHECK_TILE(dt, 2, GLOBAL, off, shp, buf);
-        free(buf);
-    }
+    check_data(path, dt);
 
     /* A zero-extent read is "no data": succeeds and writes nothing. */
     {
@@ -99,9 +113,7 @@ static void roundtrip_dtype(const char *scratch, int dt) {
     {
         const uint64_t off[2] = {0, 0};
         void *whole = xmalloc(NR * NC * es);
-        fill_tile(dt, 2, GLOBAL, off, GLOBAL, whole);
-        EXPECT_OK(h5tile_write(MPI_COMM_NULL, path, "/data", dt, 2, GLOBAL, off, GLOBAL, whole,
-                               NULL));
+        write_whole(path, "/data", dt, whole);
         CHECK_MSG(count_files(dir) == 1, "after a one-tile rewrite '%s' holds %d files", dir,
                   count_files(dir));
         memset(whole, 0, NR * NC * es);
@@ -119,17 +131,7 @@ static void roundtrip_dtype(const char *scratch, int dt) {
         EXPECT_OK(h5tile_write_tiles(MPI_COMM_NULL, single, "/data", dt, 2, GLOBAL, NTILES,
                                      OFFSETS, SHAPES, cbufs, &so));
         CHECK(is_regular_file(single) && !path_exists(single_dir));
-        EXPECT_OK(h5tile_inspect(single, "/data", &got_dt, &got_ndim, got_shape));
-        CHECK(got_dt == dt && got_ndim == 2 && got_shape[0] == NR && got_shape[1] == NC);
-        for (size_t r = 0; r < sizeof reads / sizeof reads[0]; r++) {
-            const uint64_t *off = reads[r], *shp = reads[r] + 2;
-            size_t bytes = (size_t)volume(2, shp) * es;
-            unsigned char *buf = (unsigned char *)xmalloc(bytes);
-            memset(buf, 0xA5, bytes);
-            EXPECT_OK(h5tile_read(MPI_COMM_NULL, single, "/data", dt, 2, off, shp, buf, NULL));
-            CHECK_TILE(dt, 2, GLOBAL, off, shp, buf);
-            free(buf);
-        }
+        check_data(single, dt);
     }
     for (int t = 0; t < NTILES; t++) free(bufs[t]);
 }
@@ -143,9 +145,7 @@ static void conversions(const char *scratch) {
     {
         PATHF(path, "%s/conv_int32.h5", scratch);
         int32_t v[NR * NC];
-        fill_tile(H5TILE_INT32, 2, GLOBAL, zero, GLOBAL, v);
-        EXPECT_OK(h5tile_write(MPI_COMM_NULL, path, "/x", H5TILE_INT32, 2, GLOBAL, zero, GLOBAL,
-                               v, NULL));
+        write_whole(path, "/x", H5TILE_INT32, v);
         double d[NR * NC];
         EXPECT_OK(h5tile_read(MPI_COMM_NULL, path, "/x", H5TILE_FLOAT64, 2, zero, GLOBAL, d,
                               NULL));
@@ -174,9 +174,7 @@ static void conversions(const char *scratch) {
     {
         PATHF(path, "%s/conv_uint8.h5", scratch);
         uint8_t v[NR * NC];
-        fill_tile(H5TILE_UINT8, 2, GLOBAL, zero, GLOBAL, v);
-        EXPECT_OK(h5tile_write(MPI_COMM_NULL, path, "/u", H5TILE_UINT8, 2, GLOBAL, zero, GLOBAL,
-                               v, NULL));
+        write_whole(path, "/u", H5TILE_UINT8, v);
         int64_t w[NR * NC];
         EXPECT_OK(h5tile_read(MPI_COMM_NULL, path, "/u", H5TILE_INT64, 2, zero, GLOBAL, w, NULL));
         for (int i = 0; i < NR * NC; i++) CHECK(w[i] == (int64_t)v[i]);
@@ -227,9 +225,7 @@ static void conversions(const char *scratch) {
     {
         PATHF(path, "%s/conv_complex64.h5", scratch);
         float v[NR * NC][2];
-        fill_tile(H5TILE_COMPLEX64, 2, GLOBAL, zero, GLOBAL, v);
-        EXPECT_OK(h5tile_write(MPI_COMM_NULL, path, "/z", H5TILE_COMPLEX64, 2, GLOBAL, zero,
-                               GLOBAL, v, NULL));
+        write_whole(path, "/z", H5TILE_COMPLEX64, v);
         double w[NR * NC][2];
         EXPECT_OK(h5tile_read(MPI_COMM_NULL, path, "/z", H5TILE_COMPLEX128, 2, zero, GLOBAL, w,
                               NULL));
@@ -337,9 +333,7 @@ static void nested_groups(const char *scratch) {
     TILE_DIR(dir, path);
     const uint64_t off[2] = {0, 0};
     double v[NR * NC];
-    fill_tile(H5TILE_FLOAT64, 2, GLOBAL, off, GLOBAL, v);
-    EXPECT_OK(h5tile_write(MPI_COMM_NULL, path, "/a/b/c", H5TILE_FLOAT64, 2, GLOBAL, off, GLOBAL,
-                           v, NULL));
+    write_whole(path, "/a/b/c", H5TILE_FLOAT64, v);
     CHECK_INSPECT_2D(path, "/a/b/c", H5TILE_FLOAT64, NR, NC);
     double w[NR * NC];
     CHECK_READ_2D(path, "/a/b/c", H5TILE_FLOAT64, GLOBAL, off, GLOBAL, w, sizeof w);
