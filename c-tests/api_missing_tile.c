@@ -8,6 +8,27 @@ static const uint64_t G[2] = {6, 10};
 static const uint64_t OFFS[6] = {0, 0, 2, 0, 4, 0};
 static const uint64_t SHPS[6] = {2, 10, 2, 10, 2, 10};
 
+/* The file of tile `tile` in `dir`, which must hold `count` files: the one whose name ends in
+ * ".t<tile>.h5", its path into `path` and its name into `name`. */
+static void tile_file(const char *dir, int count, int tile, char path[4096], char name[1024]) {
+    char ending[32];
+    snprintf(ending, sizeof ending, ".t%d.h5", tile);
+    size_t el = strlen(ending);
+    int n;
+    char **names = list_dir(dir, &n);
+    CHECK_MSG(n == count, "%s holds %d files, expected %d", dir, n, count);
+    path[0] = name[0] = '\0';
+    for (int i = 0; i < n; i++) {
+        size_t len = strlen(names[i]);
+        if (len > el && strcmp(names[i] + len - el, ending) == 0) {
+            check_pathf(__FILE__, __LINE__, path, 4096, "%s/%s", dir, names[i]);
+            check_pathf(__FILE__, __LINE__, name, 1024, "%s", names[i]);
+        }
+    }
+    free_names(names, n);
+    CHECK_MSG(path[0] != '\0', "no file of tile %d in %s", tile, dir);
+}
+
 int main(int argc, char **argv) {
     const char *scratch = scratch_arg(argc, argv);
     fresh_dir(scratch);
@@ -28,19 +49,8 @@ int main(int argc, char **argv) {
     for (int t = 0; t < 3; t++) free(bufs[t]);
 
     /* find and delete the file of tile 1 (rows 2-3): its name ends in ".t1.h5" */
-    int n;
-    char **names = list_dir(dir, &n);
-    CHECK(n == 3);
-    char victim[4096] = "", victim_name[1024] = "";
-    for (int i = 0; i < n; i++) {
-        size_t len = strlen(names[i]);
-        if (len > 6 && strcmp(names[i] + len - 6, ".t1.h5") == 0) {
-            PATHF(victim, "%s/%s", dir, names[i]);
-            PATHF(victim_name, "%s", names[i]);
-        }
-    }
-    free_names(names, n);
-    CHECK_MSG(victim[0] != '\0', "no file of tile 1 in %s", dir);
+    char victim[4096], victim_name[1024];
+    tile_file(dir, 3, 1, victim, victim_name);
     CHECK(unlink(victim) == 0);
 
     const uint64_t zero[2] = {0, 0};
@@ -90,19 +100,8 @@ int main(int argc, char **argv) {
 
     /* a tile file replaced by garbage is "unreadable": also MISSING_TILE, naming it */
     {
-        int m;
-        char **left = list_dir(dir, &m);
-        CHECK(m == 2);
-        char broken[4096] = "", broken_name[1024] = "";
-        for (int i = 0; i < m; i++) {
-            size_t len = strlen(left[i]);
-            if (len > 6 && strcmp(left[i] + len - 6, ".t0.h5") == 0) {
-                PATHF(broken, "%s/%s", dir, left[i]);
-                PATHF(broken_name, "%s", left[i]);
-            }
-        }
-        free_names(left, m);
-        CHECK_MSG(broken[0] != '\0', "no file of tile 0 in %s", dir);
+        char broken[4096], broken_name[1024];
+        tile_file(dir, 2, 0, broken, broken_name);
         write_text_file(broken, "not an HDF5 file any more\n");
         const uint64_t off[2] = {0, 0}, shp[2] = {2, 10}; /* tile 0 only */
         EXPECT_STATUS(h5tile_read(MPI_COMM_NULL, path, "/data", H5TILE_FLOAT32, 2, off, shp, vals, NULL),
