@@ -32,9 +32,11 @@ static void fill(fields *f, int v) {
     for (int i = 0; i < size; i++) f->p[i] = v * 10 + i;
 }
 
-/* Adds "/u" as two tiles of two rows, "/p" (whole on rank 0, an empty tile elsewhere), and
- * the attributes "/step" = v and "/u" units = "m/s". */
+/* Fills *f with version v (it must live until the commit) and adds "/u" as two tiles of two
+ * rows, "/p" (whole on rank 0, an empty tile elsewhere), and the attributes "/step" = v and
+ * "/u" units = "m/s". */
 static void add_fields(h5tile_checkpoint *ck, fields *f, int v) {
+    fill(f, v);
     const uint64_t g[2] = {4 * (uint64_t)size, 6}, shp[2] = {2, 6};
     for (int half = 0; half < 2; half++) {
         const uint64_t off[2] = {4 * (uint64_t)rank + 2 * (uint64_t)half, 0};
@@ -65,13 +67,27 @@ static void check_version(const char *path, int v) {
     CHECK_MSG(step == v, "%s: attribute step is %lld, expected %d", path, (long long)step, v);
 }
 
-static void commit_version(const char *path, const h5tile_write_options *o, int v) {
-    fields f;
-    fill(&f, v);
+/* A checkpoint of `path` begun, with version v of the fields (in *f) and the attributes. */
+static h5tile_checkpoint *begin_with_fields(const char *path, const h5tile_write_options *o,
+                                            fields *f, int v) {
     h5tile_checkpoint *ck = NULL;
     EXPECT_OK(h5tile_checkpoint_begin(MPI_COMM_WORLD, path, o, &ck));
-    add_fields(ck, &f, v);
-    EXPECT_OK(h5tile_checkpoint_commit(ck));
+    add_fields(ck, f, v);
+    return ck;
+}
+
+static void commit_version(const char *path, const h5tile_write_options *o, int v) {
+    fields f;
+    EXPECT_OK(h5tile_checkpoint_commit(begin_with_fields(path, o, &f, v)));
+}
+
+/* The commit of `ck` fails on every rank with H5TILE_ERR_INVALID_ARGUMENT, a message that
+ * says `says`, and `path` as it was at `before`. */
+static void commit_fails_untouched(h5tile_checkpoint *ck, const char *path,
+                                   dataset_snapshot before, const char *says) {
+    EXPECT_STATUS(h5tile_checkpoint_commit(ck), H5TILE_ERR_INVALID_ARGUMENT);
+    CHECK_MSG(strstr(h5tile_last_error(), says) != NULL, "message \"%s\"", h5tile_last_error());
+    CHECK_UNTOUCHED(path, before);
 }
 
 /* The steps of the checkpoints (ckpt.*.h5 files) in `dir`, as a bit set. */
@@ -152,10 +168,7 @@ int main(int argc, char **argv) {
     dataset_snapshot before = snapshot(good);
     {
         fields f;
-        fill(&f, 9);
-        h5tile_checkpoint *ck = NULL;
-        EXPECT_OK(h5tile_checkpoint_begin(MPI_COMM_WORLD, good, &o, &ck));
-        add_fields(ck, &f, 9);
+        h5tile_checkpoint *ck = begin_with_fields(good, &o, &f, 9);
         if (rank == size - 1) {
             const uint64_t g[1] = {1}, off[1] = {0}, shp[1] = {1};
             EXPECT_OK(h5tile_checkpoint_add(ck, "/extra", H5TILE_FLOAT64, 1, g, off, shp, f.u));
@@ -172,35 +185,24 @@ int main(int argc, char **argv) {
     before = snapshot(good);
     {
         fields f;
-        fill(&f, 8);
-        h5tile_checkpoint *ck = NULL;
-        EXPECT_OK(h5tile_checkpoint_begin(MPI_COMM_WORLD, good, &o, &ck));
-        add_fields(ck, &f, 8);
+        h5tile_checkpoint *ck = begin_with_fields(good, &o, &f, 8);
         if (rank == 0) {
             /* "/u" again with another type: refused now, and by the commit on every rank. */
             const uint64_t g[2] = {4 * (uint64_t)size, 6}, off[2] = {0, 0}, shp[2] = {0, 6};
             EXPECT_STATUS(h5tile_checkpoint_add(ck, "/u", H5TILE_FLOAT32, 2, g, off, shp, f.u),
                           H5TILE_ERR_INVALID_ARGUMENT);
         }
-        EXPECT_STATUS(h5tile_checkpoint_commit(ck), H5TILE_ERR_INVALID_ARGUMENT);
-        CHECK_MSG(strstr(h5tile_last_error(), "was added as float64") != NULL, "message \"%s\"",
-                  h5tile_last_error());
-        CHECK_UNTOUCHED(good, before);
+        commit_fails_untouched(ck, good, before, "was added as float64");
     }
 
     before = snapshot(good);
     {
         /* A rank that cannot go on marks its checkpoint failed and still commits. */
         fields f;
-        fill(&f, 7);
-        h5tile_checkpoint *ck = NULL;
-        EXPECT_OK(h5tile_checkpoint_begin(MPI_COMM_WORLD, good, &o, &ck));
-        add_fields(ck, &f, 7);
+        h5tile_checkpoint *ck = begin_with_fields(good, &o, &f, 7);
         if (rank == size - 1) EXPECT_OK(h5tile_checkpoint_fail(ck, "the solver diverged"));
-        EXPECT_STATUS(h5tile_checkpoint_commit(ck), H5TILE_ERR_INVALID_ARGUMENT);
-        CHECK_MSG(strstr(h5tile_last_error(), "failed on this rank before its commit: the solver diverged"),
-                  "message \"%s\"", h5tile_last_error());
-        CHECK_UNTOUCHED(good, before);
+        commit_fails_untouched(ck, good, before,
+                               "failed on this rank before its commit: the solver diverged");
     }
 
     /* 3. In the background. */
@@ -208,11 +210,8 @@ int main(int argc, char **argv) {
         char path[4096];
         PATHF(path, "%s/async.h5", scratch);
         fields f;
-        fill(&f, 5);
-        h5tile_checkpoint *ck = NULL;
+        h5tile_checkpoint *ck = begin_with_fields(path, &o, &f, 5);
         h5tile_request *req = NULL;
-        EXPECT_OK(h5tile_checkpoint_begin(MPI_COMM_WORLD, path, &o, &ck));
-        add_fields(ck, &f, 5);
         EXPECT_OK(h5tile_checkpoint_commit_async(ck, &req));
         CHECK(req != NULL);
         EXPECT_OK(h5tile_wait(req));
@@ -229,7 +228,6 @@ int main(int argc, char **argv) {
     const unsigned expected_after[8] = {0, 0x2, 0x6, 0xc, 0x18, 0x38, 0x68, 0xc8};
     for (int step = 1; step <= 7; step++) {
         fields f;
-        fill(&f, step);
         h5tile_checkpoint *ck = NULL;
         EXPECT_OK(h5tile_series_begin(MPI_COMM_WORLD, dir, (uint64_t)step, &so, &o, &ck));
         add_fields(ck, &f, step);
@@ -282,7 +280,6 @@ int main(int argc, char **argv) {
     /* The next clean commit removes the crash's leftovers of older steps and keeps the rule. */
     {
         fields f;
-        fill(&f, 9);
         h5tile_checkpoint *ck = NULL;
         EXPECT_OK(h5tile_series_begin(MPI_COMM_WORLD, dir, 9, &so, &o, &ck));
         add_fields(ck, &f, 9);
