@@ -49,6 +49,33 @@ static void check_good_readable(void) {
     free(buf);
 }
 
+/* A write of G to `path` in which rank 1 passes an empty tile (a gap), with `po` (which allows
+ * it: H5TILE_ALLOW_PARTIAL), succeeds; read back, the gap is zeros and the rest the formula. */
+static void check_partial_write(const char *path, const h5tile_write_options *po,
+                                const char *what) {
+    const uint64_t empty[2] = {my_shp[0], 0};
+    double *vals = (double *)xmalloc((size_t)volume(2, my_shp) * sizeof(double));
+    fill_tile(H5TILE_FLOAT64, 2, G, my_off, my_shp, vals);
+    EXPECT_OK(h5tile_write(MPI_COMM_WORLD, path, "/data", H5TILE_FLOAT64, 2, G, my_off,
+                           rank == 1 ? empty : my_shp, rank == 1 ? NULL : vals, po));
+    free(vals);
+    double all[8 * 6];
+    const uint64_t zero[2] = {0, 0};
+    uint64_t gap_off[2], gap_shp[2];
+    EXPECT_OK(h5tile_read(MPI_COMM_WORLD, path, "/data", H5TILE_FLOAT64, 2, zero, G, all, NULL));
+    EXPECT_OK(h5tile_partition((size_t)size, 1, 2, G, gap_off, gap_shp));
+    for (uint64_t r = 0; r < G[0]; r++)
+        for (uint64_t c = 0; c < G[1]; c++) {
+            double want;
+            int in_gap = r >= gap_off[0] && r < gap_off[0] + gap_shp[0] && c >= gap_off[1] &&
+                         c < gap_off[1] + gap_shp[1];
+            dtype_value(H5TILE_FLOAT64, r * G[1] + c, &want);
+            if (in_gap) want = 0.0;
+            CHECK_MSG(all[r * G[1] + c] == want, "%s: [%llu,%llu] is %g, expected %g", what,
+                      (unsigned long long)r, (unsigned long long)c, all[r * G[1] + c], want);
+        }
+}
+
 static void write_cases(const char *scratch) {
     const char *mine = rank == 1 ? NULL : good; /* NULL on rank 1 only */
     h5tile_write_options o = h5tile_write_options_default();
@@ -146,26 +173,7 @@ static void write_cases(const char *scratch) {
         PATHF(partial, "%s/partial.h5", scratch);
         h5tile_write_options po = o;
         po.flags = H5TILE_ALLOW_PARTIAL;
-        uint64_t off[2];
-        uint64_t shp[2];
-        double *vals = (double *)xmalloc((size_t)volume(2, my_shp) * sizeof(double));
-        fill_tile(H5TILE_FLOAT64, 2, G, my_off, my_shp, vals);
-        EXPECT_OK(h5tile_write(MPI_COMM_WORLD, partial, "/data", H5TILE_FLOAT64, 2, G, my_off,
-                               rank == 1 ? empty : my_shp, rank == 1 ? NULL : vals, &po));
-        free(vals);
-        double all[8 * 6];
-        const uint64_t zero[2] = {0, 0};
-        EXPECT_OK(h5tile_read(MPI_COMM_WORLD, partial, "/data", H5TILE_FLOAT64, 2, zero, G, all, NULL));
-        EXPECT_OK(h5tile_partition((size_t)size, 1, 2, G, off, shp));
-        for (uint64_t r = 0; r < G[0]; r++)
-            for (uint64_t c = 0; c < G[1]; c++) {
-                double want;
-                int in_gap = r >= off[0] && r < off[0] + shp[0] && c >= off[1] && c < off[1] + shp[1];
-                dtype_value(H5TILE_FLOAT64, r * G[1] + c, &want);
-                if (in_gap) want = 0.0;
-                CHECK_MSG(all[r * G[1] + c] == want, "partial write: [%llu,%llu] is %g, expected %g",
-                          (unsigned long long)r, (unsigned long long)c, all[r * G[1] + c], want);
-            }
+        check_partial_write(partial, &po, "partial write");
     }
 
     /* The same checks hold for the single-file layout: a gap or an overlap fails untouched,
@@ -190,25 +198,7 @@ static void write_cases(const char *scratch) {
         char partial[4096];
         PATHF(partial, "%s/partial_single.h5", scratch);
         so.flags = H5TILE_ALLOW_PARTIAL;
-        double *vals = (double *)xmalloc((size_t)volume(2, my_shp) * sizeof(double));
-        fill_tile(H5TILE_FLOAT64, 2, G, my_off, my_shp, vals);
-        EXPECT_OK(h5tile_write(MPI_COMM_WORLD, partial, "/data", H5TILE_FLOAT64, 2, G, my_off,
-                               rank == 1 ? empty : my_shp, rank == 1 ? NULL : vals, &so));
-        free(vals);
-        double all[8 * 6];
-        const uint64_t zero[2] = {0, 0};
-        uint64_t goff[2], gshp[2];
-        EXPECT_OK(h5tile_read(MPI_COMM_WORLD, partial, "/data", H5TILE_FLOAT64, 2, zero, G, all, NULL));
-        EXPECT_OK(h5tile_partition((size_t)size, 1, 2, G, goff, gshp));
-        for (uint64_t r = 0; r < G[0]; r++)
-            for (uint64_t c = 0; c < G[1]; c++) {
-                double want;
-                dtype_value(H5TILE_FLOAT64, r * G[1] + c, &want);
-                if (r >= goff[0] && r < goff[0] + gshp[0] && c >= goff[1] && c < goff[1] + gshp[1])
-                    want = 0.0;
-                CHECK_MSG(all[r * G[1] + c] == want, "partial single-file write: [%llu,%llu] is %g, expected %g",
-                          (unsigned long long)r, (unsigned long long)c, all[r * G[1] + c], want);
-            }
+        check_partial_write(partial, &so, "partial single-file write");
     }
 
     /* ranks disagreeing on shape, element type, dataset, path, ndim (rank 1 differs) */
