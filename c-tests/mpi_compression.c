@@ -158,31 +158,39 @@ static void expect_invalid(const char *path, const h5tile_write_options *o, cons
     CHECK(!path_exists(path));
 }
 
+/* Options a write refuses, each set on the defaults, and what the message must say. */
+static const struct {
+    h5tile_layout layout;
+    h5tile_compression compression;
+    int32_t level;
+    uint32_t flags;
+    const char *says;
+} REFUSED[] = {
+    /* the single-file layout, which cannot compress */
+    {H5TILE_LAYOUT_SINGLE, H5TILE_COMPRESS_ZSTD, 0, 0,
+     "H5TILE_LAYOUT_VDS and H5TILE_LAYOUT_SUBFILES compress"},
+    {H5TILE_LAYOUT_VDS, H5TILE_COMPRESS_DEFLATE, 10, 0, "compression level 10 for deflate"},
+    {H5TILE_LAYOUT_VDS, H5TILE_COMPRESS_LZ4, 1, 0, "lz4, which has no levels"},
+    {H5TILE_LAYOUT_VDS, 9, 0, 0, "compression 9"},
+    {H5TILE_LAYOUT_VDS, H5TILE_COMPRESS_NONE, 3, 0, "compression_level 3 without a codec"},
+    {H5TILE_LAYOUT_VDS, H5TILE_COMPRESS_NONE, 0, H5TILE_SHUFFLE,
+     "H5TILE_SHUFFLE without compression"},
+};
+
 static void options(const char *scratch) {
     char path[4096], dir[4096];
     PATHF(path, "%s/refused.h5", scratch);
     h5tile_write_options o = h5tile_write_options_default();
     CHECK(o.compression == H5TILE_COMPRESS_NONE && o.compression_level == 0);
-    o.layout = H5TILE_LAYOUT_SINGLE;
-    o.compression = H5TILE_COMPRESS_ZSTD;
-    CHECK_CONTEXT("the single-file layout");
-    expect_invalid(path, &o, "H5TILE_LAYOUT_VDS and H5TILE_LAYOUT_SUBFILES compress");
-    o = h5tile_write_options_default();
-    o.compression = H5TILE_COMPRESS_DEFLATE;
-    o.compression_level = 10;
-    expect_invalid(path, &o, "compression level 10 for deflate");
-    o.compression = H5TILE_COMPRESS_LZ4;
-    o.compression_level = 1;
-    expect_invalid(path, &o, "lz4, which has no levels");
-    o.compression = 9;
-    o.compression_level = 0;
-    expect_invalid(path, &o, "compression 9");
-    o.compression = H5TILE_COMPRESS_NONE;
-    o.compression_level = 3;
-    expect_invalid(path, &o, "compression_level 3 without a codec");
-    o.compression_level = 0;
-    o.flags = H5TILE_SHUFFLE;
-    expect_invalid(path, &o, "H5TILE_SHUFFLE without compression");
+    for (size_t i = 0; i < sizeof REFUSED / sizeof REFUSED[0]; i++) {
+        CHECK_CONTEXT("refused options: %s", REFUSED[i].says);
+        o = h5tile_write_options_default();
+        o.layout = REFUSED[i].layout;
+        o.compression = REFUSED[i].compression;
+        o.compression_level = REFUSED[i].level;
+        o.flags = REFUSED[i].flags;
+        expect_invalid(path, &o, REFUSED[i].says);
+    }
 
     /* The environment's default: compressed when the options name no codec. */
     CHECK_CONTEXT("H5TILE_COMPRESSION");
