@@ -96,6 +96,33 @@ static void reads_around(const char *path, const char *lost) {
     CHECK_CONTEXT("%s", "");
 }
 
+/* Hashes (hash_file) of a master and of its subfile that stays intact (...s0.h5). */
+typedef struct {
+    uint64_t master, intact;
+} intact_hashes;
+
+/* Version 1 of /data written to `path` and its subfiles named (names, full); returns the
+ * hashes of the master and of the intact subfile, taken on rank 0 before any damage. */
+static intact_hashes write_first_version(const char *path, char names[2][1024],
+                                         char full[2][4096]) {
+    write_version(path, 1);
+    subfile_names(path, names, full);
+    intact_hashes h = {0, 0};
+    if (rank == 0) {
+        h.master = hash_file(path);
+        h.intact = hash_file(full[0]);
+    }
+    return h;
+}
+
+/* On rank 0: the failed reads changed neither the master nor the intact subfile. */
+static void check_unchanged(const char *path, char names[2][1024], char full[2][4096],
+                            intact_hashes before) {
+    if (rank != 0) return;
+    CHECK_MSG(hash_file(path) == before.master, "a failed read changed the master");
+    CHECK_MSG(hash_file(full[0]) == before.intact, "a failed read changed %s", names[0]);
+}
+
 int main(int argc, char **argv) {
     const char *scratch = mpi_test_start(&argc, &argv, MPI_THREAD_SINGLE, &rank, &size);
     CHECK_MSG(size == 4, "run on 4 ranks");
@@ -108,14 +135,8 @@ int main(int argc, char **argv) {
     {
         char path[4096];
         PATHF(path, "%s/deleted/data.h5", scratch);
-        write_version(path, 1);
-        subfile_names(path, names, full);
-        uint64_t master = 0, intact = 0;
-        if (rank == 0) {
-            master = hash_file(path);
-            intact = hash_file(full[0]);
-            CHECK(unlink(full[1]) == 0);
-        }
+        const intact_hashes before = write_first_version(path, names, full);
+        if (rank == 0) CHECK(unlink(full[1]) == 0);
         MPI_Barrier(MPI_COMM_WORLD);
         reads_around(path, names[1]);
         /* with H5TILE_READ_FILL_MISSING the lost rows read 0 */
@@ -142,8 +163,7 @@ int main(int argc, char **argv) {
                       h5tile_last_error());
             h5tile_batches_free(it);
             /* the failed reads changed nothing, and recreated nothing */
-            CHECK_MSG(hash_file(path) == master, "a failed read changed the master");
-            CHECK_MSG(hash_file(full[0]) == intact, "a failed read changed %s", names[0]);
+            check_unchanged(path, names, full, before);
             CHECK(!path_exists(full[1]));
         }
         MPI_Barrier(MPI_COMM_WORLD);
@@ -159,12 +179,8 @@ int main(int argc, char **argv) {
     for (int cut = 0; cut < 2; cut++) {
         char path[4096];
         PATHF(path, "%s/truncated%d/data.h5", scratch, cut);
-        write_version(path, 1);
-        subfile_names(path, names, full);
-        uint64_t master = 0, intact = 0;
+        const intact_hashes before = write_first_version(path, names, full);
         if (rank == 0) {
-            master = hash_file(path);
-            intact = hash_file(full[0]);
             struct stat st;
             CHECK(stat(full[1], &st) == 0 && st.st_size > 2);
             off_t to = cut == 0 ? st.st_size / 2 : st.st_size - 1;
@@ -172,10 +188,7 @@ int main(int argc, char **argv) {
         }
         MPI_Barrier(MPI_COMM_WORLD);
         reads_around(path, names[1]);
-        if (rank == 0) {
-            CHECK_MSG(hash_file(path) == master, "a failed read changed the master");
-            CHECK_MSG(hash_file(full[0]) == intact, "a failed read changed %s", names[0]);
-        }
+        check_unchanged(path, names, full, before);
         MPI_Barrier(MPI_COMM_WORLD);
     }
 
