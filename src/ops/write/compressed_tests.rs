@@ -15,12 +15,19 @@ fn value(i: u64, j: u64) -> f64 {
 }
 
 /// Two tiles of row slabs (600 and 400 rows: several chunks, the last of each short).
-/// `write_slabs` into `dir`, in `layout`, compressed with `codec` after the shuffle: the file.
-fn write_compressed_slabs(dir: &Path, layout: Layout, codec: Codec) -> PathBuf {
-    let path = dir.join(format!("{layout:?}.h5"));
+/// `codec` at its default level after the byte shuffle.
+fn shuffled(codec: Codec) -> Compression {
+    Compression::new(codec, 0, true).unwrap()
+}
+
+/// `write_slabs` into `dir`, in `layout`, compressed as `compression` says: the file (named
+/// by both).
+fn write_compressed_slabs(dir: &Path, layout: Layout, compression: Compression) -> PathBuf {
+    let name = compression.to_string().replace(' ', "_");
+    let path = dir.join(format!("{layout:?}-{name}.h5"));
     let options = WriteOptions {
         layout,
-        compression: Some(Compression::new(codec, 0, true).unwrap()),
+        compression: Some(compression),
         ..WriteOptions::default()
     };
     write_slabs(&path, options).unwrap();
@@ -80,15 +87,7 @@ fn compressed_tiles_round_trip_in_the_layouts_that_compress() {
     let raw_bytes = GLOBAL[0] * GLOBAL[1] * 8;
     for layout in [Layout::Vds, Layout::Subfiles] {
         for c in every_compression() {
-            let path = d
-                .path()
-                .join(format!("{layout:?}-{}.h5", c.to_string().replace(' ', "_")));
-            let options = WriteOptions {
-                layout,
-                compression: Some(c),
-                ..WriteOptions::default()
-            };
-            write_slabs(&path, options).unwrap();
+            let path = write_compressed_slabs(d.path(), layout, c);
             let all = Tile::new(vec![0, 0], GLOBAL.to_vec());
             assert!(
                 read_f64(&path, "/v", &all).unwrap() == expected(&all),
@@ -189,15 +188,7 @@ fn a_changed_byte_in_a_compressed_chunk_is_corrupt_naming_the_file_the_tile_and_
     let d = tempfile::tempdir().unwrap();
     for layout in [Layout::Vds, Layout::Subfiles] {
         for c in every_compression() {
-            let path = d
-                .path()
-                .join(format!("{layout:?}-{}.h5", c.to_string().replace(' ', "_")));
-            let options = WriteOptions {
-                layout,
-                compression: Some(c),
-                ..WriteOptions::default()
-            };
-            write_slabs(&path, options).unwrap();
+            let path = write_compressed_slabs(d.path(), layout, c);
             // The second tile's first chunk (rows 600 to 786) changes.
             let (file, _, addr, size) = first_chunks(&path).pop().unwrap();
             flip(&file, addr + size / 2);
@@ -256,7 +247,7 @@ fn verifying_checksums_decodes_compressed_tiles() {
     use crate::ops::verify::{check_sources, checksum_jobs, verify_tiles};
     let d = tempfile::tempdir().unwrap();
     for layout in [Layout::Vds, Layout::Subfiles] {
-        let path = write_compressed_slabs(d.path(), layout, Codec::Lz4);
+        let path = write_compressed_slabs(d.path(), layout, shuffled(Codec::Lz4));
         let problems = || {
             let infos = describe(&path, None).unwrap();
             let all: Vec<_> = infos.iter().collect();
@@ -287,7 +278,7 @@ fn an_open_iterator_reads_the_compressed_version_it_opened_after_a_rewrite() {
     use crate::platform::comm::Comm;
     let d = tempfile::tempdir().unwrap();
     for layout in [Layout::Vds, Layout::Subfiles] {
-        let path = write_compressed_slabs(d.path(), layout, Codec::Zstd);
+        let path = write_compressed_slabs(d.path(), layout, shuffled(Codec::Zstd));
         let chunk = [250u64, 700];
         let mut it =
             Batches::open(&Comm::solo(), &path, "/v", &chunk, &ReadOptions::default()).unwrap();
