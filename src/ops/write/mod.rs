@@ -257,33 +257,30 @@ trait LayoutWriter {
 
     /// Step 3, on every rank, agreed: writes this rank's tiles, noting every file it creates
     /// in `written`, and returns what rank 0 records of each non-empty one.
-    fn write_tiles(
-        &self,
-        comm: &Comm,
-        ck: &Checkpoint,
-        plan: &Plan,
-        written: &mut Vec<PathBuf>,
-    ) -> Result<Vec<Placed>>;
+    fn write_tiles(&self, commit: &Commit, written: &mut Vec<PathBuf>) -> Result<Vec<Placed>>;
 
     /// Step 5, on rank 0: the new master at `tmp` holding every dataset of `ck`, each tile
     /// recorded as `placed[rank]` says (attributes and the commit are the caller's). By
     /// default, that of the layouts keeping tiles in the tile folder: a virtual dataset each.
-    fn master(
-        &self,
-        tmp: &Path,
-        ck: &Checkpoint,
-        plan: &Plan,
-        placed: &[Vec<Placed>],
-    ) -> Result<File> {
-        tile_files::master_of_sources(tmp, ck, plan, placed)
+    fn master(&self, tmp: &Path, commit: &Commit, placed: &[Vec<Placed>]) -> Result<File> {
+        tile_files::master_of_sources(tmp, commit.ck, commit.plan, placed)
     }
+}
+
+/// The commit a layout writes: over `comm`, of `ck`, as `plan` places its tiles.
+#[derive(Clone, Copy)]
+struct Commit<'a> {
+    comm: &'a Comm,
+    ck: &'a Checkpoint<'a>,
+    plan: &'a Plan,
 }
 
 /// Steps 3 to 5 with `writer`. A failure before the commit removes what was written.
 fn run<W: LayoutWriter>(comm: &Comm, ck: &Checkpoint, plan: &Plan, writer: W) -> Result<()> {
     let dir = layout::tile_dir(&ck.path);
     let mut written: Vec<PathBuf> = Vec::new();
-    let result = writer.write_tiles(comm, ck, plan, &mut written);
+    let commit = Commit { comm, ck, plan };
+    let result = writer.write_tiles(&commit, &mut written);
     let placed_by_rank = match &result {
         Ok(placed) => comm.gather_varcount_to_root(&encode(placed)),
         Err(_) => None,
@@ -298,7 +295,7 @@ fn run<W: LayoutWriter>(comm: &Comm, ck: &Checkpoint, plan: &Plan, writer: W) ->
                 decode::<Placed>(words, &elem_of)
             })
             .collect();
-        let file = writer.master(tmp, ck, plan, &placed)?;
+        let file = writer.master(tmp, &commit, &placed)?;
         for a in &ck.attributes {
             file.set_attribute(&a.object, &a.name, &a.value)?;
         }

@@ -3,13 +3,11 @@
 //! there; rank 0 then records each dataset's tiles and what they summed to.
 
 use super::messages::{placed_record, Placed, PlacedIn};
-use super::plan::Plan;
 use super::summing::summarized;
-use super::{Checkpoint, LayoutWriter};
+use super::{Commit, LayoutWriter};
 use crate::layout::checksums::Summary;
 use crate::layout::vds::TileBytes;
 use crate::layout::{self, single};
-use crate::platform::comm::Comm;
 use crate::platform::hdf5::File;
 use crate::platform::tile_bytes::Durability;
 use crate::status::Result;
@@ -23,13 +21,8 @@ pub struct SingleFile;
 impl LayoutWriter for SingleFile {
     const IN_TILE_DIR: bool = false;
 
-    fn write_tiles(
-        &self,
-        comm: &Comm,
-        ck: &Checkpoint,
-        plan: &Plan,
-        written: &mut Vec<PathBuf>,
-    ) -> Result<Vec<Placed>> {
+    fn write_tiles(&self, commit: &Commit, written: &mut Vec<PathBuf>) -> Result<Vec<Placed>> {
+        let Commit { comm, ck, plan } = *commit;
         let tmp = layout::temporary_master(&ck.path, plan.generation);
         let created = comm.agree_on(|| {
             if !comm.is_root() {
@@ -82,13 +75,8 @@ impl LayoutWriter for SingleFile {
         })
     }
 
-    fn master(
-        &self,
-        tmp: &Path,
-        ck: &Checkpoint,
-        plan: &Plan,
-        placed: &[Vec<Placed>],
-    ) -> Result<File> {
+    fn master(&self, tmp: &Path, commit: &Commit, placed: &[Vec<Placed>]) -> Result<File> {
+        let Commit { ck, plan, .. } = *commit;
         let file = single::open_new(tmp)?;
         for (f, field) in ck.fields.iter().enumerate() {
             let tiles: Vec<(crate::geometry::tile::Tile, Summary)> = plan

@@ -7,7 +7,7 @@ use super::messages::{decode, encode, Allocated, Encoded, Placed, PlacedIn, Plan
 use super::plan::{ndims, planned_here, Plan};
 use super::summing::summarized;
 use super::tile_files::subfile_key;
-use super::{Checkpoint, Compression, LayoutWriter};
+use super::{Checkpoint, Commit, Compression, LayoutWriter};
 use crate::layout::checksums::Summary;
 use crate::layout::chunks::{encode_tile, Chunks, CHUNK_BYTES};
 use crate::layout::vds::{TileBytes, NO_OFFSET};
@@ -23,13 +23,8 @@ pub struct Subfiles;
 impl LayoutWriter for Subfiles {
     const IN_TILE_DIR: bool = true;
 
-    fn write_tiles(
-        &self,
-        comm: &Comm,
-        ck: &Checkpoint,
-        plan: &Plan,
-        written: &mut Vec<PathBuf>,
-    ) -> Result<Vec<Placed>> {
+    fn write_tiles(&self, commit: &Commit, written: &mut Vec<PathBuf>) -> Result<Vec<Placed>> {
+        let Commit { comm, ck, plan } = *commit;
         let sync = !ck.options.no_sync;
         let (group, first) = comm.agree_on(|| comm.split_groups(ck.options.ranks_per_file))?;
         let name = layout::subfile_name(subfile_key(ck), plan.generation, first);

@@ -4,10 +4,9 @@
 use super::messages::{placed_record, Placed, PlacedIn};
 use super::plan::Plan;
 use super::summing::summarized;
-use super::{Checkpoint, LayoutWriter};
+use super::{Checkpoint, Commit, LayoutWriter};
 use crate::layout::checksums::Summary;
 use crate::layout::{self, vds};
-use crate::platform::comm::Comm;
 use crate::platform::hdf5::File;
 use crate::platform::tile_bytes::{sync_paths, Durability};
 use crate::status::Result;
@@ -18,13 +17,8 @@ pub struct TileFiles;
 impl LayoutWriter for TileFiles {
     const IN_TILE_DIR: bool = true;
 
-    fn write_tiles(
-        &self,
-        comm: &Comm,
-        ck: &Checkpoint,
-        plan: &Plan,
-        written: &mut Vec<PathBuf>,
-    ) -> Result<Vec<Placed>> {
+    fn write_tiles(&self, commit: &Commit, written: &mut Vec<PathBuf>) -> Result<Vec<Placed>> {
+        let Commit { comm, ck, plan } = *commit;
         let dir = layout::tile_dir(&ck.path);
         let durability = ck.tile_durability();
         comm.agree_on(|| {
