@@ -85,18 +85,17 @@ impl CompressedTile {
         })))
     }
 
-    /// Reads the tile's bytes that `rows` name, each (its byte in the tile, its byte in
-    /// `out`), all of `row` bytes, in increasing order of the first: decoded, the blocks they
+    /// Reads the tile's bytes that `runs` name, each (its first byte in the tile, its first
+    /// byte in `out`, length), in increasing order of the first: decoded, the blocks they
     /// touch checked against `sums` (blocks of `block` bytes) when given, and copied into
     /// `out` when given (else only checked). Why not, for a damaged tile.
     pub fn read(
         &self,
-        row: u64,
-        rows: &[(u64, usize)],
+        runs: &[(u64, usize, u64)],
         sums: Option<(&[u64], u64)>,
         mut out: Option<&mut [u8]>,
     ) -> std::result::Result<(), Damage> {
-        if row == 0 || rows.is_empty() {
+        if runs.iter().all(|r| r.2 == 0) {
             return Ok(());
         }
         if let Some((sums, block)) = sums {
@@ -121,9 +120,9 @@ impl CompressedTile {
             }
         };
         let mut windows: Vec<(u64, u64)> = Vec::new();
-        for &(s, _) in rows {
+        for &(s, _, n) in runs {
             let mut at = s;
-            while at < s + row {
+            while at < s + n {
                 let (lo, hi) = unit_of(at);
                 match windows.last_mut() {
                     Some(w) if w.1 == lo && hi - w.0 <= WINDOW_BYTES => w.1 = hi,
@@ -133,21 +132,21 @@ impl CompressedTile {
                 at = hi;
             }
         }
-        let mut next_row = 0usize;
+        let mut next = 0usize;
         let mut decoded: Vec<u8> = Vec::new();
         for (lo, hi) in windows {
             let which = self.chunks.covering(lo, hi);
             let base = self.chunks.range(which.start).0;
             let (last, last_len) = self.chunks.range(which.end - 1);
             let end = last + last_len;
-            // Chunks that all fall in one row the caller wants are decoded straight into its
+            // Chunks that all fall in one run the caller wants are decoded straight into its
             // buffer (a whole-tile read: every window), and checked there: no copy.
             let within = match out.as_deref_mut() {
-                Some(out) => rows[next_row..]
+                Some(out) => runs[next..]
                     .iter()
                     .take_while(|r| r.0 < end)
-                    .find(|r| r.0 <= base && end <= r.0 + row)
-                    .map(|&(s, d)| {
+                    .find(|r| r.0 <= base && end <= r.0 + r.2)
+                    .map(|&(s, d, _)| {
                         let at = d + (base - s) as usize;
                         &mut out[at..at + (end - base) as usize]
                     }),
@@ -194,44 +193,43 @@ impl CompressedTile {
                 }
             }
             let Some(out) = out.as_deref_mut().filter(|_| !direct) else {
-                // Decoded in place: the rows that end within it are done.
-                while next_row < rows.len() && rows[next_row].0 + row <= hi {
-                    next_row += 1;
+                // Decoded in place: the runs that end within it are done.
+                while next < runs.len() && runs[next].0 + runs[next].2 <= hi {
+                    next += 1;
                 }
                 continue;
             };
-            // The rows, or their parts, within this window.
-            while next_row < rows.len() && rows[next_row].0 < hi {
-                let (s, d) = rows[next_row];
-                let (from, to) = (s.max(lo), (s + row).min(hi));
+            // The runs, or their parts, within this window.
+            while next < runs.len() && runs[next].0 < hi {
+                let (s, d, n) = runs[next];
+                let (from, to) = (s.max(lo), (s + n).min(hi));
                 let into = d + (from - s) as usize;
                 out[into..into + (to - from) as usize]
                     .copy_from_slice(&decoded[(from - base) as usize..(to - base) as usize]);
-                if s + row > hi {
+                if s + n > hi {
                     break;
                 }
-                next_row += 1;
+                next += 1;
             }
         }
         Ok(())
     }
 }
 
-/// The tile `region` shape's rows of the box `common` (virtual-dataset coordinates) as
-/// `CompressedTile::read` takes them, for a buffer laid out as `want`, with elements of
-/// `elem` bytes: (bytes per row, [(byte in the tile, byte in the buffer)]).
-pub fn rows_of(
+/// The runs of the box `common` (virtual-dataset coordinates) of the tile `region` as
+/// `CompressedTile::read` takes them, for a buffer laid out as `want`, with elements of `elem`
+/// bytes: rows consecutive in both joined, so that a box of whole rows is one run, decoded
+/// straight into the buffer.
+pub fn runs_of(
     region: &Tile,
     src: &[u64],
     want: &Tile,
     dst: &[u64],
     common: &Tile,
     elem: usize,
-) -> (u64, Vec<(u64, usize)>) {
-    let (row, rows) =
-        crate::layout::runs::box_rows(&region.shape, src, &want.shape, dst, &common.shape);
-    let rows = rows
-        .map(|(s, d)| (s * elem as u64, d as usize * elem))
-        .collect();
-    (row * elem as u64, rows)
+) -> Vec<(u64, usize, u64)> {
+    crate::layout::runs::box_runs(&region.shape, src, &want.shape, dst, &common.shape, elem)
+        .into_iter()
+        .map(|(s, d, n)| (s, d as usize, n as u64))
+        .collect()
 }

@@ -4,7 +4,7 @@
 
 use super::byte_reads::{ByteReads, ReadCounts};
 use super::checked_blocks::{CheckedBlocks, SummedTile};
-use super::compressed::{rows_of, CompressedTile};
+use super::compressed::{runs_of, CompressedTile};
 use super::mappings::{
     corrupt, locate_source, missing_tile, read_tile_bytes, resolve_source, source_error,
     BlockMapping,
@@ -67,14 +67,13 @@ struct DecodedTiles {
 /// A compressed tile h5tile decodes, with its file's path (for messages).
 type Decoded = std::sync::Arc<(CompressedTile, PathBuf)>;
 
-/// A part of a compressed tile a read decodes once planned, outside the HDF5 lock: rows of
-/// `row` bytes (`CompressedTile::read`), with `checked` against the tile's recorded checksums,
+/// A part of a compressed tile a read decodes once planned, outside the HDF5 lock: its `runs`
+/// (`CompressedTile::read`), with `checked` against the tile's recorded checksums,
 /// and with `deliver` copied into the caller's buffer (else HDF5 has read and converted them).
 struct Decode {
     mapping: usize,
     tile: Decoded,
-    row: u64,
-    rows: Vec<(u64, usize)>,
+    runs: Vec<(u64, usize, u64)>,
     checked: bool,
     deliver: bool,
 }
@@ -495,7 +494,7 @@ impl DirectReader {
             (true, Some(c)) => c.tile(d.mapping).map(|sums| (sums, c.block)),
             _ => None,
         };
-        tile.read(d.row, &d.rows, sums, d.deliver.then_some(buf))
+        tile.read(&d.runs, sums, d.deliver.then_some(buf))
             .map_err(|why| corrupt(path, &m.region, &self.dataset, &self.master, &why))
     }
 
@@ -528,12 +527,11 @@ impl DirectReader {
         };
         let m = &self.mappings[i];
         let (src, dst) = m.placement(common, want);
-        let (row, rows) = rows_of(&m.region, &src, want, &dst, common, elem);
+        let runs = runs_of(&m.region, &src, want, &dst, common, elem);
         Ok(Some(Decode {
             mapping: i,
             tile,
-            row,
-            rows,
+            runs,
             checked,
             deliver,
         }))
