@@ -1,8 +1,8 @@
 //! The C ABI of batched reading: an opaque iterator, opened collectively, then advanced and
 //! freed by the rank that owns it.
 
-use super::boundary::{ndim_arg, out_arg, run, slice_arg, str_arg};
-use super::fortran::{comm_from_fortran, MPI_Fint};
+use super::boundary::{clear_out, dataset_arg, ndim_arg, out_arg, run, slice_arg};
+use super::fortran::{or_status, MPI_Fint};
 use super::h5tile_read_options;
 use crate::dtype::h5tile_dtype;
 use crate::ops::batches::Batches;
@@ -10,7 +10,6 @@ use crate::platform::comm::Comm;
 use crate::status::*;
 use mpi::ffi::MPI_Comm;
 use std::ffi::{c_char, c_void};
-use std::path::Path;
 
 /// An open batched read (opaque); free it with `h5tile_batches_free`.
 #[allow(non_camel_case_types)]
@@ -45,21 +44,17 @@ pub unsafe extern "C" fn h5tile_batches_open(
     opts: *const h5tile_read_options,
     out: *mut *mut h5tile_batches,
 ) -> h5tile_status {
-    if !out.is_null() {
-        *out = std::ptr::null_mut();
-    }
+    clear_out(out);
     run(|| {
         let comm = Comm::from_raw(comm)?;
-        let parsed = comm.agree_on(|| {
+        let (out, path, dataset, chunk, options) = comm.agree_on(|| {
             let out = out_arg(out, "out")?;
-            let path = Path::new(str_arg(path, "path")?);
-            let dataset = str_arg(dataset, "dataset")?;
+            let (path, dataset) = dataset_arg(path, dataset)?;
             let ndim = ndim_arg(ndim)?;
             let chunk = slice_arg(chunk_shape, ndim, "chunk_shape")?;
             let options = h5tile_read_options::parse(opts)?;
             Ok((out, path, dataset, chunk, options))
         })?;
-        let (out, path, dataset, chunk, options) = parsed;
         let it = Batches::open(&comm, path, dataset, chunk, &options)?;
         *out = Box::into_raw(Box::new(h5tile_batches(it)));
         Ok(())
@@ -80,10 +75,10 @@ pub unsafe extern "C" fn h5tile_batches_open_f(
     opts: *const h5tile_read_options,
     out: *mut *mut h5tile_batches,
 ) -> h5tile_status {
-    match comm_from_fortran(comm) {
-        Ok(c) => h5tile_batches_open(c, path, dataset, ndim, chunk_shape, opts, out),
-        Err(e) => run(|| Err(e)),
-    }
+    clear_out(out);
+    or_status(comm, |c| {
+        h5tile_batches_open(c, path, dataset, ndim, chunk_shape, opts, out)
+    })
 }
 
 /// Delivers this rank's next chunk: copies it (dense, row-major) into `buf` (host or device

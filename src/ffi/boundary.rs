@@ -2,12 +2,13 @@
 //! and turning raw C arguments into checked Rust values (NULL → `H5TILE_ERR_INVALID_ARGUMENT`),
 //! tile buffers included (host or device memory).
 
-use crate::dtype::Dtype;
+use crate::dtype::{h5tile_dtype, Dtype};
 use crate::geometry::tile::Tile;
 use crate::platform::device::{self, Buffer, BufferMut, Gds, Route};
 use crate::status::*;
 use std::cell::RefCell;
 use std::ffi::{c_char, c_void, CStr, CString};
+use std::path::Path;
 
 thread_local! {
     static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
@@ -88,6 +89,47 @@ pub fn ndim_arg(ndim: usize) -> Result<usize> {
         );
     }
     Ok(ndim)
+}
+
+/// A handle's out-parameter set to NULL at once (where there is one), so that every failure,
+/// even one found before the call's own checks, leaves it NULL.
+///
+/// # Safety
+/// `p` must be NULL or point to writable memory for one pointer.
+pub unsafe fn clear_out<T>(p: *mut *mut T) {
+    if !p.is_null() {
+        *p = std::ptr::null_mut();
+    }
+}
+
+/// The dataset `dataset` of the file `path`, as the calls that name one take them.
+///
+/// # Safety
+/// Each must be NULL or point to a NUL-terminated string.
+pub unsafe fn dataset_arg<'a>(
+    path: *const c_char,
+    dataset: *const c_char,
+) -> Result<(&'a Path, &'a str)> {
+    Ok((
+        Path::new(str_arg(path, "path")?),
+        str_arg(dataset, "dataset")?,
+    ))
+}
+
+/// An array's element type and rank, checked before any array of `ndim` values is read.
+pub fn array_arg(dtype: h5tile_dtype, ndim: usize) -> Result<(Dtype, usize)> {
+    Ok((Dtype::parse(dtype)?, ndim_arg(ndim)?))
+}
+
+/// One tile, given as its `ndim` offsets and `ndim` extents.
+///
+/// # Safety
+/// Each must be NULL or point to `ndim` values.
+pub unsafe fn tile_arg(ndim: usize, offset: *const u64, shape: *const u64) -> Result<Tile> {
+    Ok(Tile::new(
+        slice_arg(offset, ndim, "tile_offset")?.to_vec(),
+        slice_arg(shape, ndim, "tile_shape")?.to_vec(),
+    ))
 }
 
 /// Tile `k`'s buffer `ptr` as the logic below the boundary takes it: the slice of the tile's

@@ -1,6 +1,7 @@
 //! The `_f` variants for Fortran: the same collective calls, taking the Fortran handle
 //! (`MPI_Fint`) of the communicator. The Fortran module `include/h5tile.f90` calls these.
 
+use super::boundary::{clear_out, run};
 use super::{
     h5tile_attr_read, h5tile_checkpoint, h5tile_checkpoint_begin, h5tile_fence, h5tile_read,
     h5tile_read_options, h5tile_request, h5tile_series_begin, h5tile_series_latest,
@@ -13,10 +14,15 @@ use std::ffi::{c_char, c_void};
 
 pub use crate::platform::comm::{comm_from_fortran, MPI_Fint};
 
-fn or_status(comm: MPI_Fint, call: impl FnOnce(MPI_Comm) -> h5tile_status) -> h5tile_status {
+/// Makes `call` with the C communicator of the Fortran handle `comm`; a handle that has none
+/// fails as the call would (status and last error), without making it.
+pub(super) fn or_status(
+    comm: MPI_Fint,
+    call: impl FnOnce(MPI_Comm) -> h5tile_status,
+) -> h5tile_status {
     match comm_from_fortran(comm) {
         Ok(c) => call(c),
-        Err(e) => super::boundary::run(|| Err(e)),
+        Err(e) => run(|| Err(e)),
     }
 }
 
@@ -109,9 +115,7 @@ pub unsafe extern "C" fn h5tile_write_async_f(
     req: *mut *mut h5tile_request,
 ) -> h5tile_status {
     let bufs = [buf];
-    if !req.is_null() {
-        *req = std::ptr::null_mut();
-    }
+    clear_out(req);
     or_status(comm, |c| {
         h5tile_write_tiles_async(
             c,
@@ -189,9 +193,7 @@ pub unsafe extern "C" fn h5tile_write_tiles_async_f(
     opts: *const h5tile_write_options,
     req: *mut *mut h5tile_request,
 ) -> h5tile_status {
-    if !req.is_null() {
-        *req = std::ptr::null_mut();
-    }
+    clear_out(req);
     or_status(comm, |c| {
         h5tile_write_tiles_async(
             c,
@@ -221,9 +223,7 @@ pub unsafe extern "C" fn h5tile_checkpoint_begin_f(
     opts: *const h5tile_write_options,
     out: *mut *mut h5tile_checkpoint,
 ) -> h5tile_status {
-    if !out.is_null() {
-        *out = std::ptr::null_mut();
-    }
+    clear_out(out);
     or_status(comm, |c| h5tile_checkpoint_begin(c, path, opts, out))
 }
 
@@ -240,9 +240,7 @@ pub unsafe extern "C" fn h5tile_series_begin_f(
     opts: *const h5tile_write_options,
     out: *mut *mut h5tile_checkpoint,
 ) -> h5tile_status {
-    if !out.is_null() {
-        *out = std::ptr::null_mut();
-    }
+    clear_out(out);
     or_status(comm, |c| {
         h5tile_series_begin(c, dir, step, sopts, opts, out)
     })

@@ -1,17 +1,15 @@
 //! The C ABI of reading: `h5tile_read` (one tile per rank, collective) and `h5tile_inspect`
 //! (a dataset's element type and extents).
 
-use super::boundary::{ndim_arg, out_arg, read_buffer, run, slice_arg, str_arg};
+use super::boundary::{array_arg, dataset_arg, out_arg, read_buffer, run, tile_arg};
 use super::h5tile_read_options;
-use crate::dtype::{h5tile_dtype, Dtype};
-use crate::geometry::tile::Tile;
+use crate::dtype::h5tile_dtype;
 use crate::ops::read;
 use crate::ops::write;
 use crate::platform::comm::Comm;
 use crate::status::*;
 use mpi::ffi::MPI_Comm;
 use std::ffi::{c_char, c_void};
-use std::path::Path;
 
 /// Reads the tile at `tile_offset` of extent `tile_shape` of `dataset` in the file `path` into
 /// `buf` (dense, row-major, `dtype` elements), converting the element type where HDF5 can.
@@ -44,25 +42,15 @@ pub unsafe extern "C" fn h5tile_read(
 ) -> h5tile_status {
     run(|| {
         let comm = Comm::from_raw(comm)?;
-        let parsed = comm.agree_on(|| {
-            let path = Path::new(str_arg(path, "path")?);
-            let dataset = str_arg(dataset, "dataset")?;
-            let dtype = Dtype::parse(dtype)?;
-            let ndim = ndim_arg(ndim)?;
-            let tile = Tile::new(
-                slice_arg(tile_offset, ndim, "tile_offset")?.to_vec(),
-                slice_arg(tile_shape, ndim, "tile_shape")?.to_vec(),
-            );
+        let (path, dataset, dtype, tile, buf, options) = comm.agree_on(|| {
+            let (path, dataset) = dataset_arg(path, dataset)?;
+            let (dtype, ndim) = array_arg(dtype, ndim)?;
+            let tile = tile_arg(ndim, tile_offset, tile_shape)?;
             let options = h5tile_read_options::parse(opts)?;
             let buf = read_buffer(buf, &tile, dtype, options.gds)?;
             Ok((path, dataset, dtype, tile, buf, options))
-        });
-        match parsed {
-            Ok((path, dataset, dtype, tile, buf, options)) => {
-                read::read(&comm, path, dataset, dtype, &tile, buf, options)
-            }
-            Err(e) => Err(e),
-        }
+        })?;
+        read::read(&comm, path, dataset, dtype, &tile, buf, options)
     })
 }
 
@@ -80,8 +68,7 @@ pub unsafe extern "C" fn h5tile_inspect(
     shape: *mut u64,
 ) -> h5tile_status {
     run(|| {
-        let path = Path::new(str_arg(path, "path")?);
-        let dataset = str_arg(dataset, "dataset")?;
+        let (path, dataset) = dataset_arg(path, dataset)?;
         let dtype_out = out_arg(dtype, "dtype")?;
         let ndim_out = out_arg(ndim, "ndim")?;
         if shape.is_null() {
