@@ -2,12 +2,13 @@
 //! start a write on a thread of its own and return a request; `h5tile_wait` completes one
 //! request, `h5tile_fence` every request of this process.
 
-use super::boundary::run;
+use super::boundary::{clear_out, run};
 use super::h5tile_write_options;
-use super::write::write_args;
+use super::write::{TilesArg, WriteCall};
 use crate::dtype::h5tile_dtype;
+use crate::ops::checkpoint::SeriesStep;
 use crate::ops::pending;
-use crate::ops::write;
+use crate::ops::write::{self, Checkpoint};
 use crate::platform::comm::Comm;
 use crate::status::*;
 use mpi::ffi::MPI_Comm;
@@ -47,21 +48,9 @@ pub unsafe extern "C" fn h5tile_write_async(
     opts: *const h5tile_write_options,
     req: *mut *mut h5tile_request,
 ) -> h5tile_status {
-    let bufs = [buf];
-    h5tile_write_tiles_async(
-        comm,
-        path,
-        dataset,
-        dtype,
-        ndim,
-        global_shape,
-        1,
-        tile_offset,
-        tile_shape,
-        bufs.as_ptr(),
-        opts,
-        req,
-    )
+    let call = WriteCall::new(path, dataset, dtype, ndim, global_shape, opts);
+    let tiles = TilesArg::One(tile_offset, tile_shape, buf);
+    call.start(comm, tiles, req)
 }
 
 /// `h5tile_write_tiles` that returns before the data is written, as `h5tile_write_async`.
@@ -84,21 +73,49 @@ pub unsafe extern "C" fn h5tile_write_tiles_async(
     opts: *const h5tile_write_options,
     req: *mut *mut h5tile_request,
 ) -> h5tile_status {
-    if !req.is_null() {
-        *req = std::ptr::null_mut();
+    let call = WriteCall::new(path, dataset, dtype, ndim, global_shape, opts);
+    let tiles = TilesArg::Many(ntiles, tile_offsets, tile_shapes, bufs);
+    call.start(comm, tiles, req)
+}
+
+impl WriteCall {
+    /// Starts the write of `tiles` over `comm` as the `_async` calls do: `*req` is NULL (where
+    /// `req` is not) unless the write started.
+    ///
+    /// # Safety
+    /// As `h5tile_write_tiles_async`.
+    pub(super) unsafe fn start(
+        self,
+        comm: MPI_Comm,
+        tiles: TilesArg,
+        req: *mut *mut h5tile_request,
+    ) -> h5tile_status {
+        clear_out(req);
+        run(|| {
+            let comm = Comm::from_raw(comm)?;
+            let ck = self.args(&comm, tiles)?.checkpoint();
+            comm.agree_on(|| write::check(&ck))?;
+            start_request(comm, ck, None, req);
+            Ok(())
+        })
     }
-    run(|| {
-        let comm = Comm::from_raw(comm)?;
-        let tiles = (ntiles, tile_offsets, tile_shapes, bufs);
-        let args = write_args(&comm, path, dataset, dtype, ndim, global_shape, tiles, opts)?;
-        let ck = args.checkpoint();
-        comm.agree_on(|| write::check(&ck))?;
-        let request = pending::start(comm, pending::OwnedWrite::new(ck, None));
-        if !req.is_null() {
-            *req = Box::into_raw(Box::new(h5tile_request(request)));
-        }
-        Ok(())
-    })
+}
+
+/// Starts writing `ck` (of the series step `series`) in the background, and gives the caller
+/// the request in `*req`, or the library where `req` is NULL.
+///
+/// # Safety
+/// `ck`'s buffers must stay valid until the request completes; `req` NULL or writable.
+pub(super) unsafe fn start_request(
+    comm: Comm,
+    ck: Checkpoint<'_>,
+    series: Option<SeriesStep>,
+    req: *mut *mut h5tile_request,
+) {
+    let request = pending::start(comm, pending::OwnedWrite::new(ck, series));
+    if !req.is_null() {
+        *req = Box::into_raw(Box::new(h5tile_request(request)));
+    }
 }
 
 /// Completes the write `req` (waiting for it if it is still running), frees `req`, and returns

@@ -2,10 +2,11 @@
 //! (`MPI_Fint`) of the communicator. The Fortran module `include/h5tile.f90` calls these.
 
 use super::boundary::{clear_out, run};
+use super::write::{TilesArg, WriteCall};
 use super::{
     h5tile_attr_read, h5tile_checkpoint, h5tile_checkpoint_begin, h5tile_fence, h5tile_read,
     h5tile_read_options, h5tile_request, h5tile_series_begin, h5tile_series_latest,
-    h5tile_series_options, h5tile_write_options, h5tile_write_tiles, h5tile_write_tiles_async,
+    h5tile_series_options, h5tile_write_options,
 };
 use crate::dtype::h5tile_dtype;
 use crate::status::*;
@@ -43,22 +44,9 @@ pub unsafe extern "C" fn h5tile_write_f(
     buf: *const c_void,
     opts: *const h5tile_write_options,
 ) -> h5tile_status {
-    let bufs = [buf];
-    or_status(comm, |c| {
-        h5tile_write_tiles(
-            c,
-            path,
-            dataset,
-            dtype,
-            ndim,
-            global_shape,
-            1,
-            tile_offset,
-            tile_shape,
-            bufs.as_ptr(),
-            opts,
-        )
-    })
+    let call = WriteCall::new(path, dataset, dtype, ndim, global_shape, opts);
+    let tiles = TilesArg::One(tile_offset, tile_shape, buf);
+    or_status(comm, |c| call.write(c, tiles))
 }
 
 /// `h5tile_write_tiles` taking a Fortran communicator handle.
@@ -79,21 +67,9 @@ pub unsafe extern "C" fn h5tile_write_tiles_f(
     bufs: *const *const c_void,
     opts: *const h5tile_write_options,
 ) -> h5tile_status {
-    or_status(comm, |c| {
-        h5tile_write_tiles(
-            c,
-            path,
-            dataset,
-            dtype,
-            ndim,
-            global_shape,
-            ntiles,
-            tile_offsets,
-            tile_shapes,
-            bufs,
-            opts,
-        )
-    })
+    let call = WriteCall::new(path, dataset, dtype, ndim, global_shape, opts);
+    let tiles = TilesArg::Many(ntiles, tile_offsets, tile_shapes, bufs);
+    or_status(comm, |c| call.write(c, tiles))
 }
 
 /// `h5tile_write_async` taking a Fortran communicator handle.
@@ -114,24 +90,10 @@ pub unsafe extern "C" fn h5tile_write_async_f(
     opts: *const h5tile_write_options,
     req: *mut *mut h5tile_request,
 ) -> h5tile_status {
-    let bufs = [buf];
+    let call = WriteCall::new(path, dataset, dtype, ndim, global_shape, opts);
+    let tiles = TilesArg::One(tile_offset, tile_shape, buf);
     clear_out(req);
-    or_status(comm, |c| {
-        h5tile_write_tiles_async(
-            c,
-            path,
-            dataset,
-            dtype,
-            ndim,
-            global_shape,
-            1,
-            tile_offset,
-            tile_shape,
-            bufs.as_ptr(),
-            opts,
-            req,
-        )
-    })
+    or_status(comm, |c| call.start(c, tiles, req))
 }
 
 /// `h5tile_fence` taking a Fortran communicator handle.
@@ -193,23 +155,10 @@ pub unsafe extern "C" fn h5tile_write_tiles_async_f(
     opts: *const h5tile_write_options,
     req: *mut *mut h5tile_request,
 ) -> h5tile_status {
+    let call = WriteCall::new(path, dataset, dtype, ndim, global_shape, opts);
+    let tiles = TilesArg::Many(ntiles, tile_offsets, tile_shapes, bufs);
     clear_out(req);
-    or_status(comm, |c| {
-        h5tile_write_tiles_async(
-            c,
-            path,
-            dataset,
-            dtype,
-            ndim,
-            global_shape,
-            ntiles,
-            tile_offsets,
-            tile_shapes,
-            bufs,
-            opts,
-            req,
-        )
-    })
+    or_status(comm, |c| call.start(c, tiles, req))
 }
 
 /// `h5tile_checkpoint_begin` taking a Fortran communicator handle.

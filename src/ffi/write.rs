@@ -1,16 +1,15 @@
 //! The C ABI of writing: `h5tile_write` (one tile per rank) and `h5tile_write_tiles` (any
 //! number), and the checking of a write's arguments that the asynchronous forms share.
 
-use super::boundary::{ndim_arg, run, slice_arg, str_arg, tile_buffer};
+use super::boundary::{array_arg, dataset_arg, run, slice_arg, tile_buffer};
 use super::h5tile_write_options;
-use crate::dtype::{h5tile_dtype, Dtype};
+use crate::dtype::h5tile_dtype;
 use crate::geometry::tile::Tile;
 use crate::ops::write::{self, LocalTile, WriteArgs};
 use crate::platform::comm::Comm;
 use crate::status::*;
 use mpi::ffi::MPI_Comm;
 use std::ffi::{c_char, c_void};
-use std::path::Path;
 
 /// Writes one tile per rank of an N-d array as the dataset `dataset` of the file `path`.
 ///
@@ -41,20 +40,9 @@ pub unsafe extern "C" fn h5tile_write(
     buf: *const c_void,
     opts: *const h5tile_write_options,
 ) -> h5tile_status {
-    let bufs = [buf];
-    h5tile_write_tiles(
-        comm,
-        path,
-        dataset,
-        dtype,
-        ndim,
-        global_shape,
-        1,
-        tile_offset,
-        tile_shape,
-        bufs.as_ptr(),
-        opts,
-    )
+    let call = WriteCall::new(path, dataset, dtype, ndim, global_shape, opts);
+    let tiles = TilesArg::One(tile_offset, tile_shape, buf);
+    call.write(comm, tiles)
 }
 
 /// `h5tile_write` with `ntiles` tiles on this rank (0 is allowed): tile `i` has offset
@@ -78,67 +66,114 @@ pub unsafe extern "C" fn h5tile_write_tiles(
     bufs: *const *const c_void,
     opts: *const h5tile_write_options,
 ) -> h5tile_status {
-    run(|| {
-        let comm = Comm::from_raw(comm)?;
-        let args = write_args(
-            &comm,
-            path,
-            dataset,
-            dtype,
-            ndim,
-            global_shape,
-            (ntiles, tile_offsets, tile_shapes, bufs),
-            opts,
-        )?;
-        write::write(&comm, &args)
-    })
+    let call = WriteCall::new(path, dataset, dtype, ndim, global_shape, opts);
+    let tiles = TilesArg::Many(ntiles, tile_offsets, tile_shapes, bufs);
+    call.write(comm, tiles)
 }
 
-/// The tiles argument of the write calls: how many, their offsets, shapes and buffers.
-pub(super) type TilesArg = (usize, *const u64, *const u64, *const *const c_void);
+/// This rank's tiles as the write calls take them.
+#[derive(Clone, Copy)]
+pub(super) enum TilesArg {
+    /// One tile (`h5tile_write`): its offset, shape and buffer.
+    One(*const u64, *const u64, *const c_void),
+    /// `ntiles` tiles (`h5tile_write_tiles`): their offsets and shapes (`ndim` values each, one
+    /// tile after the other) and their buffers.
+    Many(usize, *const u64, *const u64, *const *const c_void),
+}
 
-/// The arguments of a write, checked by every rank and agreed on.
-#[allow(clippy::too_many_arguments)]
-pub(super) unsafe fn write_args<'a>(
-    comm: &Comm,
+impl TilesArg {
+    /// The tiles' offsets and shapes (`ndim` values each, one tile after the other) and their
+    /// buffers, checked.
+    ///
+    /// # Safety
+    /// As `h5tile_write_tiles`.
+    unsafe fn arrays(&self, ndim: usize) -> Result<(&[u64], &[u64], &[*const c_void])> {
+        let (ntiles, offsets, shapes, bufs) = match self {
+            TilesArg::One(offset, shape, buf) => (1, *offset, *shape, std::ptr::from_ref(buf)),
+            TilesArg::Many(ntiles, offsets, shapes, bufs) => (*ntiles, *offsets, *shapes, *bufs),
+        };
+        let len = ntiles
+            .checked_mul(ndim)
+            .ok_or_else(|| Error::new(H5TILE_ERR_INVALID_ARGUMENT, "ntiles too large"))?;
+        Ok((
+            slice_arg(offsets, len, "tile_offset")?,
+            slice_arg(shapes, len, "tile_shape")?,
+            slice_arg(bufs, ntiles, "bufs")?,
+        ))
+    }
+}
+
+/// A write's C arguments but its communicator and tiles: those every rank passes the same
+/// (`h5tile_write`'s `path`, `dataset`, `dtype`, `ndim`, `global_shape`), and the options.
+#[derive(Clone, Copy)]
+pub(super) struct WriteCall {
     path: *const c_char,
     dataset: *const c_char,
     dtype: h5tile_dtype,
     ndim: usize,
     global_shape: *const u64,
-    (ntiles, tile_offsets, tile_shapes, bufs): TilesArg,
     opts: *const h5tile_write_options,
-) -> Result<WriteArgs<'a>> {
-    comm.agree_on(|| {
-        let path = Path::new(str_arg(path, "path")?);
-        let dataset = str_arg(dataset, "dataset")?;
-        let dtype = Dtype::parse(dtype)?;
-        let ndim = ndim_arg(ndim)?;
-        let global = slice_arg(global_shape, ndim, "global_shape")?;
-        let len = ntiles
-            .checked_mul(ndim)
-            .ok_or_else(|| Error::new(H5TILE_ERR_INVALID_ARGUMENT, "ntiles too large"))?;
-        let offsets = slice_arg(tile_offsets, len, "tile_offset")?;
-        let shapes = slice_arg(tile_shapes, len, "tile_shape")?;
-        let bufs = slice_arg(bufs, ntiles, "bufs")?;
-        let options = h5tile_write_options::parse(opts)?;
-        let tiles = (0..ntiles)
-            .map(|k| {
-                let tile = Tile::new(
-                    offsets[k * ndim..][..ndim].to_vec(),
-                    shapes[k * ndim..][..ndim].to_vec(),
-                );
-                let buf = tile_buffer(bufs[k], &tile, k, dtype, options.gds)?;
-                Ok(LocalTile { tile, buf })
-            })
-            .collect::<Result<_>>()?;
-        Ok(WriteArgs {
+}
+
+impl WriteCall {
+    pub(super) fn new(
+        path: *const c_char,
+        dataset: *const c_char,
+        dtype: h5tile_dtype,
+        ndim: usize,
+        global_shape: *const u64,
+        opts: *const h5tile_write_options,
+    ) -> WriteCall {
+        WriteCall {
             path,
             dataset,
             dtype,
-            global,
-            tiles,
-            options,
+            ndim,
+            global_shape,
+            opts,
+        }
+    }
+
+    /// Writes `tiles` over `comm` and returns when the data is on disk.
+    ///
+    /// # Safety
+    /// As `h5tile_write_tiles`.
+    pub(super) unsafe fn write(self, comm: MPI_Comm, tiles: TilesArg) -> h5tile_status {
+        run(|| {
+            let comm = Comm::from_raw(comm)?;
+            write::write(&comm, &self.args(&comm, tiles)?)
         })
-    })
+    }
+
+    /// The arguments of the write of `tiles`, checked by every rank and agreed on.
+    ///
+    /// # Safety
+    /// As `h5tile_write_tiles`.
+    pub(super) unsafe fn args<'a>(self, comm: &Comm, tiles: TilesArg) -> Result<WriteArgs<'a>> {
+        comm.agree_on(|| {
+            let (path, dataset) = dataset_arg(self.path, self.dataset)?;
+            let (dtype, ndim) = array_arg(self.dtype, self.ndim)?;
+            let global = slice_arg(self.global_shape, ndim, "global_shape")?;
+            let (offsets, shapes, bufs) = tiles.arrays(ndim)?;
+            let options = h5tile_write_options::parse(self.opts)?;
+            let tiles = (0..bufs.len())
+                .map(|k| {
+                    let tile = Tile::new(
+                        offsets[k * ndim..][..ndim].to_vec(),
+                        shapes[k * ndim..][..ndim].to_vec(),
+                    );
+                    let buf = tile_buffer(bufs[k], &tile, k, dtype, options.gds)?;
+                    Ok(LocalTile { tile, buf })
+                })
+                .collect::<Result<_>>()?;
+            Ok(WriteArgs {
+                path,
+                dataset,
+                dtype,
+                global,
+                tiles,
+                options,
+            })
+        })
+    }
 }
