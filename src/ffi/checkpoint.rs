@@ -2,14 +2,15 @@
 //! attributes on each rank and commit them at once; `h5tile_series_*` number checkpoints in
 //! a folder and keep the ones a retention rule names; `h5tile_attr_read` reads an attribute.
 
-use super::asynchronous::h5tile_request;
-use super::boundary::{ndim_arg, out_arg, run, slice_arg, str_arg, tile_buffer};
+use super::asynchronous::{h5tile_request, start_request};
+use super::boundary::{
+    array_arg, clear_out, out_arg, run, slice_arg, str_arg, tile_arg, tile_buffer,
+};
 use super::{h5tile_series_options, h5tile_write_options};
 use crate::dtype::{h5tile_dtype, Dtype};
-use crate::geometry::tile::Tile;
 use crate::ops::checkpoint::{commit_checked, Assembly, SeriesStep};
+use crate::ops::series;
 use crate::ops::write::{AttributeValue, Checkpoint, LocalTile};
-use crate::ops::{pending, series};
 use crate::platform::comm::Comm;
 use crate::status::*;
 use mpi::ffi::MPI_Comm;
@@ -45,32 +46,68 @@ pub unsafe extern "C" fn h5tile_checkpoint_begin(
     opts: *const h5tile_write_options,
     out: *mut *mut h5tile_checkpoint,
 ) -> h5tile_status {
+    begin(comm, opts, out, || {
+        Ok((PathBuf::from(str_arg(path, "path")?), None))
+    })
+}
+
+/// What `h5tile_checkpoint_begin` and `h5tile_series_begin` share: `*out` is NULL until the
+/// empty checkpoint over `comm` with the options `opts` is made, of the file (and the series
+/// step) that `target` names.
+///
+/// # Safety
+/// As `h5tile_checkpoint_begin`.
+unsafe fn begin(
+    comm: MPI_Comm,
+    opts: *const h5tile_write_options,
+    out: *mut *mut h5tile_checkpoint,
+    target: impl FnOnce() -> Result<(PathBuf, Option<SeriesStep>)>,
+) -> h5tile_status {
     run(|| {
         let out = out_arg(out, "out")?;
         *out = std::ptr::null_mut();
-        let path = PathBuf::from(str_arg(path, "path")?);
-        *out = begin(comm, path, opts, None)?;
+        let (path, series) = target()?;
+        let checkpoint = Checkpoint {
+            path,
+            fields: Vec::new(),
+            attributes: Vec::new(),
+            options: h5tile_write_options::parse(opts)?,
+        };
+        let assembly = Assembly::new(checkpoint, series);
+        *out = Box::into_raw(Box::new(h5tile_checkpoint { comm, assembly }));
         Ok(())
     })
 }
 
-unsafe fn begin(
-    comm: MPI_Comm,
-    path: PathBuf,
-    opts: *const h5tile_write_options,
-    series: Option<SeriesStep>,
-) -> Result<*mut h5tile_checkpoint> {
-    let checkpoint = Checkpoint {
-        path,
-        fields: Vec::new(),
-        attributes: Vec::new(),
-        options: h5tile_write_options::parse(opts)?,
-    };
-    let assembly = Assembly::new(checkpoint, series);
-    Ok(Box::into_raw(Box::new(h5tile_checkpoint {
-        comm,
-        assembly,
-    })))
+/// Runs `step`, one step of assembling the checkpoint `ck` on this rank: its failure is
+/// returned now and noted, for the commit to return on every rank.
+///
+/// # Safety
+/// `ck` must be NULL or a live checkpoint.
+unsafe fn gather(
+    ck: *mut h5tile_checkpoint,
+    step: impl FnOnce(&mut Assembly<'static>) -> Result<()>,
+) -> h5tile_status {
+    run(|| {
+        let assembly = &mut out_arg(ck, "ck")?.assembly;
+        let outcome = step(assembly);
+        assembly.note(outcome)
+    })
+}
+
+/// The checkpoint `ck` taken back from the caller (and so freed), checked over its
+/// communicator as its commit begins.
+///
+/// # Safety
+/// `ck` must be NULL or a live checkpoint.
+unsafe fn take_checked(ck: *mut h5tile_checkpoint) -> Result<(Comm, Assembly<'static>)> {
+    if ck.is_null() {
+        return fail(H5TILE_ERR_INVALID_ARGUMENT, "ck is NULL");
+    }
+    let h5tile_checkpoint { comm, assembly } = *Box::from_raw(ck);
+    let comm = Comm::from_raw(comm)?;
+    assembly.check(&comm)?;
+    Ok((comm, assembly))
 }
 
 /// Adds this rank's tile of dataset `dataset` to the checkpoint `ck`, as `h5tile_write_tiles`
@@ -96,29 +133,21 @@ pub unsafe extern "C" fn h5tile_checkpoint_add(
     tile_shape: *const u64,
     buf: *const c_void,
 ) -> h5tile_status {
-    run(|| {
-        let ck = out_arg(ck, "ck")?;
-        let added = (|| {
-            let dataset = str_arg(dataset, "dataset")?;
-            let dtype = Dtype::parse(dtype)?;
-            let ndim = ndim_arg(ndim)?;
-            let global = slice_arg(global_shape, ndim, "global_shape")?;
-            let tile = Tile::new(
-                slice_arg(tile_offset, ndim, "tile_offset")?.to_vec(),
-                slice_arg(tile_shape, ndim, "tile_shape")?.to_vec(),
-            );
-            let fields = &ck.assembly.checkpoint.fields;
-            let k = fields
-                .iter()
-                .find(|f| f.dataset == dataset)
-                .map_or(0, |f| f.tiles.len());
-            let gds = ck.assembly.checkpoint.options.gds;
-            let buf = tile_buffer(buf, &tile, k, dtype, gds)?;
-            ck.assembly
-                .add(dataset, dtype, global, LocalTile { tile, buf })
-                .map_err(|e| e.context(&format!("dataset '{dataset}'")))
-        })();
-        ck.assembly.note(added)
+    gather(ck, |assembly| {
+        let dataset = str_arg(dataset, "dataset")?;
+        let (dtype, ndim) = array_arg(dtype, ndim)?;
+        let global = slice_arg(global_shape, ndim, "global_shape")?;
+        let tile = tile_arg(ndim, tile_offset, tile_shape)?;
+        let fields = &assembly.checkpoint.fields;
+        let k = fields
+            .iter()
+            .find(|f| f.dataset == dataset)
+            .map_or(0, |f| f.tiles.len());
+        let gds = assembly.checkpoint.options.gds;
+        let buf = tile_buffer(buf, &tile, k, dtype, gds)?;
+        assembly
+            .add(dataset, dtype, global, LocalTile { tile, buf })
+            .map_err(|e| e.context(&format!("dataset '{dataset}'")))
     })
 }
 
@@ -139,23 +168,18 @@ pub unsafe extern "C" fn h5tile_checkpoint_attr(
     count: usize,
     values: *const c_void,
 ) -> h5tile_status {
-    run(|| {
-        let ck = out_arg(ck, "ck")?;
-        let set = (|| {
-            let (object, name) = (str_arg(object, "object")?, str_arg(name, "name")?);
-            let dtype = Dtype::parse(dtype)?;
-            let len = count.checked_mul(dtype.size()).ok_or_else(|| {
-                Error::new(
-                    H5TILE_ERR_INVALID_ARGUMENT,
-                    format!("count {count} is too large"),
-                )
-            })?;
-            let bytes = slice_arg(values.cast::<u8>(), len, "values")?.to_vec();
-            ck.assembly
-                .attr(object, name, AttributeValue::Numbers { dtype, bytes });
-            Ok(())
-        })();
-        ck.assembly.note(set)
+    gather(ck, |assembly| {
+        let (object, name) = (str_arg(object, "object")?, str_arg(name, "name")?);
+        let dtype = Dtype::parse(dtype)?;
+        let len = count.checked_mul(dtype.size()).ok_or_else(|| {
+            Error::new(
+                H5TILE_ERR_INVALID_ARGUMENT,
+                format!("count {count} is too large"),
+            )
+        })?;
+        let bytes = slice_arg(values.cast::<u8>(), len, "values")?.to_vec();
+        assembly.attr(object, name, AttributeValue::Numbers { dtype, bytes });
+        Ok(())
     })
 }
 
@@ -171,15 +195,11 @@ pub unsafe extern "C" fn h5tile_checkpoint_attr_string(
     name: *const c_char,
     value: *const c_char,
 ) -> h5tile_status {
-    run(|| {
-        let ck = out_arg(ck, "ck")?;
-        let set = (|| {
-            let (object, name) = (str_arg(object, "object")?, str_arg(name, "name")?);
-            let text = str_arg(value, "value")?.to_string();
-            ck.assembly.attr(object, name, AttributeValue::Text(text));
-            Ok(())
-        })();
-        ck.assembly.note(set)
+    gather(ck, |assembly| {
+        let (object, name) = (str_arg(object, "object")?, str_arg(name, "name")?);
+        let text = str_arg(value, "value")?.to_string();
+        assembly.attr(object, name, AttributeValue::Text(text));
+        Ok(())
     })
 }
 
@@ -195,13 +215,7 @@ pub unsafe extern "C" fn h5tile_checkpoint_attr_string(
 #[no_mangle]
 pub unsafe extern "C" fn h5tile_checkpoint_commit(ck: *mut h5tile_checkpoint) -> h5tile_status {
     run(|| {
-        if ck.is_null() {
-            return fail(H5TILE_ERR_INVALID_ARGUMENT, "ck is NULL");
-        }
-        let ck = Box::from_raw(ck);
-        let comm = Comm::from_raw(ck.comm)?;
-        let a = &ck.assembly;
-        a.check(&comm)?;
+        let (comm, a) = take_checked(ck)?;
         commit_checked(&comm, &a.checkpoint, a.series.as_ref())
     })
 }
@@ -218,23 +232,10 @@ pub unsafe extern "C" fn h5tile_checkpoint_commit_async(
     ck: *mut h5tile_checkpoint,
     req: *mut *mut h5tile_request,
 ) -> h5tile_status {
-    if !req.is_null() {
-        *req = std::ptr::null_mut();
-    }
+    clear_out(req);
     run(|| {
-        if ck.is_null() {
-            return fail(H5TILE_ERR_INVALID_ARGUMENT, "ck is NULL");
-        }
-        let ck = Box::from_raw(ck);
-        let comm = Comm::from_raw(ck.comm)?;
-        ck.assembly.check(&comm)?;
-        let Assembly {
-            checkpoint, series, ..
-        } = ck.assembly;
-        let request = pending::start(comm, pending::OwnedWrite::new(checkpoint, series));
-        if !req.is_null() {
-            *req = Box::into_raw(Box::new(h5tile_request(request)));
-        }
+        let (comm, a) = take_checked(ck)?;
+        start_request(comm, a.checkpoint, a.series, req);
         Ok(())
     })
 }
@@ -339,18 +340,14 @@ pub unsafe extern "C" fn h5tile_series_begin(
     opts: *const h5tile_write_options,
     out: *mut *mut h5tile_checkpoint,
 ) -> h5tile_status {
-    run(|| {
-        let out = out_arg(out, "out")?;
-        *out = std::ptr::null_mut();
+    begin(comm, opts, out, || {
         let dir = PathBuf::from(str_arg(dir, "dir")?);
         if dir.as_os_str().is_empty() {
             return fail(H5TILE_ERR_INVALID_ARGUMENT, "dir is empty");
         }
         let options = h5tile_series_options::parse(sopts)?;
         let path = series::checkpoint_path(&dir, step);
-        let series = SeriesStep { dir, step, options };
-        *out = begin(comm, path, opts, Some(series))?;
-        Ok(())
+        Ok((path, Some(SeriesStep { dir, step, options })))
     })
 }
 
