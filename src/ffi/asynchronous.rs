@@ -48,7 +48,7 @@ pub unsafe extern "C" fn h5tile_write_async(
     opts: *const h5tile_write_options,
     req: *mut *mut h5tile_request,
 ) -> h5tile_status {
-    let call = WriteCall::new(path, dataset, dtype, ndim, global_shape, opts);
+    let call = WriteCall(path, dataset, dtype, ndim, global_shape, opts);
     let tiles = TilesArg::One(tile_offset, tile_shape, buf);
     call.start(comm, tiles, req)
 }
@@ -73,7 +73,7 @@ pub unsafe extern "C" fn h5tile_write_tiles_async(
     opts: *const h5tile_write_options,
     req: *mut *mut h5tile_request,
 ) -> h5tile_status {
-    let call = WriteCall::new(path, dataset, dtype, ndim, global_shape, opts);
+    let call = WriteCall(path, dataset, dtype, ndim, global_shape, opts);
     let tiles = TilesArg::Many(ntiles, tile_offsets, tile_shapes, bufs);
     call.start(comm, tiles, req)
 }

@@ -44,7 +44,7 @@ pub unsafe extern "C" fn h5tile_write_f(
     buf: *const c_void,
     opts: *const h5tile_write_options,
 ) -> h5tile_status {
-    let call = WriteCall::new(path, dataset, dtype, ndim, global_shape, opts);
+    let call = WriteCall(path, dataset, dtype, ndim, global_shape, opts);
     let tiles = TilesArg::One(tile_offset, tile_shape, buf);
     or_status(comm, |c| call.write(c, tiles))
 }
@@ -67,7 +67,7 @@ pub unsafe extern "C" fn h5tile_write_tiles_f(
     bufs: *const *const c_void,
     opts: *const h5tile_write_options,
 ) -> h5tile_status {
-    let call = WriteCall::new(path, dataset, dtype, ndim, global_shape, opts);
+    let call = WriteCall(path, dataset, dtype, ndim, global_shape, opts);
     let tiles = TilesArg::Many(ntiles, tile_offsets, tile_shapes, bufs);
     or_status(comm, |c| call.write(c, tiles))
 }
@@ -90,7 +90,7 @@ pub unsafe extern "C" fn h5tile_write_async_f(
     opts: *const h5tile_write_options,
     req: *mut *mut h5tile_request,
 ) -> h5tile_status {
-    let call = WriteCall::new(path, dataset, dtype, ndim, global_shape, opts);
+    let call = WriteCall(path, dataset, dtype, ndim, global_shape, opts);
     let tiles = TilesArg::One(tile_offset, tile_shape, buf);
     clear_out(req);
     or_status(comm, |c| call.start(c, tiles, req))
@@ -155,7 +155,7 @@ pub unsafe extern "C" fn h5tile_write_tiles_async_f(
     opts: *const h5tile_write_options,
     req: *mut *mut h5tile_request,
 ) -> h5tile_status {
-    let call = WriteCall::new(path, dataset, dtype, ndim, global_shape, opts);
+    let call = WriteCall(path, dataset, dtype, ndim, global_shape, opts);
     let tiles = TilesArg::Many(ntiles, tile_offsets, tile_shapes, bufs);
     clear_out(req);
     or_status(comm, |c| call.start(c, tiles, req))

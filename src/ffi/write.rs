@@ -40,7 +40,7 @@ pub unsafe extern "C" fn h5tile_write(
     buf: *const c_void,
     opts: *const h5tile_write_options,
 ) -> h5tile_status {
-    let call = WriteCall::new(path, dataset, dtype, ndim, global_shape, opts);
+    let call = WriteCall(path, dataset, dtype, ndim, global_shape, opts);
     let tiles = TilesArg::One(tile_offset, tile_shape, buf);
     call.write(comm, tiles)
 }
@@ -66,7 +66,7 @@ pub unsafe extern "C" fn h5tile_write_tiles(
     bufs: *const *const c_void,
     opts: *const h5tile_write_options,
 ) -> h5tile_status {
-    let call = WriteCall::new(path, dataset, dtype, ndim, global_shape, opts);
+    let call = WriteCall(path, dataset, dtype, ndim, global_shape, opts);
     let tiles = TilesArg::Many(ntiles, tile_offsets, tile_shapes, bufs);
     call.write(comm, tiles)
 }
@@ -103,37 +103,19 @@ impl TilesArg {
     }
 }
 
-/// A write's C arguments but its communicator and tiles: those every rank passes the same
-/// (`h5tile_write`'s `path`, `dataset`, `dtype`, `ndim`, `global_shape`), and the options.
+/// A write's C arguments but its communicator and tiles, in the order the calls take them:
+/// `path`, `dataset`, `dtype`, `ndim` and `global_shape` (the same on every rank), and `opts`.
 #[derive(Clone, Copy)]
-pub(super) struct WriteCall {
-    path: *const c_char,
-    dataset: *const c_char,
-    dtype: h5tile_dtype,
-    ndim: usize,
-    global_shape: *const u64,
-    opts: *const h5tile_write_options,
-}
+pub(super) struct WriteCall(
+    pub(super) *const c_char,
+    pub(super) *const c_char,
+    pub(super) h5tile_dtype,
+    pub(super) usize,
+    pub(super) *const u64,
+    pub(super) *const h5tile_write_options,
+);
 
 impl WriteCall {
-    pub(super) fn new(
-        path: *const c_char,
-        dataset: *const c_char,
-        dtype: h5tile_dtype,
-        ndim: usize,
-        global_shape: *const u64,
-        opts: *const h5tile_write_options,
-    ) -> WriteCall {
-        WriteCall {
-            path,
-            dataset,
-            dtype,
-            ndim,
-            global_shape,
-            opts,
-        }
-    }
-
     /// Writes `tiles` over `comm` and returns when the data is on disk.
     ///
     /// # Safety
@@ -150,12 +132,13 @@ impl WriteCall {
     /// # Safety
     /// As `h5tile_write_tiles`.
     pub(super) unsafe fn args<'a>(self, comm: &Comm, tiles: TilesArg) -> Result<WriteArgs<'a>> {
+        let WriteCall(path, dataset, dtype, ndim, global_shape, opts) = self;
         comm.agree_on(|| {
-            let (path, dataset) = dataset_arg(self.path, self.dataset)?;
-            let (dtype, ndim) = array_arg(self.dtype, self.ndim)?;
-            let global = slice_arg(self.global_shape, ndim, "global_shape")?;
+            let (path, dataset) = dataset_arg(path, dataset)?;
+            let (dtype, ndim) = array_arg(dtype, ndim)?;
+            let global = slice_arg(global_shape, ndim, "global_shape")?;
             let (offsets, shapes, bufs) = tiles.arrays(ndim)?;
-            let options = h5tile_write_options::parse(self.opts)?;
+            let options = h5tile_write_options::parse(opts)?;
             let tiles = (0..bufs.len())
                 .map(|k| {
                     let tile = Tile::new(
