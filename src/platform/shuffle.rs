@@ -7,6 +7,29 @@
 /// HDF5's byte shuffle of `input` into `out` (of the same length): byte j of each of the whole
 /// elements of `elem` bytes, for j = 0, 1, ...; bytes past the last whole element stay last.
 pub fn shuffle(elem: usize, input: &[u8], out: &mut [u8]) {
+    transpose::<Shuffle>(elem, input, out)
+}
+
+/// The inverse of `shuffle`.
+pub fn unshuffle(elem: usize, input: &[u8], out: &mut [u8]) {
+    transpose::<Unshuffle>(elem, input, out)
+}
+
+/// One direction of the byte transpose. `shuffle` and `unshuffle` pick the code for an
+/// element size the same way (`transpose`); only these moves differ. The dispatch is static:
+/// each direction compiles to its own `transpose`, as two hand-written functions would.
+trait Direction {
+    /// Moves `n` elements of `S` bytes, those before `done` (a multiple of 8) already moved.
+    fn blocked<const S: usize>(input: &[u8], out: &mut [u8], n: usize, done: usize);
+    /// Moves the first of `n` 8-byte elements through SSE2; returns how many it moved.
+    fn sse2_8(input: &[u8], out: &mut [u8], n: usize) -> usize;
+    /// Moves `n` elements of `elem` bytes, a size with no blocked code, one byte at a time.
+    fn bytewise(elem: usize, input: &[u8], out: &mut [u8], n: usize);
+}
+
+/// The byte transpose of `input` into `out` in direction `D` for elements of `elem` bytes,
+/// through the fastest code for that size.
+fn transpose<D: Direction>(elem: usize, input: &[u8], out: &mut [u8]) {
     assert_eq!(input.len(), out.len());
     let n = input.len() / elem.max(1);
     if elem <= 1 || n <= 1 {
@@ -14,47 +37,99 @@ pub fn shuffle(elem: usize, input: &[u8], out: &mut [u8]) {
         return;
     }
     match elem {
-        2 => shuffle_n::<2>(input, out, n, 0),
-        4 => shuffle_n::<4>(input, out, n, 0),
+        2 => D::blocked::<2>(input, out, n, 0),
+        4 => D::blocked::<4>(input, out, n, 0),
         8 => {
-            let done = sse2::shuffle8(input, out, n);
-            shuffle_n::<8>(input, out, n, done)
+            let done = D::sse2_8(input, out, n);
+            D::blocked::<8>(input, out, n, done)
         }
-        16 => shuffle_n::<16>(input, out, n, 0),
-        _ => {
-            for (i, e) in input.chunks_exact(elem).enumerate() {
-                for (j, &b) in e.iter().enumerate() {
-                    out[j * n + i] = b;
-                }
-            }
-        }
+        16 => D::blocked::<16>(input, out, n, 0),
+        _ => D::bytewise(elem, input, out, n),
     }
     out[n * elem..].copy_from_slice(&input[n * elem..]);
 }
 
-/// The shuffle of `n` elements of `S` bytes, those before `done` (a multiple of 8) already in
-/// place.
-fn shuffle_n<const S: usize>(input: &[u8], out: &mut [u8], n: usize, done: usize) {
-    let (streams, _) = out.split_at_mut(n * S);
-    let mut lanes: Vec<&mut [u8]> = streams.chunks_exact_mut(n).collect();
-    // Blocks of 8 elements as one 8x8 byte transpose (S <= 8): several times faster than
-    // moving bytes one at a time, and this pass runs over every byte a write compresses.
-    let blocked = if S <= 8 { n / 8 * 8 } else { done };
-    let blocks = input[..blocked * S].chunks_exact(8 * S).enumerate();
-    for (k, block) in blocks.skip(done / 8) {
-        let mut rows: [u64; 8] = std::array::from_fn(|i| word(&block[i * S..(i + 1) * S]));
-        transpose_bytes(&mut rows);
-        for (j, lane) in lanes.iter_mut().enumerate() {
-            lane[k * 8..k * 8 + 8].copy_from_slice(&rows[j].to_le_bytes());
+/// `shuffle`'s direction: whole elements in, one stream per byte of an element out.
+struct Shuffle;
+
+impl Direction for Shuffle {
+    fn blocked<const S: usize>(input: &[u8], out: &mut [u8], n: usize, done: usize) {
+        let (streams, _) = out.split_at_mut(n * S);
+        let mut lanes: Vec<&mut [u8]> = streams.chunks_exact_mut(n).collect();
+        // Blocks of 8 elements as one 8x8 byte transpose (S <= 8): several times faster than
+        // moving bytes one at a time, and this pass runs over every byte a write compresses.
+        let blocked = if S <= 8 { n / 8 * 8 } else { done };
+        let blocks = input[..blocked * S].chunks_exact(8 * S).enumerate();
+        for (k, block) in blocks.skip(done / 8) {
+            let mut rows: [u64; 8] = std::array::from_fn(|i| word(&block[i * S..(i + 1) * S]));
+            transpose_bytes(&mut rows);
+            for (j, lane) in lanes.iter_mut().enumerate() {
+                lane[k * 8..k * 8 + 8].copy_from_slice(&rows[j].to_le_bytes());
+            }
+        }
+        for (i, e) in input[..n * S]
+            .chunks_exact(S)
+            .enumerate()
+            .skip(blocked.max(done))
+        {
+            for j in 0..S {
+                lanes[j][i] = e[j];
+            }
         }
     }
-    for (i, e) in input[..n * S]
-        .chunks_exact(S)
-        .enumerate()
-        .skip(blocked.max(done))
-    {
-        for j in 0..S {
-            lanes[j][i] = e[j];
+
+    fn sse2_8(input: &[u8], out: &mut [u8], n: usize) -> usize {
+        sse2::shuffle8(input, out, n)
+    }
+
+    fn bytewise(elem: usize, input: &[u8], out: &mut [u8], n: usize) {
+        for (i, e) in input.chunks_exact(elem).enumerate() {
+            for (j, &b) in e.iter().enumerate() {
+                out[j * n + i] = b;
+            }
+        }
+    }
+}
+
+/// `unshuffle`'s direction: the byte streams in, whole elements out.
+struct Unshuffle;
+
+impl Direction for Unshuffle {
+    fn blocked<const S: usize>(input: &[u8], out: &mut [u8], n: usize, done: usize) {
+        let lanes: Vec<&[u8]> = input[..n * S].chunks_exact(n).collect();
+        // As in `Shuffle::blocked`: 8 elements at a time, one byte transpose.
+        let blocked = if S <= 8 { n / 8 * 8 } else { done };
+        let blocks = out[..blocked * S].chunks_exact_mut(8 * S).enumerate();
+        for (k, block) in blocks.skip(done / 8) {
+            let mut rows: [u64; 8] = std::array::from_fn(|j| match j < S {
+                true => word(&lanes[j][k * 8..k * 8 + 8]),
+                false => 0,
+            });
+            transpose_bytes(&mut rows);
+            for (e, row) in block.chunks_exact_mut(S).zip(rows) {
+                e.copy_from_slice(&row.to_le_bytes()[..S]);
+            }
+        }
+        for (i, e) in out[..n * S]
+            .chunks_exact_mut(S)
+            .enumerate()
+            .skip(blocked.max(done))
+        {
+            for j in 0..S {
+                e[j] = lanes[j][i];
+            }
+        }
+    }
+
+    fn sse2_8(input: &[u8], out: &mut [u8], n: usize) -> usize {
+        sse2::unshuffle8(input, out, n)
+    }
+
+    fn bytewise(elem: usize, input: &[u8], out: &mut [u8], n: usize) {
+        for (i, e) in out.chunks_exact_mut(elem).enumerate() {
+            for (j, b) in e.iter_mut().enumerate() {
+                *b = input[j * n + i];
+            }
         }
     }
 }
@@ -85,60 +160,6 @@ fn transpose_bytes(r: &mut [u64; 8]) {
         let t = ((r[j] >> 8) ^ r[k]) & 0x00FF_00FF_00FF_00FF;
         r[j] ^= t << 8;
         r[k] ^= t;
-    }
-}
-
-/// The inverse of `shuffle`.
-pub fn unshuffle(elem: usize, input: &[u8], out: &mut [u8]) {
-    assert_eq!(input.len(), out.len());
-    let n = input.len() / elem.max(1);
-    if elem <= 1 || n <= 1 {
-        out.copy_from_slice(input);
-        return;
-    }
-    match elem {
-        2 => unshuffle_n::<2>(input, out, n, 0),
-        4 => unshuffle_n::<4>(input, out, n, 0),
-        8 => {
-            let done = sse2::unshuffle8(input, out, n);
-            unshuffle_n::<8>(input, out, n, done)
-        }
-        16 => unshuffle_n::<16>(input, out, n, 0),
-        _ => {
-            for (i, e) in out.chunks_exact_mut(elem).enumerate() {
-                for (j, b) in e.iter_mut().enumerate() {
-                    *b = input[j * n + i];
-                }
-            }
-        }
-    }
-    out[n * elem..].copy_from_slice(&input[n * elem..]);
-}
-
-/// The inverse of `shuffle_n`.
-fn unshuffle_n<const S: usize>(input: &[u8], out: &mut [u8], n: usize, done: usize) {
-    let lanes: Vec<&[u8]> = input[..n * S].chunks_exact(n).collect();
-    // As in `shuffle_n`: 8 elements at a time, one byte transpose.
-    let blocked = if S <= 8 { n / 8 * 8 } else { done };
-    let blocks = out[..blocked * S].chunks_exact_mut(8 * S).enumerate();
-    for (k, block) in blocks.skip(done / 8) {
-        let mut rows: [u64; 8] = std::array::from_fn(|j| match j < S {
-            true => word(&lanes[j][k * 8..k * 8 + 8]),
-            false => 0,
-        });
-        transpose_bytes(&mut rows);
-        for (e, row) in block.chunks_exact_mut(S).zip(rows) {
-            e.copy_from_slice(&row.to_le_bytes()[..S]);
-        }
-    }
-    for (i, e) in out[..n * S]
-        .chunks_exact_mut(S)
-        .enumerate()
-        .skip(blocked.max(done))
-    {
-        for j in 0..S {
-            e[j] = lanes[j][i];
-        }
     }
 }
 
