@@ -376,18 +376,10 @@ pub fn zstd_decode(input: &[u8], limit: u64) -> Result<Vec<u8>, String> {
             Ok(out)
         }
         None => {
-            use std::io::Read;
             let decoder =
                 zstd::stream::read::Decoder::new(input).map_err(|e| format!("zstd: {e}"))?;
-            let mut out = Vec::new();
-            decoder
-                .take(limit + 1)
-                .read_to_end(&mut out)
-                .map_err(|e| format!("zstd: {e}"))?;
-            match out.len() as u64 > limit {
-                true => Err("zstd: the frames hold more than a chunk holds".into()),
-                false => Ok(out),
-            }
+            let too_long = "zstd: the frames hold more than a chunk holds";
+            read_at_most(decoder, limit, "zstd", too_long)
         }
     }
 }
@@ -532,14 +524,28 @@ pub fn deflate_decode(input: &[u8], out: &mut [u8]) -> Result<(), String> {
 
 /// A zlib stream of at most `limit` bytes decoded.
 pub fn deflate_decode_any(input: &[u8], limit: u64) -> Result<Vec<u8>, String> {
+    let decoder = flate2::read::ZlibDecoder::new(input);
+    let too_long = "deflate: the stream holds more than a chunk holds";
+    read_at_most(decoder, limit, "deflate", too_long)
+}
+
+/// All that `decoder` (of `codec`) decodes, refused with `too_long` when it is more than
+/// `limit` bytes. The streams whose size no header gives are decoded this way: one byte past
+/// the limit is read, so a stream that ends at the limit passes and a longer one is stopped.
+fn read_at_most(
+    decoder: impl std::io::Read,
+    limit: u64,
+    codec: &str,
+    too_long: &str,
+) -> Result<Vec<u8>, String> {
     use std::io::Read;
     let mut out = Vec::new();
-    flate2::read::ZlibDecoder::new(input)
+    decoder
         .take(limit + 1)
         .read_to_end(&mut out)
-        .map_err(|e| format!("deflate: {e}"))?;
+        .map_err(|e| format!("{codec}: {e}"))?;
     match out.len() as u64 > limit {
-        true => Err("deflate: the stream holds more than a chunk holds".into()),
+        true => Err(too_long.into()),
         false => Ok(out),
     }
 }
