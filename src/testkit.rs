@@ -135,6 +135,18 @@ pub fn tile_files(master: &Path) -> Vec<PathBuf> {
     files
 }
 
+/// The successive states of the xorshift64 generator from `start` (not 0): varied data, the
+/// same on every run, that the tests shape into bytes as they need.
+pub fn xorshift(start: u64) -> impl Iterator<Item = u64> {
+    let mut x = start;
+    std::iter::repeat_with(move || {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        x
+    })
+}
+
 /// Starts `command`, a child process of a test. HDF5 opens files without O_CLOEXEC: a child
 /// would keep the descriptors of files the other tests have open at this moment, with their
 /// locks, for as long as it runs. Every descriptor past the standard ones is closed when the

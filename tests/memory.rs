@@ -11,6 +11,7 @@
 
 use h5tile::internals::testkit::read_into;
 use h5tile::internals::testkit::write_tiles;
+use h5tile::internals::testkit::xorshift;
 use h5tile::internals::tool::Compression;
 use h5tile::internals::Comm;
 use h5tile::internals::Dtype;
@@ -100,14 +101,8 @@ fn a_compressed_subfiled_write_of_128_mib_keeps_its_chunks_within_64_mib() {
     let path = dir.path().join("compressed.h5");
     let (rows, cols) = (2048u64, 8192u64);
     // xorshift bits: zstd cannot shrink them, so the encoded chunks are as large as the data.
-    let mut x = 0x9e37_79b9_7f4a_7c15u64;
-    let values: Vec<u64> = (0..rows * cols)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x
-        })
+    let values: Vec<u64> = xorshift(0x9e37_79b9_7f4a_7c15)
+        .take((rows * cols) as usize)
         .collect();
     let tiles = vec![LocalTile {
         tile: Tile::new(vec![0, 0], vec![rows, cols]),

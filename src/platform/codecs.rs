@@ -553,33 +553,26 @@ fn read_at_most(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testkit::xorshift;
 
     /// Bytes that compress somewhat: slowly varying little-endian numbers with noise.
     fn sample(len: usize, seed: u64) -> Vec<u8> {
-        let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-        (0..len)
-            .map(|i| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                match i % 8 {
-                    0 => (x & 3) as u8,
-                    1..=3 => (i / 4096) as u8,
-                    _ => 0,
-                }
+        let start = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+        xorshift(start)
+            .take(len)
+            .enumerate()
+            .map(|(i, x)| match i % 8 {
+                0 => (x & 3) as u8,
+                1..=3 => (i / 4096) as u8,
+                _ => 0,
             })
             .collect()
     }
 
     fn random(len: usize, seed: u64) -> Vec<u8> {
-        let mut x = seed | 1;
-        (0..len)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                (x >> 24) as u8
-            })
+        xorshift(seed | 1)
+            .take(len)
+            .map(|x| (x >> 24) as u8)
             .collect()
     }
 

@@ -243,18 +243,12 @@ mod sse2 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testkit::xorshift;
 
     /// Bytes that differ from their neighbours.
     fn sample(len: usize, seed: u64) -> Vec<u8> {
-        let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-        (0..len)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                x as u8
-            })
-            .collect()
+        let start = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+        xorshift(start).take(len).map(|x| x as u8).collect()
     }
 
     #[test]
