@@ -66,19 +66,9 @@ pub fn create(path: &Path, generation: u64, tiles: &[SubfileTile]) -> Result<Vec
         let file = File::create_as(path, &fcpl, &Plist::file_access_aligned(ALIGNMENT)?)?;
         let dcpl = Plist::contiguous_allocated()?;
         let mut offsets = Vec::with_capacity(tiles.len());
-        for SubfileTile {
-            rank,
-            k,
-            dtype,
-            global,
-            tile,
-        } in tiles
-        {
-            let name = tile_dataset(*rank, *k);
-            let t = dtype.hdf5_type()?;
-            let dset = Dataset::create(&file, &name, &t, &Space::simple(&tile.shape)?, &dcpl)?;
-            write_u64_attribute(&dset, "h5tile_offset", &tile.offset)?;
-            write_u64_attribute(&dset, "h5tile_global_shape", global)?;
+        for spec in tiles {
+            let dset = create_tile_dataset(&file, spec, &dcpl)?;
+            let tile = spec.tile;
             let Some(offset) = dset.data_offset() else {
                 return fail(
                     H5TILE_ERR_HDF5,
@@ -93,11 +83,7 @@ pub fn create(path: &Path, generation: u64, tiles: &[SubfileTile]) -> Result<Vec
         file.close()?;
         Ok(offsets)
     })()?;
-    stamp(path, generation)?;
-    // HDF5 sets the file's size to the end of its allocations when it closes it.
-    let file_size = std::fs::metadata(path)
-        .map_err(|e| Error::io("cannot stat", path, &e))?
-        .len();
+    let file_size = stamp_and_measure(path, generation)?;
     Ok(offsets
         .into_iter()
         .map(|data_offset| TileBytes {
@@ -128,13 +114,7 @@ pub fn create_compressed(
         let nothing = vec![0u8; largest as usize];
         let mut addrs = Vec::with_capacity(tiles.len());
         for (spec, sizes) in tiles.iter().zip(sizes) {
-            let SubfileTile {
-                rank,
-                k,
-                dtype,
-                global,
-                tile,
-            } = spec;
+            let (rank, dtype, tile) = (spec.rank, spec.dtype, spec.tile);
             let chunks = Chunks::new(&tile.shape, dtype.size(), CHUNK_BYTES);
             if sizes.len() as u64 != chunks.count() {
                 return fail(
@@ -147,11 +127,7 @@ pub fn create_compressed(
                 );
             }
             let dcpl = Plist::chunked_filtered(&chunks.shape, &compression.pipeline(dtype.size()))?;
-            let name = tile_dataset(*rank, *k);
-            let t = dtype.hdf5_type()?;
-            let dset = Dataset::create(&file, &name, &t, &Space::simple(&tile.shape)?, &dcpl)?;
-            write_u64_attribute(&dset, "h5tile_offset", &tile.offset)?;
-            write_u64_attribute(&dset, "h5tile_global_shape", global)?;
+            let dset = create_tile_dataset(&file, spec, &dcpl)?;
             let mut places = Vec::with_capacity(sizes.len());
             for (i, &size) in sizes.iter().enumerate() {
                 let at = chunks.offset(i as u64);
@@ -174,11 +150,28 @@ pub fn create_compressed(
         file.close()?;
         Ok(addrs)
     })()?;
-    stamp(path, generation)?;
-    let file_size = std::fs::metadata(path)
-        .map_err(|e| Error::io("cannot stat", path, &e))?
-        .len();
+    let file_size = stamp_and_measure(path, generation)?;
     Ok(addrs.into_iter().map(|a| (file_size, a)).collect())
+}
+
+/// Creates in subfile `file` the dataset of `spec`'s tile, its storage as `dcpl` says, with the
+/// tile's place in its attributes as in a tile file: plain and compressed subfiles name and
+/// describe their datasets the same way, so one reader finds both.
+fn create_tile_dataset(file: &File, spec: &SubfileTile, dcpl: &Plist) -> Result<Dataset> {
+    let name = tile_dataset(spec.rank, spec.k);
+    let t = spec.dtype.hdf5_type()?;
+    let dset = Dataset::create(file, &name, &t, &Space::simple(&spec.tile.shape)?, dcpl)?;
+    write_u64_attribute(&dset, "h5tile_offset", &spec.tile.offset)?;
+    write_u64_attribute(&dset, "h5tile_global_shape", spec.global)?;
+    Ok(dset)
+}
+
+/// Stamps the subfile `path`, created and closed, with write `generation`; returns its size.
+fn stamp_and_measure(path: &Path, generation: u64) -> Result<u64> {
+    stamp(path, generation)?;
+    // HDF5 sets the file's size to the end of its allocations when it closes it.
+    let meta = std::fs::metadata(path).map_err(|e| Error::io("cannot stat", path, &e))?;
+    Ok(meta.len())
 }
 
 /// Writes a compressed tile's stored chunks, `stored` holding them one after the other, of
