@@ -8,7 +8,7 @@
 use crate::dtype::Dtype;
 use crate::geometry::tile::Tile;
 use crate::ops::read::{read, ReadOptions};
-use crate::ops::write::{write, LocalTile, WriteArgs, WriteOptions};
+use crate::ops::write::{write, Layout, LocalTile, WriteArgs, WriteOptions};
 use crate::platform::comm::Comm;
 use crate::platform::device::{host_bytes, host_bytes_mut, Buffer};
 use crate::status::Result;
@@ -63,6 +63,16 @@ pub fn write_grid(
         })
         .collect();
     write_tiles(path, dataset, Dtype::Float64, &GRID, tiles, options).unwrap();
+}
+
+/// Writes the grid as `/g` of `path` in `layout`, the other options their defaults, element
+/// (i, j) being `grid_value(i, j)`: the dataset the reading tests start from.
+pub fn write_grid_in(path: &Path, layout: Layout) {
+    let options = WriteOptions {
+        layout,
+        ..WriteOptions::default()
+    };
+    write_grid(path, "/g", options, grid_value);
 }
 
 /// Writes `tiles` (elements of `dtype`) of `dataset`, an array of `shape`.

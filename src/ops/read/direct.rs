@@ -762,22 +762,14 @@ impl DirectReader {
 mod tests {
     use super::super::mappings::block_mappings;
     use super::*;
-    use crate::ops::write::{Layout, WriteOptions};
+    use crate::ops::write::Layout;
     use crate::platform::device::bytes_mut;
     use crate::status::H5TILE_ERR_MISSING_TILE;
-    use crate::testkit::{grid_value, grid_values};
+    use crate::testkit::{grid_values, write_grid_in};
 
     /// The 6x5 float64 grid of 4 tiles (2x2), element (i, j) = 10 i + j, as a VDS.
     fn write_grid(path: &Path) {
-        write_grid_as(path, Layout::Vds)
-    }
-
-    fn write_grid_as(path: &Path, layout: Layout) {
-        let options = WriteOptions {
-            layout,
-            ..WriteOptions::default()
-        };
-        crate::testkit::write_grid(path, "/g", options, grid_value);
+        write_grid_in(path, Layout::Vds)
     }
 
     fn reader(path: &Path) -> DirectReader {
@@ -806,7 +798,7 @@ mod tests {
     fn recorded_bytes_are_read_without_hdf5_opens(layout: Layout) {
         let d = tempfile::tempdir().unwrap();
         let path = d.path().join("grid.h5");
-        write_grid_as(&path, layout);
+        write_grid_in(&path, layout);
         let mut r = reader(&path);
         assert!(
             r.tile_bytes.is_some(),

@@ -414,8 +414,8 @@ fn log_info(line: &str) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ops::write::{Layout, WriteOptions};
-    use crate::testkit::write_grid;
+    use crate::ops::write::Layout;
+    use crate::testkit::write_grid_in;
 
     #[test]
     fn a_file_removed_while_it_is_opened_is_not_found() {
@@ -424,11 +424,7 @@ mod tests {
         // opened, a few thousand times.
         let d = tempfile::tempdir().unwrap();
         let whole = d.path().join("whole.h5");
-        let options = WriteOptions {
-            layout: Layout::Single,
-            ..WriteOptions::default()
-        };
-        write_grid(&whole, "/g", options, |i, j| (10 * i + j) as f64);
+        write_grid_in(&whole, Layout::Single);
         let path = d.path().join("ckpt.h5");
         // How long one open takes, to sweep the removal across it.
         let start = std::time::Instant::now();

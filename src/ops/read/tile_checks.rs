@@ -217,18 +217,14 @@ mod tests {
 
     #[test]
     fn reads_the_checksummed_tiles_cover_come_from_the_checked_blocks() {
-        use crate::ops::write::{Layout, WriteOptions};
+        use crate::ops::write::Layout;
         use crate::platform::device::bytes_mut;
         use crate::platform::hdf5::{self, File};
-        use crate::testkit::{grid_value, grid_values, write_grid};
+        use crate::testkit::{grid_values, write_grid_in};
         let d = tempfile::tempdir().unwrap();
         let path = d.path().join("grid.h5");
         // 6 x 5 float64 in four tiles (2 x 2), element (i, j) = 10 i + j.
-        let single = WriteOptions {
-            layout: Layout::Single,
-            ..WriteOptions::default()
-        };
-        write_grid(&path, "/g", single, grid_value);
+        write_grid_in(&path, Layout::Single);
         let open = || {
             let _l = hdf5::lock();
             let file = File::open_read(&path).unwrap();
