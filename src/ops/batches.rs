@@ -686,6 +686,15 @@ mod tests {
         write_whole(path, "/cube", Dtype::Int32, &shape, buf, options).unwrap();
     }
 
+    /// A new folder holding the cube of `shape` (`write_cube`) as `cube.h5`, and its path; the
+    /// folder goes when the `TempDir` is dropped.
+    fn cube_file(shape: [u64; 3]) -> (tempfile::TempDir, std::path::PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("cube.h5");
+        write_cube(&path, shape);
+        (dir, path)
+    }
+
     /// The batches of "/cube" in `path`, in chunks of `chunk`, read with `options`.
     fn cube_batches(path: &Path, chunk: &[u64], options: ReadOptions) -> Result<Batches> {
         Batches::open(&Comm::solo(), path, "/cube", chunk, &options)
@@ -700,9 +709,7 @@ mod tests {
 
     #[test]
     fn every_chunk_arrives_in_order_with_its_values() {
-        let d = tempfile::tempdir().unwrap();
-        let path = d.path().join("cube.h5");
-        write_cube(&path, [3, 5, 4]);
+        let (_dir, path) = cube_file([3, 5, 4]);
         let mut it = cube_batches(&path, &[2, 2, 3], ReadOptions::default()).unwrap();
         assert_eq!(
             (it.dtype(), it.count(), it.max_chunk_bytes()),
@@ -735,9 +742,7 @@ mod tests {
     /// two. The memory an iterator holds is the chunks it reads ahead and lends.
     #[test]
     fn an_iterator_holds_one_buffer_for_next_two_for_views_none_for_one_chunk() {
-        let d = tempfile::tempdir().unwrap();
-        let path = d.path().join("cube.h5");
-        write_cube(&path, [6, 5, 4]);
+        let (_dir, path) = cube_file([6, 5, 4]);
         let count = |chunk: &[u64], view: &dyn Fn(usize) -> bool| {
             let mut it = cube_batches(&path, chunk, ReadOptions::default()).unwrap();
             // On a 16-byte boundary, as `malloc` gives.
@@ -793,9 +798,7 @@ mod tests {
 
     #[test]
     fn views_deliver_the_same_chunks_as_copies_also_mixed_with_them() {
-        let d = tempfile::tempdir().unwrap();
-        let path = d.path().join("cube.h5");
-        write_cube(&path, [3, 5, 4]);
+        let (_dir, path) = cube_file([3, 5, 4]);
         let open = || cube_batches(&path, &[2, 2, 3], ReadOptions::default()).unwrap();
         let mut copies = open();
         let mut buf = vec![0u8; copies.max_chunk_bytes()];
@@ -826,9 +829,7 @@ mod tests {
 
     #[test]
     fn a_buffer_too_small_fails_and_does_not_advance() {
-        let d = tempfile::tempdir().unwrap();
-        let path = d.path().join("cube.h5");
-        write_cube(&path, [2, 2, 2]);
+        let (_dir, path) = cube_file([2, 2, 2]);
         let mut it = cube_batches(&path, &[1, 2, 2], ReadOptions::default()).unwrap();
         let mut small = vec![0u8; 15];
         let e = it.next(&mut small).unwrap_err();
@@ -841,9 +842,7 @@ mod tests {
 
     #[test]
     fn elements_are_converted_to_the_requested_type() {
-        let d = tempfile::tempdir().unwrap();
-        let path = d.path().join("cube.h5");
-        write_cube(&path, [1, 2, 3]);
+        let (_dir, path) = cube_file([1, 2, 3]);
         let mut it = cube_batches(
             &path,
             &[1, 2, 3],
@@ -875,9 +874,7 @@ mod tests {
 
     #[test]
     fn an_open_iterator_reads_the_version_it_opened_after_a_rewrite() {
-        let d = tempfile::tempdir().unwrap();
-        let path = d.path().join("cube.h5");
-        write_cube(&path, [4, 2, 2]);
+        let (_dir, path) = cube_file([4, 2, 2]);
         let mut it = cube_batches(&path, &[1, 2, 2], ReadOptions::default()).unwrap();
         let mut buf = [0u8; 16];
         assert!(it.next(&mut buf).unwrap().is_some());
@@ -898,9 +895,7 @@ mod tests {
 
     #[test]
     fn opening_checks_the_dataset_and_the_chunk_shape() {
-        let d = tempfile::tempdir().unwrap();
-        let path = d.path().join("cube.h5");
-        write_cube(&path, [2, 2, 2]);
+        let (_dir, path) = cube_file([2, 2, 2]);
         let status = |dataset: &str, chunk: &[u64]| {
             let options = ReadOptions::default();
             let opened = Batches::open(&Comm::solo(), &path, dataset, chunk, &options);
@@ -1168,9 +1163,7 @@ mod tests {
 
     #[test]
     fn freeing_mid_way_stops_the_reader_without_hanging() {
-        let d = tempfile::tempdir().unwrap();
-        let path = d.path().join("cube.h5");
-        write_cube(&path, [8, 8, 8]);
+        let (_dir, path) = cube_file([8, 8, 8]);
         for consumed in 0..3 {
             let mut it = cube_batches(&path, &[1, 8, 8], ReadOptions::default()).unwrap();
             let mut buf = vec![0u8; it.max_chunk_bytes()];
