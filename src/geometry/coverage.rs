@@ -331,6 +331,12 @@ mod tests {
         Tile::new(offset.to_vec(), shape.to_vec())
     }
 
+    /// `check`'s answer when tiles `a` and `b` are the overlap it reports, both covering
+    /// `common`.
+    fn overlap(a: usize, b: usize, common: Tile) -> Result<Coverage, Overlap> {
+        Err(Overlap { a, b, common })
+    }
+
     /// Regular grid of `counts[i]` blocks per axis over `global`, sizes differing by at most 1.
     fn grid_tiles(global: &[u64], counts: &[u64]) -> Vec<Tile> {
         let mut tiles = vec![tile(&[], &[])];
@@ -481,25 +487,14 @@ mod tests {
         ];
         assert_eq!(
             check(&[10, 10], &tiles),
-            Err(Overlap {
-                a: 1,
-                b: 2,
-                common: tile(&[5, 5], &[1, 1]),
-            })
+            overlap(1, 2, tile(&[5, 5], &[1, 1]))
         );
     }
 
     #[test]
     fn overlap_pair_is_ordered_even_when_the_later_tile_sweeps_first() {
         let tiles = vec![tile(&[4], &[4]), tile(&[0], &[5])];
-        assert_eq!(
-            check(&[8], &tiles),
-            Err(Overlap {
-                a: 0,
-                b: 1,
-                common: tile(&[4], &[1]),
-            })
-        );
+        assert_eq!(check(&[8], &tiles), overlap(0, 1, tile(&[4], &[1])));
     }
 
     #[test]
@@ -509,11 +504,7 @@ mod tests {
         tiles[last] = tile(&[3, 3, 3], &[1, 1, 1]);
         assert_eq!(
             check(&[8, 8, 8], &tiles),
-            Err(Overlap {
-                a: 0,
-                b: last,
-                common: tile(&[3, 3, 3], &[1, 1, 1]),
-            })
+            overlap(0, last, tile(&[3, 3, 3], &[1, 1, 1]))
         );
     }
 
@@ -531,11 +522,7 @@ mod tests {
         ];
         assert_eq!(
             check(&[10, 10, 10], &tiles),
-            Err(Overlap {
-                a: 0,
-                b: 3,
-                common: tile(&[1, 5, 0], &[1, 1, 5]),
-            })
+            overlap(0, 3, tile(&[1, 5, 0], &[1, 1, 5]))
         );
     }
 
@@ -543,14 +530,7 @@ mod tests {
     fn duplicate_tiles_overlap() {
         let mut tiles = grid_tiles(&[6, 6], &[3, 3]);
         tiles.push(tiles[4].clone());
-        assert_eq!(
-            check(&[6, 6], &tiles),
-            Err(Overlap {
-                a: 4,
-                b: 9,
-                common: tiles[4].clone(),
-            })
-        );
+        assert_eq!(check(&[6, 6], &tiles), overlap(4, 9, tiles[4].clone()));
     }
 
     #[test]
@@ -558,11 +538,7 @@ mod tests {
         let tiles = vec![tile(&[0, 0], &[10, 10]), tile(&[3, 4], &[1, 1])];
         assert_eq!(
             check(&[10, 10], &tiles),
-            Err(Overlap {
-                a: 0,
-                b: 1,
-                common: tile(&[3, 4], &[1, 1]),
-            })
+            overlap(0, 1, tile(&[3, 4], &[1, 1]))
         );
     }
 
@@ -627,11 +603,7 @@ mod tests {
         ];
         assert_eq!(
             check(&[MAX, MAX], &tiles),
-            Err(Overlap {
-                a: 0,
-                b: 1,
-                common: tile(&[MAX - 1, MAX - 2], &[1, 1]),
-            })
+            overlap(0, 1, tile(&[MAX - 1, MAX - 2], &[1, 1]))
         );
     }
 
