@@ -586,6 +586,15 @@ mod tests {
         (File::open(&path).unwrap(), path)
     }
 
+    /// The bytes of `ranges` (offset, length) of `data`, one range after another: a block
+    /// gathered from ranges apart in a file, as its checksum covers it.
+    fn gathered(data: &[u8], ranges: &[(u64, usize)]) -> Vec<u8> {
+        ranges
+            .iter()
+            .flat_map(|&(at, n)| data[at as usize..at as usize + n].to_vec())
+            .collect()
+    }
+
     /// Many short rows, long runs cut into pieces and scattered rows all land where planned,
     /// whether one worker or several do them.
     #[test]
@@ -632,10 +641,7 @@ mod tests {
         let (f, p) = file_of(d.path(), "rows", &data);
         // The block: 4 rows of 100 bytes, 1000 bytes apart in the file.
         let ranges: Vec<(u64, usize)> = (0..4).map(|r| (50 + 1000 * r, 100)).collect();
-        let block: Vec<u8> = ranges
-            .iter()
-            .flat_map(|&(at, n)| data[at as usize..at as usize + n].to_vec())
-            .collect();
+        let block = gathered(&data, &ranges);
         let sum = crate::layout::checksums::block_sum(&block);
         let label = BlockLabel {
             tile: 7,
@@ -676,10 +682,7 @@ mod tests {
         let (f, p) = file_of(d.path(), "rows", &data);
         // The block: 4 ranges of 3000 bytes, 4000 bytes apart in the file (12000 bytes).
         let ranges: Vec<(u64, usize)> = (0..4).map(|r| (100 + 4000 * r, 3000)).collect();
-        let block: Vec<u8> = ranges
-            .iter()
-            .flat_map(|&(at, n)| data[at as usize..at as usize + n].to_vec())
-            .collect();
+        let block = gathered(&data, &ranges);
         let label = BlockLabel {
             tile: 0,
             in_tile: (0, 12000),
