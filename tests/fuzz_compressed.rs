@@ -731,17 +731,20 @@ fn an_undamaged_compressed_dataset_reads_back_and_one_damaged_tile_is_caught() {
     assert_eq!(tiles.len(), 2);
     // 200 rows of 8000 bytes: chunks of 131 rows (1 MiB), two.
     assert_eq!(tiles[0].chunks.len(), 2, "{:?}", tiles[0].chunks);
+    // Every read here: float64, with the default options (checksums checked).
+    let read = |tile: &Tile, buf: &mut [u8]| {
+        read_into(
+            &master,
+            "/g",
+            Dtype::Float64,
+            tile,
+            buf,
+            ReadOptions::default(),
+        )
+    };
     let whole = Tile::new(vec![0, 0], s.shape.to_vec());
     let mut buf = vec![0u8; 300 * 1000 * 8];
-    read_into(
-        &master,
-        "/g",
-        Dtype::Float64,
-        &whole,
-        &mut buf,
-        ReadOptions::default(),
-    )
-    .unwrap();
+    read(&whole, &mut buf).unwrap();
     assert!(Kind::F64.decode(&buf) == s.expected(&whole));
     let mut bytes = std::fs::read(&tiles[0].path).unwrap();
     for c in &tiles[0].chunks {
@@ -749,29 +752,13 @@ fn an_undamaged_compressed_dataset_reads_back_and_one_damaged_tile_is_caught() {
     }
     std::fs::write(&tiles[0].path, bytes).unwrap();
     let damaged = Damaged::Chunks([(0, 0), (0, 1)].into_iter().collect());
-    let e = read_into(
-        &master,
-        "/g",
-        Dtype::Float64,
-        &whole,
-        &mut buf,
-        ReadOptions::default(),
-    )
-    .unwrap_err();
+    let e = read(&whole, &mut buf).unwrap_err();
     check_failure("read", &whole, &e, &damaged, &tiles).unwrap();
     assert!(meets(&damaged, &tiles, &whole, Some(block), 8));
     // The other tile still reads.
     let second = Tile::new(vec![200, 0], vec![100, 1000]);
     assert!(!meets(&damaged, &tiles, &second, Some(block), 8));
     let mut part = vec![0u8; 100 * 1000 * 8];
-    read_into(
-        &master,
-        "/g",
-        Dtype::Float64,
-        &second,
-        &mut part,
-        ReadOptions::default(),
-    )
-    .unwrap();
+    read(&second, &mut part).unwrap();
     assert!(Kind::F64.decode(&part) == s.expected(&second));
 }
