@@ -27,9 +27,7 @@ fn write_slabs(path: &Path, base: f64, rows_per_tile: u64) -> Result<()> {
 
 fn write_slabs_as(path: &Path, base: f64, rows_per_tile: u64, layout: Layout) -> Result<()> {
     let global = [6u64, 4];
-    let data: Vec<f64> = (0..24)
-        .map(|k| base + (10 * (k / 4) + k % 4) as f64)
-        .collect();
+    let data = expected(base);
     let tiles = (0..6)
         .step_by(rows_per_tile as usize)
         .map(|r0| {
@@ -54,6 +52,13 @@ fn write_slabs_as(path: &Path, base: f64, rows_per_tile: u64, layout: Layout) ->
     )
 }
 
+/// Writes the slabs as `write_slabs_as` does and checks that they read back.
+#[track_caller]
+fn write_and_read_back(path: &Path, base: f64, rows_per_tile: u64, layout: Layout) {
+    write_slabs_as(path, base, rows_per_tile, layout).unwrap();
+    assert_eq!(read_all(path).unwrap(), expected(base));
+}
+
 fn read_all(path: &Path) -> Result<Vec<f64>> {
     read_f64(path, "/grid/values", &Tile::new(vec![0, 0], vec![6, 4]))
 }
@@ -70,6 +75,7 @@ fn tile_files(path: &Path) -> Vec<String> {
     v
 }
 
+/// The slabs' elements, row-major: `base + 10 i + j`.
 fn expected(base: f64) -> Vec<f64> {
     (0..24)
         .map(|k| base + (10 * (k / 4) + k % 4) as f64)
@@ -104,11 +110,9 @@ fn a_master_records_thousands_of_tiles() {
 fn tiles_round_trip_and_overwrite_leaves_no_stale_tile() {
     let d = tempfile::tempdir().unwrap();
     let path = d.path().join("new/dir/f.h5");
-    write_slabs(&path, 0.0, 1).unwrap();
-    assert_eq!(read_all(&path).unwrap(), expected(0.0));
+    write_and_read_back(&path, 0.0, 1, Layout::Vds);
     assert_eq!(tile_files(&path).len(), 6);
-    write_slabs(&path, 1000.0, 4).unwrap();
-    assert_eq!(read_all(&path).unwrap(), expected(1000.0));
+    write_and_read_back(&path, 1000.0, 4, Layout::Vds);
     assert_eq!(tile_files(&path).len(), 2, "{:?}", tile_files(&path));
 }
 
@@ -157,8 +161,7 @@ fn what_a_crash_leaves_does_not_disturb_readers_and_the_next_write_removes_it() 
     let tmp = layout::temporary_master(&path, 7);
     std::fs::write(&tmp, b"half-written master").unwrap();
     assert_eq!(read_all(&path).unwrap(), expected(0.0));
-    write_slabs(&path, 2.0, 6).unwrap();
-    assert_eq!(read_all(&path).unwrap(), expected(2.0));
+    write_and_read_back(&path, 2.0, 6, Layout::Vds);
     assert!(!orphan.exists() && !tmp.exists());
     assert_eq!(tile_files(&path).len(), 1);
 }
@@ -217,8 +220,7 @@ fn the_single_layout_round_trips_and_replaces_a_vds_without_leaving_tiles() {
     let path = d.path().join("f.h5");
     write_slabs(&path, 0.0, 2).unwrap();
     assert_eq!(tile_files(&path).len(), 3);
-    write_slabs_as(&path, 7.0, 1, Layout::Single).unwrap();
-    assert_eq!(read_all(&path).unwrap(), expected(7.0));
+    write_and_read_back(&path, 7.0, 1, Layout::Single);
     assert!(
         !layout::tile_dir(&path).exists(),
         "old tiles and their folder are gone"
@@ -229,16 +231,14 @@ fn the_single_layout_round_trips_and_replaces_a_vds_without_leaving_tiles() {
         .map(|e| e.file_name())
         .collect();
     assert_eq!(entries, vec![std::ffi::OsString::from("f.h5")]);
-    write_slabs_as(&path, 8.0, 4, Layout::Single).unwrap();
-    assert_eq!(read_all(&path).unwrap(), expected(8.0));
+    write_and_read_back(&path, 8.0, 4, Layout::Single);
 }
 
 #[test]
 fn the_subfiled_layout_writes_one_file_per_group_and_round_trips() {
     let d = tempfile::tempdir().unwrap();
     let path = d.path().join("f.h5");
-    write_slabs_as(&path, 0.0, 1, Layout::Subfiles).unwrap();
-    assert_eq!(read_all(&path).unwrap(), expected(0.0));
+    write_and_read_back(&path, 0.0, 1, Layout::Subfiles);
     // This process alone is one group: six tiles, one subfile.
     let files = tile_files(&path);
     assert_eq!(files.len(), 1, "{files:?}");
@@ -254,14 +254,12 @@ fn the_subfiled_layout_writes_one_file_per_group_and_round_trips() {
     };
     assert_eq!(names.len(), 6, "one dataset per tile: {names:?}");
     // Rewritten, in another layout and back: only the current generation's files stay.
-    write_slabs_as(&path, 5.0, 4, Layout::Subfiles).unwrap();
-    assert_eq!(read_all(&path).unwrap(), expected(5.0));
+    write_and_read_back(&path, 5.0, 4, Layout::Subfiles);
     assert_eq!(tile_files(&path).len(), 1);
     assert_ne!(tile_files(&path), files);
     write_slabs_as(&path, 6.0, 2, Layout::Vds).unwrap();
     assert_eq!(tile_files(&path).len(), 3);
-    write_slabs_as(&path, 7.0, 3, Layout::Subfiles).unwrap();
-    assert_eq!(read_all(&path).unwrap(), expected(7.0));
+    write_and_read_back(&path, 7.0, 3, Layout::Subfiles);
     assert_eq!(tile_files(&path).len(), 1);
     write_slabs_as(&path, 8.0, 3, Layout::Single).unwrap();
     assert!(!layout::tile_dir(&path).exists());
