@@ -640,23 +640,18 @@ fn a_checkpoint_commits_many_fields_and_attributes_in_every_layout() {
         let text = |object, name| crate::platform::hdf5::read_text(&file, object, name).unwrap();
         assert_eq!(text("/g", "about"), "pressure, Pa");
         assert_eq!(text("/u", "units"), "m/s");
-        let status = |r: Result<Vec<u8>>| r.unwrap_err().status;
-        assert_eq!(
-            status(file.attribute_values("/", "step", Dtype::Int64, 2)),
-            H5TILE_ERR_SHAPE
-        );
-        assert_eq!(
-            status(file.attribute_values("/u", "units", Dtype::Int8, 3)),
-            H5TILE_ERR_DTYPE
-        );
-        assert_eq!(
-            status(file.attribute_values("/", "nothing", Dtype::Int8, 1)),
-            H5TILE_ERR_NOT_FOUND
-        );
-        assert_eq!(
-            status(file.attribute_values("/nowhere", "step", Dtype::Int8, 1)),
-            H5TILE_ERR_NOT_FOUND
-        );
+        // Attributes asked for in another shape or type, or not there: (object, name, type,
+        // count) and the status.
+        let refused = [
+            ("/", "step", Dtype::Int64, 2, H5TILE_ERR_SHAPE),
+            ("/u", "units", Dtype::Int8, 3, H5TILE_ERR_DTYPE),
+            ("/", "nothing", Dtype::Int8, 1, H5TILE_ERR_NOT_FOUND),
+            ("/nowhere", "step", Dtype::Int8, 1, H5TILE_ERR_NOT_FOUND),
+        ];
+        for (object, name, dtype, n, status) in refused {
+            let e = file.attribute_values(object, name, dtype, n).unwrap_err();
+            assert_eq!(e.status, status, "{object} {name}");
+        }
         drop(file);
         let files = tile_files(&path);
         match layout {
