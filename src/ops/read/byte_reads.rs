@@ -84,9 +84,12 @@ pub(crate) struct Mismatch {
 
 impl std::fmt::Display for Mismatch {
     fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        // The file's bytes, then the tile's: in the single-file layout the first span also
+        // holds other tiles' rows, and the second says which of the tile's bytes are bad.
+        let (s, e) = self.label.in_tile;
         write!(
             f,
-            "bytes {}..{} do not match their checksum",
+            "bytes {}..{} do not match their checksum (bytes {s}..{e} of the tile)",
             self.at, self.end
         )
     }

@@ -312,7 +312,7 @@ mod tests {
         assert_eq!(joined.label.tile, 3);
         assert_eq!(
             joined.to_string(),
-            "bytes 42..106 do not match their checksum"
+            "bytes 42..106 do not match their checksum (bytes 32..96 of the tile)"
         );
         assert!(!found[1].clone().join(&found[0]));
     }
