@@ -476,7 +476,7 @@ fn verify_compressed(
     };
     let len = tile.data_bytes(elem);
     let damage = compressed
-        .read(&[(0, 0, len)], Some((sums, block)), None)
+        .read(&[(0, 0, len as usize)], Some((sums, block)), None)
         .err();
     if damage.is_none() {
         progress(len);

@@ -27,21 +27,22 @@ pub(crate) struct SummedTile<'a> {
 
 impl SummedTile<'_> {
     /// Plans the blocks that `runs` touch: (byte in the tile, byte in the buffer, length), in
-    /// the tile's order. Each touched block is read whole and checked, unless `checked` has
-    /// it. With `deliver` the runs' bytes go to their places in the buffer (runs continuing
-    /// each other joined, so a block wholly wanted in order is read straight into place); of
-    /// a block checked before only those bytes are read, and nothing without `deliver`.
+    /// the tile's order, as `layout::runs::box_runs` gives them. Each touched block is read
+    /// whole and checked, unless `checked` has it. With `deliver` the runs' bytes go to their
+    /// places in the buffer (runs continuing each other joined, so a block wholly wanted in
+    /// order is read straight into place); of a block checked before only those bytes are
+    /// read, and nothing without `deliver`.
     pub fn plan_runs(
         &self,
         plan: &mut ByteReads,
         checked: &CheckedBlocks,
-        runs: impl IntoIterator<Item = (u64, usize, usize)>,
+        runs: impl IntoIterator<Item = (u64, u64, usize)>,
         deliver: bool,
     ) {
         // The block being gathered and its parts: runs come in the tile's order.
         let mut current: Option<(u64, Vec<Part>)> = None;
         for (s, d, n) in runs {
-            let (mut at, end, mut dst) = (s, s + n as u64, d);
+            let (mut at, end, mut dst) = (s, s + n as u64, d as usize);
             while at < end {
                 let k = at / self.block;
                 let stop = end.min((k + 1) * self.block);
@@ -248,7 +249,7 @@ mod tests {
         path: &Path,
         sums: &[u64],
         checked: &CheckedBlocks,
-        runs: &[(u64, usize, usize)],
+        runs: &[(u64, u64, usize)],
         deliver: bool,
     ) -> ByteReads {
         let total = runs.iter().map(|r| r.2).sum();

@@ -5,7 +5,6 @@
 //! rows copied out. A chunk that does not decode, or decodes to bytes that do not match their
 //! checksum, is `H5TILE_ERR_CORRUPT` naming the file, the tile and the chunk.
 
-use crate::geometry::tile::Tile;
 use crate::layout::checksums::block_sum;
 use crate::layout::chunks::{decode_chunks, Chunks, Decoders};
 use crate::platform::codecs::Pipeline;
@@ -86,12 +85,14 @@ impl CompressedTile {
     }
 
     /// Reads the tile's bytes that `runs` name, each (its first byte in the tile, its first
-    /// byte in `out`, length), in increasing order of the first: decoded, the blocks they
+    /// byte in `out`, length) as `layout::runs::box_runs` gives them (rows consecutive in both
+    /// joined, so that a box of whole rows is one run, decoded straight into `out`), in
+    /// increasing order of the first: decoded, the blocks they
     /// touch checked against `sums` (blocks of `block` bytes) when given, and copied into
     /// `out` when given (else only checked). Why not, for a damaged tile.
     pub fn read(
         &self,
-        runs: &[(u64, usize, u64)],
+        runs: &[(u64, u64, usize)],
         sums: Option<(&[u64], u64)>,
         mut out: Option<&mut [u8]>,
     ) -> std::result::Result<(), Damage> {
@@ -122,7 +123,7 @@ impl CompressedTile {
         let mut windows: Vec<(u64, u64)> = Vec::new();
         for &(s, _, n) in runs {
             let mut at = s;
-            while at < s + n {
+            while at < s + n as u64 {
                 let (lo, hi) = unit_of(at);
                 match windows.last_mut() {
                     Some(w) if w.1 == lo && hi - w.0 <= WINDOW_BYTES => w.1 = hi,
@@ -145,9 +146,9 @@ impl CompressedTile {
                 Some(out) => runs[next..]
                     .iter()
                     .take_while(|r| r.0 < end)
-                    .find(|r| r.0 <= base && end <= r.0 + r.2)
+                    .find(|r| r.0 <= base && end <= r.0 + r.2 as u64)
                     .map(|&(s, d, _)| {
-                        let at = d + (base - s) as usize;
+                        let at = (d + (base - s)) as usize;
                         &mut out[at..at + (end - base) as usize]
                     }),
                 None => None,
@@ -194,7 +195,7 @@ impl CompressedTile {
             }
             let Some(out) = out.as_deref_mut().filter(|_| !direct) else {
                 // Decoded in place: the runs that end within it are done.
-                while next < runs.len() && runs[next].0 + runs[next].2 <= hi {
+                while next < runs.len() && runs[next].0 + runs[next].2 as u64 <= hi {
                     next += 1;
                 }
                 continue;
@@ -202,11 +203,12 @@ impl CompressedTile {
             // The runs, or their parts, within this window.
             while next < runs.len() && runs[next].0 < hi {
                 let (s, d, n) = runs[next];
-                let (from, to) = (s.max(lo), (s + n).min(hi));
-                let into = d + (from - s) as usize;
+                let stop = s + n as u64;
+                let (from, to) = (s.max(lo), stop.min(hi));
+                let into = (d + (from - s)) as usize;
                 out[into..into + (to - from) as usize]
                     .copy_from_slice(&decoded[(from - base) as usize..(to - base) as usize]);
-                if s + n > hi {
+                if stop > hi {
                     break;
                 }
                 next += 1;
@@ -214,22 +216,4 @@ impl CompressedTile {
         }
         Ok(())
     }
-}
-
-/// The runs of the box `common` (virtual-dataset coordinates) of the tile `region` as
-/// `CompressedTile::read` takes them, for a buffer laid out as `want`, with elements of `elem`
-/// bytes: rows consecutive in both joined, so that a box of whole rows is one run, decoded
-/// straight into the buffer.
-pub fn runs_of(
-    region: &Tile,
-    src: &[u64],
-    want: &Tile,
-    dst: &[u64],
-    common: &Tile,
-    elem: usize,
-) -> Vec<(u64, usize, u64)> {
-    crate::layout::runs::box_runs(&region.shape, src, &want.shape, dst, &common.shape, elem)
-        .into_iter()
-        .map(|(s, d, n)| (s, d as usize, n as u64))
-        .collect()
 }

@@ -4,7 +4,7 @@
 
 use super::byte_reads::{ByteReads, ReadCounts};
 use super::checked_blocks::{CheckedBlocks, SummedTile};
-use super::compressed::{runs_of, CompressedTile};
+use super::compressed::CompressedTile;
 use super::mappings::{
     corrupt, locate_source, missing_tile, read_tile_bytes, resolve_source, source_error,
     BlockMapping,
@@ -13,7 +13,7 @@ use crate::dtype::Dtype;
 use crate::geometry::tile::Tile;
 use crate::layout::checksums::Recorded;
 use crate::layout::placement::Placement;
-use crate::layout::runs::box_rows;
+use crate::layout::runs::{box_rows, box_runs};
 use crate::layout::subfiles::check_stamp;
 use crate::layout::vds::{TileBytes, NO_OFFSET, TILE_DATASET};
 use crate::platform::device::{DeviceFile, DevicePtr, Route};
@@ -73,7 +73,7 @@ type Decoded = std::sync::Arc<(CompressedTile, PathBuf)>;
 struct Decode {
     mapping: usize,
     tile: Decoded,
-    runs: Vec<(u64, usize, u64)>,
+    runs: Vec<(u64, u64, usize)>,
     checked: bool,
     deliver: bool,
 }
@@ -437,9 +437,14 @@ impl DirectReader {
                 .file_id(f)
                 .map_err(|e| missing(format!("cannot be read ({e})")))?;
             self.checked.reading_from(i, id);
-            let (row, rows) = box_rows(&m.region.shape, &src, &want.shape, &dst, &common.shape);
-            let row = row as usize * elem;
-            let runs = rows.map(|(s, d)| (s * elem as u64, d as usize * elem, row));
+            let runs = box_runs(
+                &m.region.shape,
+                &src,
+                &want.shape,
+                &dst,
+                &common.shape,
+                elem,
+            );
             let summed = SummedTile {
                 file: f,
                 tile: i,
@@ -527,7 +532,14 @@ impl DirectReader {
         };
         let m = &self.mappings[i];
         let (src, dst) = m.placement(common, want);
-        let runs = runs_of(&m.region, &src, want, &dst, common, elem);
+        let runs = box_runs(
+            &m.region.shape,
+            &src,
+            &want.shape,
+            &dst,
+            &common.shape,
+            elem,
+        );
         Ok(Some(Decode {
             mapping: i,
             tile,

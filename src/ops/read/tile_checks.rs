@@ -154,7 +154,6 @@ impl TileChecks {
                 block,
                 sums: self.sums(*i, tile)?,
             };
-            let runs = runs.into_iter().map(|(s, d, n)| (s, d as usize, n));
             summed.plan_runs(&mut plan, &self.checked, runs, deliver);
         }
         Ok(plan)
