@@ -382,8 +382,10 @@ impl Decoders {
 /// Decodes the chunks `which` of a tile (stored through the pipeline of `decoders`, chunk i at
 /// byte `stored[i].0` of `file`, `stored[i].1` bytes long) into `out`, which receives the
 /// tile's bytes from the first of those chunks' first byte to the last one's end, over
-/// `threads` threads. A chunk that cannot be read or decoded is returned with why (the lowest
-/// such).
+/// `threads` threads. `checked`: the caller checks every byte of `out` against h5tile's
+/// checksums, so the codec's own frame checksums are not checked again. A chunk that cannot be
+/// read or decoded is returned with why (the lowest such).
+#[allow(clippy::too_many_arguments)]
 pub fn decode_chunks(
     file: &std::fs::File,
     chunks: &Chunks,
@@ -392,6 +394,7 @@ pub fn decode_chunks(
     which: std::ops::Range<u64>,
     out: &mut [u8],
     threads: usize,
+    checked: bool,
 ) -> std::result::Result<(), (u64, String)> {
     // Each chunk's place in `out`, in order.
     let base = chunks.range(which.start).0;
@@ -435,7 +438,10 @@ pub fn decode_chunks(
     };
     let decode = |mine: &mut [(u64, &mut [u8])]| -> std::result::Result<(), (u64, String)> {
         let mut state = decoders.take();
-        let outcome = decode_each(&mut state, mine);
+        let outcome = match state.0.check_frame_checksums(!checked) {
+            Ok(()) => decode_each(&mut state, mine),
+            Err(why) => Err((mine.first().map_or(which.start, |p| p.0), why)),
+        };
         decoders.give(state);
         outcome
     };

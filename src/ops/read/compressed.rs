@@ -170,6 +170,7 @@ impl CompressedTile {
                 which.clone(),
                 target,
                 threads,
+                sums.is_some(),
             )
             .map_err(|(i, why)| {
                 let (start, len) = self.chunks.range(i);
