@@ -41,7 +41,10 @@ pub fn write_tile(
     let (file, dset) = {
         let _l = hdf5::lock();
         let dcpl = Plist::dataset_create()?;
-        let (file, dset) = create_tile_file(path, dtype, tile, buf, durability, &dcpl)?;
+        let alignment = hdf5::gds::data_alignment(
+            u64::try_from(tile.volume().saturating_mul(dtype.size() as u128)).unwrap_or(u64::MAX),
+        );
+        let (file, dset) = create_tile_file(path, dtype, tile, buf, durability, &dcpl, alignment)?;
         dset.write_buffer(&dtype.hdf5_type()?, buf)?;
         (file, dset)
     };
@@ -67,7 +70,8 @@ pub fn write_compressed_tile(
     let (file, dset) = {
         let _l = hdf5::lock();
         let dcpl = Plist::chunked_filtered(&chunks.shape, &pipeline)?;
-        create_tile_file(path, dtype, tile, buf, durability, &dcpl)?
+        // Chunks of a few hundred KiB each: 2 MiB apart they would spread the file out.
+        create_tile_file(path, dtype, tile, buf, durability, &dcpl, 4096)?
     };
     // The lock is taken for each chunk's write only: other threads use HDF5 meanwhile.
     let summary = encode_tile(&chunks, &pipeline, dtype, buf, io_threads(), |i, stored| {
@@ -78,7 +82,8 @@ pub fn write_compressed_tile(
 }
 
 /// Under the HDF5 lock: the tile file at `path`, through the driver as `buf`'s route and
-/// `durability` configure it, with `/tile` of the tile's shape made by `dcpl`.
+/// `durability` configure it, with `/tile` of the tile's shape made by `dcpl` and its data
+/// aligned to `alignment` bytes.
 fn create_tile_file(
     path: &Path,
     dtype: Dtype,
@@ -86,9 +91,10 @@ fn create_tile_file(
     buf: Buffer,
     durability: Durability,
     dcpl: &Plist,
+    alignment: u64,
 ) -> Result<(File, Dataset)> {
     let config = buf.route().write_config(durability != Durability::Never);
-    let file = File::create_with(path, &hdf5::gds::tile_access(config)?)?;
+    let file = File::create_with(path, &hdf5::gds::tile_access(config, alignment)?)?;
     let space = Space::simple(&tile.shape)?;
     let dset = Dataset::create(&file, TILE_DATASET, &dtype.hdf5_type()?, &space, dcpl)?;
     Ok((file, dset))
@@ -187,4 +193,55 @@ pub fn add_virtual_dataset(
         super::checksums::record(&dset, dtype, summaries)?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::unix::fs::MetadataExt;
+
+    /// A large tile's data starts on a 2 MiB boundary, whose hole takes no disk space; a
+    /// smaller one's on a 4 KiB boundary, right after HDF5's header.
+    #[test]
+    fn a_large_tile_s_data_starts_on_a_2_mib_boundary_and_a_small_one_s_on_4_kib() {
+        let d = tempfile::tempdir().unwrap();
+        for (rows, large) in [(1024u64, true), (16, false)] {
+            let tile = Tile::new(vec![0, 0], vec![rows, 1024]);
+            let bytes = vec![7u8; (rows * 1024 * 8) as usize];
+            let path = d.path().join(format!("t{rows}.h5"));
+            let buf = Buffer::Host(&bytes);
+            let global = [rows, 1024];
+            let placed = write_tile(
+                &path,
+                Dtype::Float64,
+                &tile,
+                &global,
+                buf,
+                Durability::Never,
+            )
+            .unwrap();
+            let at = placed.data_offset;
+            let meta = std::fs::metadata(&path).unwrap();
+            match large {
+                true => {
+                    assert_eq!(at % (2 << 20), 0, "{at}");
+                    assert!(at > 0, "the header first");
+                    assert!(meta.blocks() * 512 < meta.len(), "the hole is not stored");
+                }
+                false => {
+                    assert_eq!(at % 4096, 0, "{at}");
+                    assert!(at < 1 << 20, "{at}");
+                }
+            }
+            assert!(placed.file_size >= at + bytes.len() as u64);
+            let mut back = vec![0u8; bytes.len()];
+            std::os::unix::fs::FileExt::read_exact_at(
+                &std::fs::File::open(&path).unwrap(),
+                &mut back,
+                at,
+            )
+            .unwrap();
+            assert!(back == bytes);
+        }
+    }
 }

@@ -58,17 +58,31 @@ pub fn driver_access(config: Config) -> Result<Plist> {
     Ok(fapl)
 }
 
+/// Where the data of a contiguous tile of `bytes` bytes starts in its file: at a multiple of
+/// 4 KiB, as O_DIRECT and cuFile want it, and of 2 MiB for a tile of 8 MiB or more. Linux keeps
+/// a file's cached pages in folios of up to 2 MiB aligned in the file, and copying into them
+/// ran 3-4x faster from a 2 MiB boundary (two processes writing 512 MiB each in 8 MiB pieces,
+/// no fsync, ext4 on Linux 6.18: 0.12-0.17 s from offset 0 or 2 MiB, 0.41-1.0 s from 4 or 64
+/// KiB). The hole before the data, under 2 MiB, is never written and takes no disk space.
+pub fn data_alignment(bytes: u64) -> u64 {
+    const LARGE_TILE: u64 = 8 << 20;
+    match bytes >= LARGE_TILE {
+        true => 2 << 20,
+        false => 4096,
+    }
+}
+
 /// File-access properties for the tile files h5tile writes: through h5tile_gds configured
 /// with `config` (see `device::Route::driver_config`: raw data in pieces whose writeback starts
 /// at once, so the final fsync waits for the tail only and the copy into the page cache
-/// overlaps the disk; device memory by the mode asked for), and the tile's data aligned to
-/// 4 KiB in the file, as O_DIRECT and cuFile want it.
-pub fn tile_access(config: Config) -> Result<Plist> {
+/// overlaps the disk; device memory by the mode asked for), and the tile's data (every
+/// allocation of 64 KiB or more) aligned to `alignment` bytes in the file (`data_alignment`).
+pub fn tile_access(config: Config, alignment: u64) -> Result<Plist> {
     let fapl = driver_access(config)?;
     let _l = super::lock();
     check(
-        unsafe { H5Pset_alignment(fapl.id(), 64 << 10, 4096) },
-        || "cannot set the tile files' alignment".into(),
+        unsafe { H5Pset_alignment(fapl.id(), 64 << 10, alignment) },
+        || format!("cannot align the tile file's data to {alignment} bytes"),
     )?;
     Ok(fapl)
 }
