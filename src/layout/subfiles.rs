@@ -55,15 +55,34 @@ pub struct SubfileTile<'a> {
     pub tile: &'a Tile,
 }
 
+impl SubfileTile<'_> {
+    /// The tile's bytes (saturating).
+    fn bytes(&self) -> u64 {
+        let bytes = self.tile.volume().saturating_mul(self.dtype.size() as u128);
+        u64::try_from(bytes).unwrap_or(u64::MAX)
+    }
+}
+
 /// Creates the subfile `path` of write `generation` with one contiguous dataset per tile of
 /// `tiles` (none empty), its storage allocated and not filled, each with the tile's place in
 /// its attributes as in a tile file, and stamps it with the generation. Returns each tile's
 /// `TileBytes`, in order.
 pub fn create(path: &Path, generation: u64, tiles: &[SubfileTile]) -> Result<Vec<TileBytes>> {
+    // Every allocation on its own block; or, where every tile is large and whole blocks long,
+    // the tiles alone on 2 MiB boundaries, as in tile files (`data_alignment`), and HDF5's
+    // metadata packed between them (no tile's block holds any of it either way).
+    let smallest = tiles.iter().map(|t| t.bytes()).min().unwrap_or(0);
+    let (threshold, alignment) = match hdf5::gds::data_alignment(smallest) {
+        large if large > ALIGNMENT && tiles.iter().all(|t| t.bytes() % ALIGNMENT == 0) => {
+            (smallest, large)
+        }
+        _ => (1, ALIGNMENT),
+    };
     let offsets = (|| {
         let _l = hdf5::lock();
-        let fcpl = Plist::file_with_user_block(ALIGNMENT)?;
-        let file = File::create_as(path, &fcpl, &Plist::file_access_aligned(ALIGNMENT)?)?;
+        let fcpl = Plist::file_with_user_block(alignment)?;
+        let fapl = Plist::file_access_aligned(threshold, alignment)?;
+        let file = File::create_as(path, &fcpl, &fapl)?;
         let dcpl = Plist::contiguous_allocated()?;
         let mut offsets = Vec::with_capacity(tiles.len());
         for spec in tiles {
@@ -267,6 +286,46 @@ pub fn check_stamp(file: &std::fs::File, name: &str) -> std::result::Result<(), 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Large tiles whole blocks long start on 2 MiB boundaries of the file (counted from its
+    /// first byte), with HDF5's metadata packed before them; when one is not whole blocks
+    /// long, every allocation starts on a block of its own instead.
+    #[test]
+    fn large_tiles_start_on_2_mib_boundaries_when_each_is_whole_blocks_long() {
+        let d = tempfile::tempdir().unwrap();
+        for (cols, large) in [(1024u64, true), (1023, false)] {
+            let path = d.path().join(format!("s{cols}.h5"));
+            let global = [3 * 1024, cols];
+            let boxes: Vec<Tile> = (0..3)
+                .map(|r| Tile::new(vec![1024 * r, 0], vec![1024, cols]))
+                .collect();
+            let tiles: Vec<SubfileTile> = boxes
+                .iter()
+                .enumerate()
+                .map(|(rank, tile)| SubfileTile {
+                    rank,
+                    k: 0,
+                    dtype: Dtype::Float64,
+                    global: &global,
+                    tile,
+                })
+                .collect();
+            let mut offsets: Vec<u64> = create(&path, 9, &tiles)
+                .unwrap()
+                .iter()
+                .map(|b| b.data_offset)
+                .collect();
+            let unit = if large { 2 << 20 } else { ALIGNMENT };
+            assert!(offsets.iter().all(|o| o % unit == 0), "{cols}: {offsets:?}");
+            offsets.sort();
+            let tile_bytes = 1024 * cols * 8;
+            assert!(offsets.windows(2).all(|w| w[1] >= w[0] + tile_bytes));
+            let size = std::fs::metadata(&path).unwrap().len();
+            assert!(size < 3 * tile_bytes + (8 << 20), "{size}");
+            let f = std::fs::File::open(&path).unwrap();
+            assert!(check_stamp(&f, &super::super::subfile_name("/d", 9, 0)).is_ok());
+        }
+    }
 
     #[test]
     fn every_tile_starts_on_its_own_block() {

@@ -41,14 +41,15 @@ impl Plist {
         Ok(fcpl)
     }
 
-    /// File-access properties (HDF5's default driver) placing every allocation at a multiple
-    /// of `alignment` bytes from the end of the user block.
-    pub fn file_access_aligned(alignment: u64) -> Result<Plist> {
+    /// File-access properties (HDF5's default driver) placing every allocation of `threshold`
+    /// bytes or more at a multiple of `alignment` bytes from the end of the user block.
+    pub fn file_access_aligned(threshold: u64, alignment: u64) -> Result<Plist> {
         let _l = super::lock();
         let fapl = Plist::create(*H5P_CLS_FILE_ACCESS)?;
-        check(unsafe { H5Pset_alignment(fapl.id(), 1, alignment) }, || {
-            format!("cannot align allocations to {alignment} bytes")
-        })?;
+        check(
+            unsafe { H5Pset_alignment(fapl.id(), threshold, alignment) },
+            || format!("cannot align allocations to {alignment} bytes"),
+        )?;
         Ok(fapl)
     }
 
