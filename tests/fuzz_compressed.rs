@@ -481,15 +481,15 @@ fn in_damaged_chunk(damaged: &Damaged, tiles: &[StoredTile], i: u64, j: u64, ele
     })
 }
 
-/// The chunk numbers a message names: "chunk N" or "chunks N to M".
+/// The chunk numbers a message names: "chunk N" or "chunk N to chunk M".
 fn named_chunks(message: &str) -> Vec<u64> {
     let number = |s: &str| -> Option<u64> {
         s.split(|c: char| !c.is_ascii_digit())
             .next()
             .and_then(|n| n.parse().ok())
     };
-    if let Some((_, rest)) = message.split_once("decoded from chunks ") {
-        if let (Some(a), Some((_, b))) = (number(rest), rest.split_once(" to ")) {
+    if let Some((_, rest)) = message.split_once("decoded from chunk ") {
+        if let (Some(a), Some((_, b))) = (number(rest), rest.split_once(" to chunk ")) {
             if let Some(b) = number(b) {
                 return (a..=b).collect();
             }

@@ -186,7 +186,7 @@ impl CompressedTile {
                     if block_sum(bytes) != sums[b as usize] {
                         let chunks = self.chunks.covering(from, to);
                         return Err(format!(
-                            "bytes {from}..{to} of the tile (decoded from chunks {} to {}) do \
+                            "bytes {from}..{to} of the tile (decoded from chunk {} to chunk {}) do \
                              not match their checksum",
                             chunks.start,
                             chunks.end - 1
