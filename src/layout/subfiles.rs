@@ -56,10 +56,10 @@ pub struct SubfileTile<'a> {
 }
 
 impl SubfileTile<'_> {
-    /// The tile's bytes (saturating).
+    /// The tile's bytes (u64::MAX when more than a buffer can hold).
     fn bytes(&self) -> u64 {
-        let bytes = self.tile.volume().saturating_mul(self.dtype.size() as u128);
-        u64::try_from(bytes).unwrap_or(u64::MAX)
+        let bytes = self.tile.bytes(self.dtype.size());
+        bytes.map_or(u64::MAX, |b| b as u64)
     }
 }
 
@@ -287,6 +287,22 @@ pub fn check_stamp(file: &std::fs::File, name: &str) -> std::result::Result<(), 
 mod tests {
     use super::*;
 
+    /// Rank r's one tile is `boxes[r]`, of a dataset of `dtype` and `global` shape.
+    fn one_tile_a_rank<'a>(
+        boxes: &'a [Tile],
+        dtype: Dtype,
+        global: &'a [u64],
+    ) -> Vec<SubfileTile<'a>> {
+        let tile = |(rank, tile)| SubfileTile {
+            rank,
+            k: 0,
+            dtype,
+            global,
+            tile,
+        };
+        boxes.iter().enumerate().map(tile).collect()
+    }
+
     /// Large tiles whole blocks long start on 2 MiB boundaries of the file (counted from its
     /// first byte), with HDF5's metadata packed before them; when one is not whole blocks
     /// long, every allocation starts on a block of its own instead.
@@ -299,17 +315,7 @@ mod tests {
             let boxes: Vec<Tile> = (0..3)
                 .map(|r| Tile::new(vec![1024 * r, 0], vec![1024, cols]))
                 .collect();
-            let tiles: Vec<SubfileTile> = boxes
-                .iter()
-                .enumerate()
-                .map(|(rank, tile)| SubfileTile {
-                    rank,
-                    k: 0,
-                    dtype: Dtype::Float64,
-                    global: &global,
-                    tile,
-                })
-                .collect();
+            let tiles = one_tile_a_rank(&boxes, Dtype::Float64, &global);
             let mut offsets: Vec<u64> = create(&path, 9, &tiles)
                 .unwrap()
                 .iter()
@@ -334,17 +340,7 @@ mod tests {
         let boxes: Vec<Tile> = (0..5)
             .map(|r| Tile::new(vec![0, 3 * r as u64], vec![7, 3]))
             .collect();
-        let tiles: Vec<SubfileTile> = boxes
-            .iter()
-            .enumerate()
-            .map(|(rank, tile)| SubfileTile {
-                rank,
-                k: 0,
-                dtype: Dtype::Int16,
-                global: &[7, 15],
-                tile,
-            })
-            .collect();
+        let tiles = one_tile_a_rank(&boxes, Dtype::Int16, &[7, 15]);
         let bytes = create(&path, 9, &tiles).unwrap();
         let mut offsets: Vec<u64> = bytes.iter().map(|b| b.data_offset).collect();
         assert!(offsets.iter().all(|o| o % ALIGNMENT == 0), "{offsets:?}");

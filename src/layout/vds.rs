@@ -41,9 +41,8 @@ pub fn write_tile(
     let (file, dset) = {
         let _l = hdf5::lock();
         let dcpl = Plist::dataset_create()?;
-        let alignment = hdf5::gds::data_alignment(
-            u64::try_from(tile.volume().saturating_mul(dtype.size() as u128)).unwrap_or(u64::MAX),
-        );
+        let bytes = tile.bytes(dtype.size()).map_or(u64::MAX, |b| b as u64);
+        let alignment = hdf5::gds::data_alignment(bytes);
         let (file, dset) = create_tile_file(path, dtype, tile, buf, durability, &dcpl, alignment)?;
         dset.write_buffer(&dtype.hdf5_type()?, buf)?;
         (file, dset)
