@@ -264,7 +264,7 @@ fn verifying_checksums_decodes_compressed_tiles() {
         assert_eq!(found[1].len(), 1, "{layout:?}");
         let p = found[1][0].to_string();
         assert!(
-            p.contains("do not match their checksum") && p.contains("chunks 0 to"),
+            p.contains("do not match their checksum") && p.contains("chunk 0 to chunk"),
             "{p}"
         );
     }
