@@ -156,7 +156,10 @@ unsafe extern "C" fn open<const H: usize>(
 unsafe extern "C" fn close<const H: usize>(f: *mut H5FD_t) -> herr_t {
     guard(H, "h5tile_gds_close", -1, || {
         file(f)?;
-        let f = Box::from_raw(f as *mut GdsFile);
+        let mut f = Box::from_raw(f as *mut GdsFile);
+        f.file
+            .write_held()
+            .map_err(|e| DriverError::os("cannot write the last bytes of", &f.name, &e))?;
         let stats = f.file.stats;
         log::debug(&format!(
             "closed '{}' (raw data: {} O_DIRECT pieces, {} transfers split over workers)",
@@ -329,6 +332,10 @@ impl GdsFile {
             device,
             ..
         } = self;
+        if let Err(e) = file.write_held() {
+            let what = format!("cannot write the bytes held before {addr} of");
+            return Err(failed_transfer(DriverError::os(&what, name, &e)));
+        }
         let (op, moved) = match write {
             false => ("read", device.read(file, config, addr, mem, size)),
             true => ("write", device.write(file, config, addr, mem, size)),
@@ -345,7 +352,10 @@ impl GdsFile {
     fn read_bytes(&mut self, kind: H5FD_mem_t, addr: u64, buf: &mut [u8]) -> std::io::Result<()> {
         match kind {
             H5FD_MEM_DRAW => self.file.read_raw(addr, buf, &self.config),
-            _ => self.file.read_at(addr, buf),
+            _ => {
+                self.file.write_held()?;
+                self.file.read_at(addr, buf)
+            }
         }
     }
 

@@ -35,6 +35,20 @@ pub struct PosixFile {
     pub ignore_disabled_locks: bool,
     /// Bytes written by small writes whose writeback has not been started yet (`batch_writeback`).
     unsubmitted: Option<(u64, u64)>,
+    /// Small raw writes, each continuing the one before, held to reach the file together
+    /// (`hold`).
+    held: Held,
+    /// Where the last raw write ended: a small write starting there is held.
+    raw_end: u64,
+}
+
+/// Bytes of consecutive small raw writes not yet in the file: `bytes` belong at `at`.
+#[derive(Default)]
+struct Held {
+    at: u64,
+    bytes: Vec<u8>,
+    /// Whether their writeback is started once written (`writeback=on`).
+    writeback: bool,
 }
 
 /// Counts of raw-data transfers by route.
@@ -178,6 +192,14 @@ pub fn open_direct(name: &str, write: bool) -> io::Result<OwnedFd> {
 /// Writes smaller than this start their writeback together (`PosixFile::batch_writeback`).
 const WRITEBACK_BATCH: u64 = 1 << 20;
 
+/// Raw writes smaller than this that continue the previous one are held and go to the file
+/// together, `HELD_PIECE` bytes at a time, ending on multiples of it. Linux copies into its page
+/// cache several times slower in small pieces than in large aligned ones: two processes each
+/// writing 256 MiB took 0.45-1.0 s in 1 MiB pieces and 0.07-0.2 s in 8 MiB pieces (6.18, ext4),
+/// and a compressed tile's chunks are a few hundred KiB each.
+const HELD_BELOW: usize = 4 << 20;
+const HELD_PIECE: u64 = 8 << 20;
+
 /// Asks the kernel to start writing `len` bytes at `addr` to disk, without waiting. Only a
 /// hint: a file system that cannot is no error (the caller's fsync still makes it durable).
 fn start_writeback(fd: i32, addr: u64, len: usize) {
@@ -250,6 +272,8 @@ impl PosixFile {
             stats: RawStats::default(),
             ignore_disabled_locks: false,
             unsubmitted: None,
+            held: Held::default(),
+            raw_end: u64::MAX,
         })
     }
 
@@ -257,7 +281,8 @@ impl PosixFile {
         self.fd.as_raw_fd()
     }
 
-    /// Fills `buf` from `addr`; bytes past the end of the file read as zero.
+    /// Fills `buf` from `addr`; bytes past the end of the file read as zero. Bytes held
+    /// (`write_held`) are not seen.
     pub fn read_at(&self, addr: u64, buf: &mut [u8]) -> io::Result<()> {
         let n = pread_full(self.raw_fd(), addr, buf)?;
         buf[n..].fill(0);
@@ -266,6 +291,7 @@ impl PosixFile {
 
     /// Writes all of `buf` at `addr`, extending the file as needed.
     pub fn write_at(&mut self, addr: u64, buf: &[u8]) -> io::Result<()> {
+        self.write_held()?;
         pwrite_full(self.raw_fd(), addr, buf)?;
         self.eof = self.eof.max(addr + buf.len() as u64);
         Ok(())
@@ -274,6 +300,7 @@ impl PosixFile {
     /// Raw data: through the O_DIRECT descriptor with `direct=on`, else in `block`-sized
     /// pieces over `threads` workers.
     pub fn read_raw(&mut self, addr: u64, buf: &mut [u8], config: &Config) -> io::Result<()> {
+        self.write_held()?;
         if self.direct.is_some() {
             return self.read_direct(addr, buf);
         }
@@ -298,6 +325,11 @@ impl PosixFile {
         if self.direct.is_some() {
             return self.write_direct(addr, buf);
         }
+        let follows = std::mem::replace(&mut self.raw_end, addr + buf.len() as u64) == addr;
+        if follows && buf.len() < HELD_BELOW {
+            return self.hold(addr, buf, config.writeback);
+        }
+        self.write_held()?;
         let fd = self.raw_fd();
         let small = buf.len() < WRITEBACK_BATCH as usize;
         let workers = in_pieces(buf.len(), config.block, config.threads, |a, b| {
@@ -314,6 +346,52 @@ impl PosixFile {
         }
         self.stats.split_transfers += u64::from(workers > 1);
         self.eof = self.eof.max(addr + buf.len() as u64);
+        Ok(())
+    }
+
+    /// Keeps `buf`, bound for `addr` right after the bytes held (if any), and writes what is
+    /// held up to the last multiple of `HELD_PIECE` it now reaches.
+    fn hold(&mut self, addr: u64, buf: &[u8], writeback: bool) -> io::Result<()> {
+        let held = &self.held;
+        let continues = held.at + held.bytes.len() as u64 == addr && held.writeback == writeback;
+        if !held.bytes.is_empty() && !continues {
+            self.write_held()?;
+        }
+        if self.held.bytes.is_empty() {
+            self.held.at = addr;
+            self.held.writeback = writeback;
+            self.held.bytes.reserve(HELD_PIECE as usize + HELD_BELOW);
+        }
+        self.held.bytes.extend_from_slice(buf);
+        self.eof = self.eof.max(addr + buf.len() as u64);
+        let at = self.held.at;
+        let cut = (at + self.held.bytes.len() as u64) / HELD_PIECE * HELD_PIECE;
+        if cut > at {
+            let n = (cut - at) as usize;
+            self.write_out(at, n)?;
+            self.held.bytes.drain(..n);
+            self.held.at = cut;
+        }
+        Ok(())
+    }
+
+    /// Writes every byte held (HDF5 closes and truncates a file, and reads or writes anything
+    /// else in it, only after this).
+    pub fn write_held(&mut self) -> io::Result<()> {
+        let n = self.held.bytes.len();
+        if n > 0 {
+            self.write_out(self.held.at, n)?;
+            self.held.bytes.clear();
+        }
+        Ok(())
+    }
+
+    /// Writes the first `n` bytes held, which belong at `at`.
+    fn write_out(&mut self, at: u64, n: usize) -> io::Result<()> {
+        pwrite_full(self.raw_fd(), at, &self.held.bytes[..n])?;
+        if self.held.writeback {
+            self.batch_writeback(at, at + n as u64);
+        }
         Ok(())
     }
 
@@ -381,6 +459,7 @@ impl PosixFile {
 
     /// Makes the file exactly EOA bytes long (HDF5 calls this on flush and close).
     pub fn truncate_to_eoa(&mut self) -> io::Result<()> {
+        self.write_held()?;
         if self.eoa != self.eof {
             if unsafe { libc::ftruncate(self.raw_fd(), self.eoa as libc::off_t) } < 0 {
                 return Err(io::Error::last_os_error());
@@ -416,6 +495,14 @@ impl PosixFile {
     }
 }
 
+impl Drop for PosixFile {
+    /// Bytes still held are written as a last resort: every caller writes them itself
+    /// (`write_held`) where it can report a failure, so only a path already failing gets here.
+    fn drop(&mut self) {
+        let _ = self.write_held();
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -439,9 +526,11 @@ mod tests {
             writeback: true,
             ..Config::default()
         };
-        // 30000 chunks of 100 bytes, one after the other: about 2.9 MiB.
+        // 30000 chunks of 100 bytes, one after the other: about 2.9 MiB, each chunk's
+        // writeback batched whether it was held or not.
         let chunk: Vec<u8> = (0..100u8).collect();
         for i in 0..30000u64 {
+            f.raw_end = u64::MAX;
             f.write_raw(i * 100, &chunk, &config).unwrap();
         }
         // One writeback a MiB, not one a chunk.
@@ -450,6 +539,13 @@ mod tests {
         let mut back = vec![0u8; 3_000_000];
         f.read_raw(0, &mut back, &config).unwrap();
         assert!(back.chunks(100).all(|c| c == &chunk[..]));
+        // Held, the same chunks start one writeback when they are written together.
+        for i in 0..30000u64 {
+            f.write_raw(3_000_000 + i * 100, &chunk, &config).unwrap();
+        }
+        assert_eq!(f.stats.writebacks, 2);
+        f.write_held().unwrap();
+        assert_eq!(f.stats.writebacks, 3);
         // A large write starts one writeback a piece.
         let big = vec![7u8; 4 << 20];
         let config = Config {
@@ -457,7 +553,56 @@ mod tests {
             ..config
         };
         f.write_raw(8 << 20, &big, &config).unwrap();
-        assert_eq!(f.stats.writebacks, 2 + 4);
+        assert_eq!(f.stats.writebacks, 3 + 4);
+    }
+
+    #[test]
+    fn small_writes_in_a_row_reach_the_file_together_on_8_mib_boundaries() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("f");
+        let mut f = create(&path);
+        let config = Config::default();
+        let on_disk = || std::fs::metadata(&path).unwrap().len();
+        // Chunks of 300 KB from byte 4096, as a compressed tile's: the first is written at
+        // once (nothing before it to continue), the rest are held until their bytes reach
+        // 8 MiB, then written up to there; the remainder stays held.
+        let chunk = |i: u64| vec![(i % 251) as u8; 300_000];
+        let at = |i: u64| 4096 + i * 300_000;
+        f.write_raw(at(0), &chunk(0), &config).unwrap();
+        assert_eq!(on_disk(), at(1));
+        let mut i = 1;
+        while at(i + 1) <= 8 << 20 {
+            f.write_raw(at(i), &chunk(i), &config).unwrap();
+            i += 1;
+        }
+        assert_eq!(on_disk(), at(1), "held below the first 8 MiB boundary");
+        f.write_raw(at(i), &chunk(i), &config).unwrap();
+        assert_eq!(
+            on_disk(),
+            8 << 20,
+            "written up to the boundary, the rest held"
+        );
+        assert_eq!(f.eof, at(i + 1), "the EOF counts what is held");
+        // A write elsewhere (metadata) writes what is held first; so does a read.
+        f.write_at(0, b"head").unwrap();
+        assert_eq!(on_disk(), at(i + 1));
+        for j in i + 1..i + 4 {
+            f.write_raw(at(j), &chunk(j), &config).unwrap();
+        }
+        let mut back = vec![0u8; (at(i + 4) - at(0)) as usize];
+        f.read_raw(at(0), &mut back, &config).unwrap();
+        for j in 0..i + 4 {
+            let k = (at(j) - at(0)) as usize;
+            assert!(back[k..k + 300_000] == chunk(j)[..], "chunk {j}");
+        }
+        // Dropping the file (HDF5's close writes them first, and says if it fails) writes
+        // them too.
+        for j in i + 4..i + 6 {
+            f.write_raw(at(j), &chunk(j), &config).unwrap();
+        }
+        assert_eq!(on_disk(), at(i + 4));
+        drop(f);
+        assert_eq!(on_disk(), at(i + 6));
     }
 
     #[test]

@@ -54,6 +54,9 @@ pub fn write_runs(path: &Path, runs: &[Run], buf: Buffer, durability: Durability
                 file.write_raw(run.file_at, &bytes[at..at + run.len], &config)
                     .map_err(|e| Error::io("cannot write tile data to", path, &e))?;
             }
+            // Short runs (a compressed tile's chunks) are held to go to the file together.
+            file.write_held()
+                .map_err(|e| Error::io("cannot write tile data to", path, &e))?;
         }
         Buffer::Device(ptr, _) => {
             let mut file = DeviceFile::open_to_write(path, &route, synced)?;
