@@ -157,9 +157,7 @@ unsafe extern "C" fn close<const H: usize>(f: *mut H5FD_t) -> herr_t {
     guard(H, "h5tile_gds_close", -1, || {
         file(f)?;
         let mut f = Box::from_raw(f as *mut GdsFile);
-        f.file
-            .write_held()
-            .map_err(|e| DriverError::os("cannot write the last bytes of", &f.name, &e))?;
+        f.file.write_held().map_err(|e| held_failed(&f.name, &e))?;
         let stats = f.file.stats;
         log::debug(&format!(
             "closed '{}' (raw data: {} O_DIRECT pieces, {} transfers split over workers)",
@@ -332,10 +330,7 @@ impl GdsFile {
             device,
             ..
         } = self;
-        if let Err(e) = file.write_held() {
-            let what = format!("cannot write the bytes held before {addr} of");
-            return Err(failed_transfer(DriverError::os(&what, name, &e)));
-        }
+        file.write_held().map_err(|e| held_failed(name, &e))?;
         let (op, moved) = match write {
             false => ("read", device.read(file, config, addr, mem, size)),
             true => ("write", device.write(file, config, addr, mem, size)),
@@ -456,6 +451,25 @@ unsafe extern "C" fn write_vector<const H: usize>(
     })
 }
 
+/// `H5Fflush`: the raw bytes held (`PosixFile::write_held`) reach the file, as every write
+/// before the flush has.
+unsafe extern "C" fn flush<const H: usize>(f: *mut H5FD_t, _dxpl: hid_t, _closing: bool) -> herr_t {
+    guard(H, "h5tile_gds_flush", -1, || {
+        let f = file_mut(f)?;
+        f.file.write_held().map_err(|e| held_failed(&f.name, &e))?;
+        Ok(0)
+    })
+}
+
+/// The error of a failed write of held bytes, where HDF5 asked for something else.
+fn held_failed(name: &str, e: &std::io::Error) -> DriverError {
+    failed_transfer(DriverError::os(
+        "cannot write the last raw data written to",
+        name,
+        e,
+    ))
+}
+
 unsafe extern "C" fn truncate<const H: usize>(
     f: *mut H5FD_t,
     _dxpl: hid_t,
@@ -463,6 +477,7 @@ unsafe extern "C" fn truncate<const H: usize>(
 ) -> herr_t {
     guard(H, "h5tile_gds_truncate", -1, || {
         let f = file_mut(f)?;
+        f.file.write_held().map_err(|e| held_failed(&f.name, &e))?;
         f.file.truncate_to_eoa().map_err(|e| {
             let what = format!("cannot set the size to {} of", f.file.eoa);
             DriverError::os(&what, &f.name, &e)
@@ -568,7 +583,7 @@ const fn class<const H: usize>() -> H5FD_class_t {
         write_vector: Some(write_vector::<H>),
         read_selection: None,
         write_selection: None,
-        flush: None,
+        flush: Some(flush::<H>),
         truncate: Some(truncate::<H>),
         lock: Some(lock::<H>),
         unlock: Some(unlock::<H>),
@@ -602,6 +617,7 @@ mod tests {
             assert_eq!(c.read.unwrap()(null_file, H5FD_MEM_DRAW, 0, 0, 1, buf), -1);
             assert_eq!(c.write.unwrap()(null_file, H5FD_MEM_DRAW, 0, 0, 1, buf), -1);
             assert_eq!(c.truncate.unwrap()(null_file, 0, false), -1);
+            assert_eq!(c.flush.unwrap()(null_file, 0, false), -1);
             assert_eq!(c.lock.unwrap()(null_file, true), -1);
             assert_eq!(c.unlock.unwrap()(null_file), -1);
             use std::ptr::null_mut as n;
@@ -636,6 +652,52 @@ mod tests {
             assert_eq!(c.read.unwrap()(f, H5FD_MEM_DRAW, 0, 0, 0, null), 0);
             assert_eq!(c.close.unwrap()(f), 0);
         }
+    }
+
+    /// Small raw writes in a row are held (`PosixFile::write_held`); each of HDF5's flush, a
+    /// metadata read, truncate and close writes them first.
+    #[test]
+    fn held_raw_writes_reach_the_file_at_flush_read_truncate_and_close() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("f");
+        let name = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+        let c = &CLASSES[host::UNKNOWN_HOST];
+        let on_disk = || std::fs::metadata(&path).unwrap().len();
+        let chunk = [7u8; 1000];
+        let buf = chunk.as_ptr().cast_mut().cast();
+        unsafe {
+            let flags = H5F_ACC_RDWR | H5F_ACC_CREAT | H5F_ACC_TRUNC;
+            let f = c.open.unwrap()(name.as_ptr(), flags, 0, MAXADDR);
+            assert!(!f.is_null());
+            assert_eq!(c.set_eoa.unwrap()(f, 0, 1 << 20), 0);
+            let mut at = 0;
+            let two_more = |at: &mut u64| {
+                for _ in 0..2 {
+                    assert_eq!(c.write.unwrap()(f, H5FD_MEM_DRAW, 0, *at, 1000, buf), 0);
+                    *at += 1000;
+                }
+            };
+            two_more(&mut at);
+            assert_eq!(on_disk(), 1000, "the first is written, the second held");
+            assert_eq!(c.flush.unwrap()(f, 0, false), 0);
+            assert_eq!(on_disk(), 2000);
+            two_more(&mut at);
+            let mut byte = 0u8;
+            let one = (&mut byte as *mut u8).cast();
+            // Type 1 is H5FD_MEM_SUPER: metadata.
+            assert_eq!(c.read.unwrap()(f, 1, 0, 0, 1, one), 0);
+            assert_eq!(on_disk(), 4000);
+            two_more(&mut at);
+            assert_eq!(c.set_eoa.unwrap()(f, 0, 6000), 0);
+            assert_eq!(c.truncate.unwrap()(f, 0, false), 0);
+            assert_eq!(on_disk(), 6000);
+            assert_eq!(c.set_eoa.unwrap()(f, 0, 1 << 20), 0);
+            two_more(&mut at);
+            assert_eq!(on_disk(), 6000, "both continue the write before: held");
+            assert_eq!(c.close.unwrap()(f), 0);
+            assert_eq!(on_disk(), 8000);
+        }
+        assert!(std::fs::read(&path).unwrap().iter().all(|&b| b == 7));
     }
 
     #[test]
