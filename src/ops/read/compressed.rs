@@ -108,6 +108,10 @@ impl CompressedTile {
                 ));
             }
         }
+        // zstd's frame checksums may be skipped where every decoded byte is checked against
+        // `sums` and delivered from here; where only checked (HDF5 then decodes the same chunks
+        // itself, frame checksums included), a damaged one must be found here too.
+        let frame_sums_skipped = sums.is_some() && out.is_some();
         // What must be decoded whole: the blocks checked, else the chunks read.
         let unit_of = |byte: u64| match sums {
             Some((_, block)) => {
@@ -170,7 +174,7 @@ impl CompressedTile {
                 which.clone(),
                 target,
                 threads,
-                sums.is_some(),
+                frame_sums_skipped,
             )
             .map_err(|(i, why)| {
                 let (start, len) = self.chunks.range(i);

@@ -240,6 +240,44 @@ fn a_changed_byte_in_a_compressed_chunk_is_corrupt_naming_the_file_the_tile_and_
     }
 }
 
+/// A zstd chunk whose frame checksum (its last 4 bytes) changed decodes to the right bytes, so
+/// h5tile's own checks pass and a read h5tile decodes delivers them; but HDF5 and h5py refuse
+/// the chunk. A read HDF5 decodes (converted) is then `H5TILE_ERR_CORRUPT` naming the chunk,
+/// not HDF5's failure, and `h5tile check` reports it.
+#[test]
+fn a_changed_zstd_frame_checksum_is_corrupt_where_hdf5_would_decode_the_chunk() {
+    use crate::ops::inspect::describe;
+    use crate::ops::verify::{checksum_jobs, verify_tiles};
+    let d = tempfile::tempdir().unwrap();
+    let path = write_compressed_slabs(
+        d.path(),
+        Layout::Vds,
+        Compression::new(Codec::Zstd, 0, false).unwrap(),
+    );
+    let (file, _, addr, size) = first_chunks(&path).pop().unwrap();
+    flip(&file, addr + size - 1);
+    let want = Tile::new(vec![600, 0], vec![10, 700]);
+    assert!(read_f64(&path, "/v", &want).unwrap() == expected(&want));
+    let mut f32s = vec![0f32; want.volume() as usize];
+    let narrowing = ReadOptions {
+        narrowing: true,
+        ..ReadOptions::default()
+    };
+    let e = read_into(&path, "/v", Dtype::Float32, &want, &mut f32s, narrowing).unwrap_err();
+    assert_eq!(e.status, H5TILE_ERR_CORRUPT, "{}", e.message);
+    assert!(
+        e.message.contains("chunk 0 ") && e.message.contains("checksum"),
+        "{}",
+        e.message
+    );
+    let infos = describe(&path, None).unwrap();
+    let all: Vec<_> = infos.iter().collect();
+    let jobs = checksum_jobs(&all, |_, _| false);
+    let found = verify_tiles(&all, &jobs, 2, &|_| {});
+    assert!(found[0].is_empty(), "{:?}", found[0]);
+    assert_eq!(found[1].len(), 1, "{:?}", found[1]);
+}
+
 /// `h5tile check`'s checksum pass decodes compressed tiles and finds a changed chunk.
 #[test]
 fn verifying_checksums_decodes_compressed_tiles() {
