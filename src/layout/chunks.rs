@@ -225,7 +225,10 @@ pub fn encode_chunks(
                 Ok((i, bytes)) => {
                     waiting.insert(i, bytes);
                     let mut done = Ok(());
-                    while let Some(bytes) = waiting.remove(&due).filter(|_| done.is_ok()) {
+                    while done.is_ok() {
+                        let Some(bytes) = waiting.remove(&due) else {
+                            break;
+                        };
                         done = store(due, &bytes);
                         out_pool.give(bytes);
                         due += 1;
