@@ -4,7 +4,8 @@
 #     Debian's own CMake 3.25 (a test builds a user's project with it; make uses the venv's),
 #     valgrind, patchelf (make install sets the installed files' rpath with it), and HDF5 1.10's
 #     tools (hdf5-tools: h5dump and h5ls, to check that older HDF5 reads h5tile's files; h5tile
-#     itself never links that HDF5);
+#     itself never links that HDF5), and libxxhash0 (XXH3 with AVX-512 for the checksums, loaded
+#     at run time where present: platform/xxh3.rs);
 #   - a project-local Python venv (.deps/venv) with CMake >= 3.26, h5py, hdf5plugin (the
 #     compression filters h5py reads h5tile's compressed tiles with), numpy and matplotlib
 #     (for make bench's plot) from PyPI, and pytest, flit_core and mpi4py for the Python
@@ -18,7 +19,7 @@ deps="$root/.deps"
 mkdir -p "$deps"
 
 pkgs=(libopenmpi-dev openmpi-bin libmpich-dev mpich libclang-dev clang zlib1g-dev pkg-config gfortran valgrind
-      patchelf python3-venv hdf5-tools cmake)
+      patchelf python3-venv hdf5-tools cmake libxxhash0)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")

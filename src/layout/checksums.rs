@@ -19,6 +19,7 @@
 use super::extremes::{Accumulator, Extremes};
 use crate::dtype::Dtype;
 use crate::platform::hdf5::Dataset;
+use crate::platform::xxh3;
 use crate::status::Result;
 
 /// Bytes per checksummed block.
@@ -38,11 +39,11 @@ pub(crate) const NONE: u64 = u64::MAX;
 /// `BlockSum`).
 #[cfg_attr(not(any(test, feature = "internals")), allow(dead_code))]
 pub fn block_sum(bytes: &[u8]) -> u64 {
-    twox_hash::XxHash3_64::oneshot(bytes)
+    xxh3::oneshot(bytes)
 }
 
 /// The checksum of one block given in pieces: `block_sum` of the pieces joined.
-pub struct BlockSum(twox_hash::XxHash3_64);
+pub struct BlockSum(xxh3::Stream);
 
 impl Default for BlockSum {
     fn default() -> BlockSum {
@@ -52,15 +53,15 @@ impl Default for BlockSum {
 
 impl BlockSum {
     pub fn new() -> BlockSum {
-        BlockSum(twox_hash::XxHash3_64::with_seed(0))
+        BlockSum(xxh3::Stream::new())
     }
 
     pub fn add(&mut self, piece: &[u8]) {
-        std::hash::Hasher::write(&mut self.0, piece);
+        self.0.add(piece);
     }
 
     pub fn finish(&self) -> u64 {
-        std::hash::Hasher::finish(&self.0)
+        self.0.finish()
     }
 }
 

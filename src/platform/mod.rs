@@ -6,7 +6,8 @@
 //! (page-aligned buffers for the reads the library fills itself), `codecs` (zstd, LZ4,
 //! deflate and the byte shuffle, in the formats of HDF5's registered filters), `shuffle` (the
 //! byte shuffle itself, vectorised), `spill` (bytes kept a while in bounded memory, the rest in
-//! an unnamed temporary file).
+//! an unnamed temporary file), `xxh3` (the checksums' hash, from the system's xxhash library
+//! where it has one).
 
 pub(crate) mod codecs;
 pub(crate) mod comm;
@@ -16,3 +17,4 @@ pub(crate) mod memory;
 pub(crate) mod shuffle;
 pub(crate) mod spill;
 pub(crate) mod tile_bytes;
+pub(crate) mod xxh3;
