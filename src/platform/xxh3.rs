@@ -52,8 +52,8 @@ fn load() -> Option<Library> {
         (!p.is_null()).then_some(p)
     };
     // SAFETY: each symbol has this signature in xxhash.h and xxh_x86dispatch.h (0.8.x).
-    let library = unsafe {
-        Library {
+    let library = (|| unsafe {
+        Some(Library {
             oneshot: std::mem::transmute::<*mut c_void, OneShot>(symbol(c"XXH3_64bits_dispatch")?),
             create: std::mem::transmute::<*mut c_void, Create>(symbol(c"XXH3_createState")?),
             free: std::mem::transmute::<*mut c_void, Free>(symbol(c"XXH3_freeState")?),
@@ -62,9 +62,14 @@ fn load() -> Option<Library> {
                 c"XXH3_64bits_update_dispatch",
             )?),
             digest: std::mem::transmute::<*mut c_void, Digest>(symbol(c"XXH3_64bits_digest")?),
-        }
-    };
-    agrees_with_twox(&library).then_some(library)
+        })
+    })()
+    .filter(agrees_with_twox);
+    if library.is_none() {
+        // Not used: a build without the dispatch, or one that sums otherwise.
+        unsafe { libc::dlclose(handle) };
+    }
+    library
 }
 
 /// Whether `library` gives twox-hash's values, whole and in pieces, on inputs that take each
