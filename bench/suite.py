@@ -879,10 +879,10 @@ class Bench:
         fig.savefig(os.path.join(self.out, "suite.png"), dpi=110)
 
 
-# What the compression section writes: label -> (H5TILE_COMPRESSION, shuffled).
-ZSTD1 = "zstd:1 + shuffle"
 # Pairs of reads (checked, unchecked) a round measures in one process at each rank count.
 READ_PAIRS = 5
+# What the compression section writes: label -> (H5TILE_COMPRESSION, shuffled).
+ZSTD1 = "zstd:1 + shuffle"
 # The layouts the checkpoint section writes (BENCH_LAYOUT of bench_h5tile).
 CHECKPOINT_LAYOUTS = ("vds", "subfiles")
 COMPRESSIONS = {"none": ("none", False), ZSTD1: ("zstd:1", True), "lz4 + shuffle": ("lz4", True),

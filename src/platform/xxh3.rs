@@ -73,7 +73,9 @@ fn load() -> Option<Library> {
 }
 
 /// Whether `library` gives twox-hash's values, whole and in pieces, on inputs that take each
-/// of XXH3's paths (up to 16, 128 and 240 bytes, one stripe, several blocks).
+/// of XXH3's paths (up to 16, 128 and 240 bytes, one stripe, several blocks). Run once, under
+/// `library`'s lock, before any other thread can call the library: its first calls also fill
+/// its dispatch table, which it does not guard against threads.
 fn agrees_with_twox(library: &Library) -> bool {
     let input: Vec<u8> = (0u32..70_000)
         .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
