@@ -17,7 +17,7 @@
 //! Decoding never trusts its input: a damaged chunk is an error, never a panic or bytes of
 //! another length than the chunk's.
 
-use super::shuffle::{shuffle, unshuffle};
+use super::shuffle::{shuffle, unshuffle, unshuffle_streaming};
 use std::ops::RangeInclusive;
 
 pub(crate) const FILTER_DEFLATE: u32 = 1;
@@ -250,6 +250,7 @@ impl Pipeline {
             pipeline: *self,
             zstd: None,
             frame_checksums: true,
+            streaming: false,
             scratch: Vec::new(),
         }
     }
@@ -302,6 +303,8 @@ pub struct Decoder {
     /// Whether zstd checks the checksum of a frame's content (on unless the caller checks the
     /// decoded bytes itself).
     frame_checksums: bool,
+    /// Whether the unshuffle writes around the cache (`stream_output`).
+    streaming: bool,
     scratch: Vec<u8>,
 }
 
@@ -318,6 +321,13 @@ impl Decoder {
             self.frame_checksums = on;
         }
         Ok(())
+    }
+
+    /// Whether decoded chunks are written around the cache where the pipeline shuffles 8-byte
+    /// elements (`shuffle::unshuffle_streaming`): for a large read straight into the caller's
+    /// buffer, which is not read back soon. Off by default.
+    pub fn stream_output(&mut self, on: bool) {
+        self.streaming = on;
     }
 
     /// The chunk `stored` decoded into `out`, which must come out exactly full: why not.
@@ -352,8 +362,10 @@ impl Decoder {
             Codec::Lz4 => lz4_decode(stored, target)?,
             Codec::Deflate => deflate_decode(stored, target)?,
         }
-        if let Some(elem) = p.shuffle {
-            unshuffle(elem, &self.scratch, out);
+        match p.shuffle {
+            Some(elem) if self.streaming => unshuffle_streaming(elem, &self.scratch, out),
+            Some(elem) => unshuffle(elem, &self.scratch, out),
+            None => {}
         }
         Ok(())
     }

@@ -175,6 +175,9 @@ impl CompressedTile {
                 target,
                 threads,
                 frame_sums_skipped,
+                // Straight into the caller's buffer: not read back soon (but for checking its
+                // blocks just below, which costs less than the stores' reads of each line).
+                direct,
             )
             .map_err(|(i, why)| {
                 let (start, len) = self.chunks.range(i);
