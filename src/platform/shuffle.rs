@@ -18,8 +18,8 @@ pub fn unshuffle(elem: usize, input: &[u8], out: &mut [u8]) {
 /// `unshuffle`, its stores of 8-byte elements going around the cache (non-temporal, through
 /// AVX2, where `out` is 16-byte aligned): for bytes the caller will not read again soon, such as
 /// a large read's buffer. A store into memory not in cache first reads the line it fills; these
-/// do not. Reading 1 GiB of zstd:1 + shuffle tiles into one buffer on 2 ranks took 0.078-0.079 s
-/// with them against 0.098-0.107 s (2-core AMD EPYC, medians of 6 reads, 3 launches each).
+/// do not. Reading 1 GiB of zstd:1 + shuffle tiles into one buffer on 2 ranks took 0.080-0.084 s
+/// with them against 0.102-0.105 s (2-core AMD EPYC, medians of 6 reads, 3 launches each).
 pub fn unshuffle_streaming(elem: usize, input: &[u8], out: &mut [u8]) {
     transpose::<UnshuffleStreaming>(elem, input, out)
 }
