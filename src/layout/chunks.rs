@@ -398,7 +398,7 @@ impl Decoders {
 /// tile's bytes from the first of those chunks' first byte to the last one's end, over
 /// `threads` threads. `checked`: the caller checks every byte of `out` against h5tile's
 /// checksums, so the codec's own frame checksums are not checked again. `streaming`: `out` is
-/// a large read's buffer, written around the cache (`Decoder::stream_output`). A chunk that
+/// a large read's buffer, written around the cache (`Decoder::decode_streaming`). A chunk that
 /// cannot be read or decoded is returned with why (the lowest such).
 #[allow(clippy::too_many_arguments)]
 pub fn decode_chunks(
@@ -442,14 +442,12 @@ pub fn decode_chunks(
             })?;
             let fail = |why: String| (*i, why);
             match part.len() == full {
+                true if streaming => decoder.decode_streaming(packed, part).map_err(fail)?,
                 true => decoder.decode(packed, part).map_err(fail)?,
                 false => {
                     // Decoded whole, then copied from: kept in cache.
                     whole.resize(full, 0);
-                    decoder.stream_output(false);
-                    let decoded = decoder.decode(packed, whole);
-                    decoder.stream_output(streaming);
-                    decoded.map_err(fail)?;
+                    decoder.decode(packed, whole).map_err(fail)?;
                     part.copy_from_slice(&whole[..part.len()]);
                 }
             }
@@ -458,7 +456,6 @@ pub fn decode_chunks(
     };
     let decode = |mine: &mut [(u64, &mut [u8])]| -> std::result::Result<(), (u64, String)> {
         let mut state = decoders.take();
-        state.0.stream_output(streaming);
         let outcome = match state.0.check_frame_checksums(!checked) {
             Ok(()) => decode_each(&mut state, mine),
             Err(why) => Err((mine.first().map_or(which.start, |p| p.0), why)),

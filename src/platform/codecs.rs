@@ -250,7 +250,6 @@ impl Pipeline {
             pipeline: *self,
             zstd: None,
             frame_checksums: true,
-            streaming: false,
             scratch: Vec::new(),
         }
     }
@@ -303,8 +302,6 @@ pub struct Decoder {
     /// Whether zstd checks the checksum of a frame's content (on unless the caller checks the
     /// decoded bytes itself).
     frame_checksums: bool,
-    /// Whether the unshuffle writes around the cache (`stream_output`).
-    streaming: bool,
     scratch: Vec<u8>,
 }
 
@@ -323,15 +320,24 @@ impl Decoder {
         Ok(())
     }
 
-    /// Whether decoded chunks are written around the cache where the pipeline shuffles 8-byte
-    /// elements (`shuffle::unshuffle_streaming`): for a large read straight into the caller's
-    /// buffer, which is not read back soon. Off by default.
-    pub fn stream_output(&mut self, on: bool) {
-        self.streaming = on;
-    }
-
     /// The chunk `stored` decoded into `out`, which must come out exactly full: why not.
     pub fn decode(&mut self, stored: &[u8], out: &mut [u8]) -> Result<(), String> {
+        self.decode_into(stored, out, false)
+    }
+
+    /// `decode`, its bytes written around the cache where the pipeline shuffles 8-byte elements
+    /// (`shuffle::unshuffle_streaming`): for a large read straight into the caller's buffer,
+    /// which is not read back soon.
+    pub fn decode_streaming(&mut self, stored: &[u8], out: &mut [u8]) -> Result<(), String> {
+        self.decode_into(stored, out, true)
+    }
+
+    fn decode_into(
+        &mut self,
+        stored: &[u8],
+        out: &mut [u8],
+        streaming: bool,
+    ) -> Result<(), String> {
         let p = self.pipeline;
         let target: &mut [u8] = match p.shuffle {
             Some(_) => {
@@ -363,7 +369,7 @@ impl Decoder {
             Codec::Deflate => deflate_decode(stored, target)?,
         }
         match p.shuffle {
-            Some(elem) if self.streaming => unshuffle_streaming(elem, &self.scratch, out),
+            Some(elem) if streaming => unshuffle_streaming(elem, &self.scratch, out),
             Some(elem) => unshuffle(elem, &self.scratch, out),
             None => {}
         }
