@@ -40,6 +40,8 @@ pub struct PosixFile {
     held: Held,
     /// Where the last raw write ended: a small write starting there is held.
     raw_end: u64,
+    /// Every allocation in the file starts on a multiple of `ALIGN` (`gaps_are_padding`).
+    padded: bool,
 }
 
 /// Bytes of consecutive small raw writes not yet in the file: `bytes` belong at `at`.
@@ -274,7 +276,23 @@ impl PosixFile {
             unsubmitted: None,
             held: Held::default(),
             raw_end: u64::MAX,
+            padded: false,
         })
+    }
+
+    /// Tells the file that every allocation in it starts on a multiple of `ALIGN` (a compressed
+    /// subfile's): the bytes from a raw write's end to the next such boundary then belong to
+    /// nothing, and a small write starting at that boundary is held with the one before, the
+    /// gap between them written as zeros. Aligned chunks are otherwise each a write of its own.
+    pub fn gaps_are_padding(&mut self) {
+        self.padded = true;
+    }
+
+    /// Whether a raw write at `addr` continues one that ended at `end`: right there, or at the
+    /// next `ALIGN` boundary when gaps up to it are padding.
+    fn continues(&self, end: u64, addr: u64) -> bool {
+        let align = ALIGN as u64;
+        end == addr || (self.padded && addr > end && addr == end.next_multiple_of(align))
     }
 
     pub fn raw_fd(&self) -> i32 {
@@ -325,9 +343,10 @@ impl PosixFile {
         if self.direct.is_some() {
             return self.write_direct(addr, buf);
         }
-        let follows = std::mem::replace(&mut self.raw_end, addr + buf.len() as u64) == addr;
+        let end = std::mem::replace(&mut self.raw_end, addr + buf.len() as u64);
+        let follows = self.continues(end, addr);
         if follows && buf.len() < HELD_BELOW {
-            return self.hold(addr, buf, config.writeback);
+            return self.hold(end, addr, buf, config.writeback);
         }
         self.write_held()?;
         let fd = self.raw_fd();
@@ -349,19 +368,24 @@ impl PosixFile {
         Ok(())
     }
 
-    /// Keeps `buf`, bound for `addr` right after the bytes held (if any), and writes what is
+    /// Keeps `buf`, bound for `addr` and continuing the raw write that ended at `from` (right
+    /// there, or past padding: `continues`), with zeros for that padding, and writes what is
     /// held up to the last multiple of `HELD_PIECE` it now reaches.
-    fn hold(&mut self, addr: u64, buf: &[u8], writeback: bool) -> io::Result<()> {
-        let held = &self.held;
-        let continues = held.at + held.bytes.len() as u64 == addr && held.writeback == writeback;
-        if !held.bytes.is_empty() && !continues {
+    fn hold(&mut self, from: u64, addr: u64, buf: &[u8], writeback: bool) -> io::Result<()> {
+        let held_end = self.held.at + self.held.bytes.len() as u64;
+        let continues = held_end == from && self.held.writeback == writeback;
+        if !self.held.bytes.is_empty() && !continues {
             self.write_held()?;
         }
         if self.held.bytes.is_empty() {
-            self.held.at = addr;
+            self.held.at = from;
             self.held.writeback = writeback;
             self.held.bytes.reserve(HELD_PIECE as usize + HELD_BELOW);
         }
+        let padding = addr - (self.held.at + self.held.bytes.len() as u64);
+        self.held
+            .bytes
+            .resize(self.held.bytes.len() + padding as usize, 0);
         self.held.bytes.extend_from_slice(buf);
         self.eof = self.eof.max(addr + buf.len() as u64);
         let at = self.held.at;
@@ -603,6 +627,55 @@ mod tests {
         assert_eq!(on_disk(), at(i + 4));
         drop(f);
         assert_eq!(on_disk(), at(i + 6));
+    }
+
+    /// Chunks each starting on a 4 KiB boundary, as in a compressed subfile: held together
+    /// across the padding between them only where the file was told the gaps are padding
+    /// (elsewhere a gap may be someone else's bytes), the padding written as zeros.
+    #[test]
+    fn aligned_small_writes_are_held_across_padding_only_where_gaps_are_padding() {
+        let d = tempfile::tempdir().unwrap();
+        let config = Config::default();
+        let chunk = |i: u64| vec![(i % 251) as u8 + 1; 300_000];
+        let at = |i: u64| 4096 + i * 303_104; // 300 000 bytes rounded up to 4 KiB
+        for padded in [false, true] {
+            let path = d.path().join(format!("f{padded}"));
+            std::fs::write(&path, vec![0xeeu8; 4096 * 1000]).unwrap();
+            let mut f = PosixFile::open(
+                path.to_str().unwrap(),
+                OpenMode {
+                    write: true,
+                    ..Default::default()
+                },
+            )
+            .unwrap();
+            if padded {
+                f.gaps_are_padding();
+            }
+            for i in 0..10 {
+                f.write_raw(at(i), &chunk(i), &config).unwrap();
+            }
+            let written = |f: &PosixFile| f.held.bytes.is_empty();
+            match padded {
+                true => assert!(!written(&f), "held across the padding"),
+                false => assert!(written(&f), "a gap that is not padding ends what is held"),
+            }
+            f.write_held().unwrap();
+            drop(f);
+            let back = std::fs::read(&path).unwrap();
+            for i in 0..10 {
+                let (a, end) = (at(i) as usize, at(i) as usize + 300_000);
+                assert!(back[a..end] == chunk(i)[..], "chunk {i}");
+                if i == 9 {
+                    break;
+                }
+                let gap = &back[end..at(i + 1) as usize];
+                match padded {
+                    true => assert!(gap.iter().all(|&b| b == 0), "padding {i} zeroed"),
+                    false => assert!(gap.iter().all(|&b| b == 0xee), "gap {i} untouched"),
+                }
+            }
+        }
     }
 
     #[test]

@@ -13,7 +13,7 @@ use crate::dtype::Dtype;
 use crate::geometry::tile::Tile;
 use crate::platform::device::Buffer;
 use crate::platform::hdf5::{self, Dataset, File, Plist, Space};
-use crate::platform::tile_bytes::{write_runs, Durability, Run};
+use crate::platform::tile_bytes::{write_runs, Durability, Gaps, Run};
 use crate::status::{fail, Result, H5TILE_ERR_HDF5};
 use std::path::Path;
 
@@ -121,5 +121,5 @@ pub fn write_tile(
             len,
         })
         .collect();
-    write_runs(path, &runs, buf, durability)
+    write_runs(path, &runs, Gaps::Others, buf, durability)
 }

@@ -19,7 +19,7 @@ use crate::geometry::tile::Tile;
 use crate::platform::codecs::Compression;
 use crate::platform::device::Buffer;
 use crate::platform::hdf5::{self, Dataset, File, Plist, Space};
-use crate::platform::tile_bytes::{write_runs, Durability, Run};
+use crate::platform::tile_bytes::{write_runs, Durability, Gaps, Run};
 use crate::status::{fail, Error, Result, H5TILE_ERR_HDF5};
 use std::path::Path;
 
@@ -221,7 +221,7 @@ pub fn write_chunks(
         true => Durability::SyncLater,
         false => Durability::Never,
     };
-    write_runs(path, &runs, Buffer::Host(stored), durability)
+    write_runs(path, &runs, Gaps::Padding, Buffer::Host(stored), durability)
 }
 
 /// Writes one tile's `len` bytes from `buf` at `data_offset` of the subfile `path`: from host
@@ -245,7 +245,7 @@ pub fn write_tile(
         true => Durability::SyncLater,
         false => Durability::Never,
     };
-    write_runs(path, &[run], buf, durability)
+    write_runs(path, &[run], Gaps::Others, buf, durability)
 }
 
 /// Writes the stamp of write `generation` into the user block of the subfile `path`.

@@ -69,8 +69,9 @@ pub fn write_compressed_tile(
     let (file, dset) = {
         let _l = hdf5::lock();
         let dcpl = Plist::chunked_filtered(&chunks.shape, &pipeline)?;
-        // Chunks of a few hundred KiB each: 2 MiB apart they would spread the file out.
-        create_tile_file(path, dtype, tile, buf, durability, &dcpl, 4096)?
+        // The chunks one right after the other, unaligned: the driver then holds them and
+        // writes them 8 MiB at a time (aligned, each would be a write of its own).
+        create_tile_file(path, dtype, tile, buf, durability, &dcpl, 1)?
     };
     // The lock is taken for each chunk's write only: other threads use HDF5 meanwhile.
     let summary = encode_tile(&chunks, &pipeline, dtype, buf, io_threads(), |i, stored| {
@@ -242,5 +243,49 @@ mod tests {
             .unwrap();
             assert!(back == bytes);
         }
+    }
+
+    /// A compressed tile's chunks lie one right after the other, so the driver holds them and
+    /// writes them together: aligned, each chunk would be a write of its own.
+    #[test]
+    fn a_compressed_tile_s_chunks_lie_one_right_after_the_other() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("t.h5");
+        let tile = Tile::new(vec![0, 0], vec![1024, 1024]);
+        // Varied enough that no chunk compresses to a multiple of 4 KiB by chance.
+        let bytes: Vec<u8> = (0..1024 * 1024u64)
+            .flat_map(|i| ((i * i) % 1000 + i / 512).to_le_bytes())
+            .collect();
+        let compression = Compression::new(crate::platform::codecs::Codec::Zstd, 1, true).unwrap();
+        let buf = Buffer::Host(&bytes);
+        let global = [1024, 1024];
+        write_compressed_tile(
+            &path,
+            Dtype::Float64,
+            &tile,
+            &global,
+            buf,
+            Durability::Never,
+            compression,
+        )
+        .unwrap();
+        let chunks = Chunks::new(&tile.shape, 8, CHUNK_BYTES);
+        assert!(chunks.count() >= 8, "{}", chunks.count());
+        let f = File::open_read(&path).unwrap();
+        let dset = Dataset::open(&f, TILE_DATASET).unwrap();
+        let stored: Vec<_> = (0..chunks.count())
+            .map(|i| dset.stored_chunk(&chunks.offset(i)).unwrap().unwrap())
+            .collect();
+        let next_to = stored
+            .windows(2)
+            .filter(|c| c[0].addr + c[0].size == c[1].addr)
+            .count();
+        // HDF5 may put a block of its own metadata between two of them, now and then.
+        assert!(
+            next_to + 1 >= stored.len() - 1,
+            "{next_to} of {}: {stored:?}",
+            stored.len() - 1
+        );
+        assert!(stored.iter().any(|c| c.addr % 4096 != 0), "{stored:?}");
     }
 }

@@ -28,10 +28,27 @@ pub struct Run {
     pub len: usize,
 }
 
+/// What lies in the file between the runs of one write.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Gaps {
+    /// Other writers' bytes (the single-file layout's rows of other ranks), never touched.
+    Others,
+    /// Nothing: the file's every allocation starts on a 4 KiB boundary (a compressed
+    /// subfile), so the bytes from a run's end to the next boundary belong to no one. Short runs
+    /// starting there are written together with zeros between them (`gaps_are_padding`).
+    Padding,
+}
+
 /// Writes each of `runs` from `buf` into the existing file `path`, then makes the file as
 /// durable as `durability` says. A host buffer too short for the runs is refused before the
 /// file is touched.
-pub fn write_runs(path: &Path, runs: &[Run], buf: Buffer, durability: Durability) -> Result<()> {
+pub fn write_runs(
+    path: &Path,
+    runs: &[Run],
+    gaps: Gaps,
+    buf: Buffer,
+    durability: Durability,
+) -> Result<()> {
     let route = buf.route();
     // Whether a sync is to come, here or later: `Route::write_config` prepares for it.
     let synced = durability != Durability::Never;
@@ -48,6 +65,9 @@ pub fn write_runs(path: &Path, runs: &[Run], buf: Buffer, durability: Durability
             };
             let mut file = h5tile_gds::PosixFile::open(&path.to_string_lossy(), mode)
                 .map_err(|e| Error::io("cannot open", path, &e))?;
+            if gaps == Gaps::Padding {
+                file.gaps_are_padding();
+            }
             let config = route.write_config(synced);
             for run in runs {
                 let at = run.buf_at as usize;
@@ -125,7 +145,7 @@ mod tests {
             Durability::SyncLater,
             Durability::Never,
         ] {
-            write_runs(&path, &runs, Buffer::Host(&bytes), durability).unwrap();
+            write_runs(&path, &runs, Gaps::Others, Buffer::Host(&bytes), durability).unwrap();
             let mut want = vec![b'.'; 34];
             want[2..5].copy_from_slice(b"abc");
             want[10..14].copy_from_slice(b"defg");
@@ -140,7 +160,14 @@ mod tests {
         let path = d.path().join("f");
         std::fs::write(&path, [0u8; 8]).unwrap();
         let runs = [run(0, 0, 4), run(4, 4, 4)];
-        let e = write_runs(&path, &runs, Buffer::Host(&[1; 6]), Durability::Never).unwrap_err();
+        let e = write_runs(
+            &path,
+            &runs,
+            Gaps::Others,
+            Buffer::Host(&[1; 6]),
+            Durability::Never,
+        )
+        .unwrap_err();
         assert_eq!(e.status, H5TILE_ERR_INVALID_ARGUMENT);
         assert_eq!(e.message, "a buffer of 6 bytes for a tile of 8");
         assert_eq!(std::fs::read(&path).unwrap(), [0u8; 8]);
@@ -153,6 +180,7 @@ mod tests {
         let e = write_runs(
             &path,
             &[run(0, 0, 1)],
+            Gaps::Others,
             Buffer::Host(&[1]),
             Durability::SyncNow,
         )
