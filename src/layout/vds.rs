@@ -257,15 +257,14 @@ mod tests {
             .flat_map(|i| ((i * i) % 1000 + i / 512).to_le_bytes())
             .collect();
         let compression = Compression::new(crate::platform::codecs::Codec::Zstd, 1, true).unwrap();
-        let buf = Buffer::Host(&bytes);
-        let global = [1024, 1024];
+        let (buf, global, never) = (Buffer::Host(&bytes), [1024, 1024], Durability::Never);
         write_compressed_tile(
             &path,
             Dtype::Float64,
             &tile,
             &global,
             buf,
-            Durability::Never,
+            never,
             compression,
         )
         .unwrap();
