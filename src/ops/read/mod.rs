@@ -134,8 +134,11 @@ pub fn inspect(path: &Path, dataset: &str) -> Result<(Dtype, Vec<u64>)> {
     Ok((dtype, shape))
 }
 
-/// How many times a read starts over because its file was replaced while it was read.
+/// How many times a read starts over because its file was replaced while it was read, and
+/// for how long at least: a burst of commits (a writer saving several datasets, or a loaded
+/// machine where a read takes longer than a commit) is waited out rather than failed.
 const REPLACED_RETRIES: usize = 10;
+const REPLACED_PATIENCE: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// Which version of the file at `path` is there now: its device, inode and change time (a
 /// commit renames a new file over the old one), 0 when there is none.
@@ -156,14 +159,25 @@ fn file_version(path: &Path) -> u64 {
 /// file all read the same version; then agrees on the outcome. A write that commits while a
 /// read is in progress makes the read start over on the new version, so a read never mixes
 /// versions and never fails because the writer removed the version it started on (it does so
-/// right after its commit). After `REPLACED_RETRIES` such replacements in a row the read fails
-/// rather than return a mixture.
+/// right after its commit). After `REPLACED_RETRIES` such replacements in a row, once
+/// `REPLACED_PATIENCE` has passed, the read fails rather than return a mixture.
 pub(crate) fn on_one_version<T>(
     comm: &Comm,
     path: &Path,
+    part: impl FnMut() -> Result<T>,
+) -> Result<T> {
+    on_one_version_within(comm, path, (REPLACED_RETRIES, REPLACED_PATIENCE), part)
+}
+
+/// `on_one_version`, giving up after `retries` replacements in a row and `patience`.
+fn on_one_version_within<T>(
+    comm: &Comm,
+    path: &Path,
+    (retries, patience): (usize, std::time::Duration),
     mut part: impl FnMut() -> Result<T>,
 ) -> Result<T> {
     use std::os::unix::ffi::OsStrExt;
+    let started = std::time::Instant::now();
     let mut name = Fnv::default();
     name.bytes(path.as_os_str().as_bytes());
     let name = name.value();
@@ -172,10 +186,18 @@ pub(crate) fn on_one_version<T>(
         let before = file_version(path);
         let local = catch_panic(&mut part);
         let unchanged = file_version(path) == before;
-        // Minimum over ranks of [unchanged, name, !name, version, !version]: one allreduce
-        // tells whether some rank saw a change, whether all read one file, and if so whether
-        // all started on one version of it.
-        let mut seen = [u64::from(unchanged), name, !name, before, !before];
+        let patient = replaced < retries || started.elapsed() < patience;
+        // Minimum over ranks of [unchanged, name, !name, version, !version, patient]: one
+        // allreduce tells whether some rank saw a change, whether all read one file, and if so
+        // whether all started on one version of it, and whether every rank would try again.
+        let mut seen = [
+            u64::from(unchanged),
+            name,
+            !name,
+            before,
+            !before,
+            u64::from(patient),
+        ];
         comm.all_min(&mut seen);
         let same_file = seen[1] == !seen[2];
         let mut whole = seen[0] == 1 && (!same_file || seen[3] == !seen[4]);
@@ -191,7 +213,7 @@ pub(crate) fn on_one_version<T>(
             return comm.agree(local);
         }
         replaced += 1;
-        if replaced > REPLACED_RETRIES {
+        if seen[5] == 0 {
             let whole = local.and_then(|_| {
                 fail(
                     H5TILE_ERR_IO,
@@ -416,6 +438,52 @@ mod tests {
     use super::*;
     use crate::ops::write::Layout;
     use crate::testkit::write_grid_in;
+
+    /// A read whose file is replaced under it starts over: through a burst of replacements
+    /// longer than the retries but shorter than the patience, it reads the last version; under
+    /// replacements that never stop it fails, once both are spent, as an I/O error.
+    #[test]
+    fn a_read_waits_out_a_burst_of_replacements_and_gives_up_on_endless_ones() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("f.h5");
+        let replace = |v: u32| {
+            let next = d.path().join("next");
+            std::fs::write(&next, v.to_le_bytes()).unwrap();
+            std::fs::rename(&next, &path).unwrap();
+        };
+        replace(0);
+        let read = || u32::from_le_bytes(std::fs::read(&path).unwrap().try_into().unwrap());
+        let within = (2, std::time::Duration::from_millis(300));
+        let mut attempts = 0;
+        let got = on_one_version_within(&Comm::solo(), &path, within, || {
+            attempts += 1;
+            let v = read();
+            if attempts <= 6 {
+                replace(attempts);
+            }
+            Ok(v)
+        });
+        assert_eq!(got.unwrap(), 6, "the version that stayed");
+        assert_eq!(attempts, 7);
+        let start = std::time::Instant::now();
+        let mut attempts = 0;
+        let e = on_one_version_within(&Comm::solo(), &path, within, || {
+            attempts += 1;
+            replace(attempts);
+            Ok(())
+        })
+        .unwrap_err();
+        assert_eq!(e.status, crate::status::H5TILE_ERR_IO);
+        assert!(
+            e.message.contains("replaced by newer writes"),
+            "{}",
+            e.message
+        );
+        assert!(
+            start.elapsed() >= within.1 && attempts > within.0 as u32,
+            "{attempts}"
+        );
+    }
 
     #[test]
     fn a_file_removed_while_it_is_opened_is_not_found() {
