@@ -888,6 +888,7 @@ READ_PAIRS = 5
 # Unsynced writes of each kind a round: their rounds scatter over 2-3x here (page allocation),
 # and the target is on the fastest, so a few more of them make it steadier.
 NOSYNC_TURNS = 2
+
 # What the compression section writes: label -> (H5TILE_COMPRESSION, shuffled).
 ZSTD1 = "zstd:1 + shuffle"
 # The layouts the checkpoint section writes (BENCH_LAYOUT of bench_h5tile).

@@ -205,7 +205,7 @@ const HELD_BELOW: usize = 4 << 20;
 const HELD_PIECE: u64 = 8 << 20;
 
 /// Unsynced raw writes of at least this many bytes have their blocks allocated first
-/// (`allocate`).
+/// (`PosixFile::allocate_unsynced`).
 const ALLOCATE_FROM: usize = 1 << 20;
 
 /// Whether the file system behind `fd` allocates a range's blocks at once with `fallocate`
@@ -219,12 +219,6 @@ fn allocates_ahead(fd: i32) -> bool {
     const XFS: i64 = 0x5846_5342;
     let mut st: libc::statfs = unsafe { std::mem::zeroed() };
     unsafe { libc::fstatfs(fd, &mut st) == 0 && matches!(st.f_type as i64, EXT4 | XFS) }
-}
-
-/// Gives the `len` bytes at `addr` their blocks before they are written (`allocates_ahead`).
-/// Only a hint: a failure (a full disk, say) is the write's to report.
-fn allocate(fd: i32, addr: u64, len: usize) {
-    unsafe { libc::fallocate(fd, 0, addr as libc::off_t, len as libc::off_t) };
 }
 
 /// Asks the kernel to start writing `len` bytes at `addr` to disk, without waiting. Only a
@@ -322,6 +316,17 @@ impl PosixFile {
         end == addr || (self.padded && addr > end && addr == end.next_multiple_of(align))
     }
 
+    /// Gives the `len` bytes at `addr` their blocks before they are written, where the file
+    /// system allocates ahead (`allocates_ahead`), the write is large and nothing syncs the
+    /// file soon (`synced`: its writeback starts as it is written, which gained nothing from
+    /// this). Only a hint: a failure (a full disk, say) is the write's to report.
+    fn allocate_unsynced(&self, addr: u64, len: usize, synced: bool) {
+        if self.allocates && !synced && len >= ALLOCATE_FROM {
+            let (at, len) = (addr as libc::off_t, len as libc::off_t);
+            unsafe { libc::fallocate(self.raw_fd(), 0, at, len) };
+        }
+    }
+
     pub fn raw_fd(&self) -> i32 {
         self.fd.as_raw_fd()
     }
@@ -376,10 +381,8 @@ impl PosixFile {
             return self.hold(end, addr, buf, config.writeback);
         }
         self.write_held()?;
+        self.allocate_unsynced(addr, buf.len(), config.writeback);
         let fd = self.raw_fd();
-        if self.allocates && !config.writeback && buf.len() >= ALLOCATE_FROM {
-            allocate(fd, addr, buf.len());
-        }
         let small = buf.len() < WRITEBACK_BATCH as usize;
         let workers = in_pieces(buf.len(), config.block, config.threads, |a, b| {
             pwrite_full(fd, addr + a as u64, &buf[a..b])?;
@@ -442,9 +445,7 @@ impl PosixFile {
 
     /// Writes the first `n` bytes held, which belong at `at`.
     fn write_out(&mut self, at: u64, n: usize) -> io::Result<()> {
-        if self.allocates && !self.held.writeback && n >= ALLOCATE_FROM {
-            allocate(self.raw_fd(), at, n);
-        }
+        self.allocate_unsynced(at, n, self.held.writeback);
         pwrite_full(self.raw_fd(), at, &self.held.bytes[..n])?;
         if self.held.writeback {
             self.batch_writeback(at, at + n as u64);
@@ -697,12 +698,11 @@ mod tests {
             drop(f);
             let back = std::fs::read(&path).unwrap();
             for i in 0..10 {
-                let (a, end) = (at(i) as usize, at(i) as usize + 300_000);
-                assert!(back[a..end] == chunk(i)[..], "chunk {i}");
-                if i == 9 {
-                    break;
-                }
-                let gap = &back[end..at(i + 1) as usize];
+                let a = at(i) as usize;
+                assert!(back[a..a + 300_000] == chunk(i)[..], "chunk {i}");
+            }
+            for i in 0..9 {
+                let gap = &back[at(i) as usize + 300_000..at(i + 1) as usize];
                 match padded {
                     true => assert!(gap.iter().all(|&b| b == 0), "padding {i} zeroed"),
                     false => assert!(gap.iter().all(|&b| b == 0xee), "gap {i} untouched"),
