@@ -147,38 +147,22 @@ static int open_common(int dirfd, const char *path, int flags, mode_t mode, int 
     return f(path, flags, mode);
 }
 
-static mode_t mode_arg(int flags, va_list ap) {
-    return (flags & (O_CREAT | O_TMPFILE)) ? (mode_t)va_arg(ap, int) : 0;
-}
+/* The mode argument open(2) takes only with O_CREAT or O_TMPFILE, read from the caller's
+ * variadic arguments after `flags` (a GNU statement expression, so va_start runs in the
+ * caller's frame). */
+#define MODE_AFTER(flags)                                                      \
+    ({                                                                         \
+        va_list ap_;                                                           \
+        va_start(ap_, flags);                                                  \
+        int m_ = ((flags) & (O_CREAT | O_TMPFILE)) ? va_arg(ap_, int) : 0;     \
+        va_end(ap_);                                                           \
+        (mode_t)m_;                                                            \
+    })
 
-int open(const char *path, int flags, ...) {
-    va_list ap;
-    va_start(ap, flags);
-    mode_t m = mode_arg(flags, ap);
-    va_end(ap);
-    return open_common(AT_FDCWD, path, flags, m, 0, 0);
-}
-int open64(const char *path, int flags, ...) {
-    va_list ap;
-    va_start(ap, flags);
-    mode_t m = mode_arg(flags, ap);
-    va_end(ap);
-    return open_common(AT_FDCWD, path, flags, m, 0, 1);
-}
-int openat(int dirfd, const char *path, int flags, ...) {
-    va_list ap;
-    va_start(ap, flags);
-    mode_t m = mode_arg(flags, ap);
-    va_end(ap);
-    return open_common(dirfd, path, flags, m, 1, 0);
-}
-int openat64(int dirfd, const char *path, int flags, ...) {
-    va_list ap;
-    va_start(ap, flags);
-    mode_t m = mode_arg(flags, ap);
-    va_end(ap);
-    return open_common(dirfd, path, flags, m, 1, 1);
-}
+int open(const char *path, int flags, ...) { return open_common(AT_FDCWD, path, flags, MODE_AFTER(flags), 0, 0); }
+int open64(const char *path, int flags, ...) { return open_common(AT_FDCWD, path, flags, MODE_AFTER(flags), 0, 1); }
+int openat(int dirfd, const char *path, int flags, ...) { return open_common(dirfd, path, flags, MODE_AFTER(flags), 1, 0); }
+int openat64(int dirfd, const char *path, int flags, ...) { return open_common(dirfd, path, flags, MODE_AFTER(flags), 1, 1); }
 int creat(const char *path, mode_t mode) { return open(path, O_CREAT | O_WRONLY | O_TRUNC, mode); }
 int creat64(const char *path, mode_t mode) { return open64(path, O_CREAT | O_WRONLY | O_TRUNC, mode); }
 

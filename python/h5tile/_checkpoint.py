@@ -15,7 +15,7 @@ import ctypes
 import os
 from concurrent.futures import Future
 from types import TracebackType
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from ._attributes import Attributes, attribute_name, attribute_value
 from ._collective import prepare_together
@@ -24,7 +24,12 @@ from ._dtypes import code_of
 from ._errors import H5TileError, InvalidArgumentError
 from ._library import check, failure, last_error, lib
 from ._pending import track
-from ._write import PlacedTile, encode_name, encode_path, place_tile, write_options
+from ._write import (
+    PlacedTile, WriteKeywords, c_write_options, encode_name, encode_path, place_tile,
+)
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 # How the library words a checkpoint marked failed (`h5tile_checkpoint_fail`).
 _FAILED = "the checkpoint failed on this rank before its commit: "
@@ -81,21 +86,12 @@ class Checkpoint:
         self,
         path: str | os.PathLike[str] | bytes,
         comm: Any = None,
-        *,
-        layout: str = "vds",
-        overwrite: bool = True,
-        sync: bool = True,
-        keep_others: bool = False,
-        allow_partial: bool = False,
-        ranks_per_file: int = 0,
-        compression: Any = None,
-        shuffle: bool = False,
+        **write_options: Unpack[WriteKeywords],
     ) -> None:
         handle = fortran_handle(comm)
 
         def begin(out: Any) -> int:
-            opts = write_options(layout, overwrite, sync, keep_others, allow_partial,
-                                 ranks_per_file, compression, shuffle)
+            opts = c_write_options(write_options, "Checkpoint")
             return int(lib.h5tile_checkpoint_begin_f(handle, encode_path(path), ctypes.byref(opts), out))
 
         self._open(path, comm, handle, begin)

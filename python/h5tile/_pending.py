@@ -18,11 +18,14 @@ import ctypes
 import os
 import threading
 from concurrent.futures import Future
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from ._comm import fortran_handle
 from ._library import failure, last_error, lib
-from ._write import prepare_write
+from ._write import WriteKeywords, prepare_write
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 _lock = threading.Lock()
 _started: list[_Pending] = []  # since the last fence, oldest first
@@ -82,14 +85,7 @@ def to_file_async(
     comm: Any = None,
     global_shape: Sequence[int] | None = None,
     offset: Sequence[int] | None = None,
-    layout: str = "vds",
-    overwrite: bool = True,
-    sync: bool = True,
-    keep_others: bool = False,
-    allow_partial: bool = False,
-    ranks_per_file: int = 0,
-    compression: Any = None,
-    shuffle: bool = False,
+    **write_options: Unpack[WriteKeywords],
 ) -> Future[None]:
     """`to_file` that returns at once with a `concurrent.futures.Future`, while the write runs
     in the background (with a communicator, only where MPI runs at MPI_THREAD_MULTIPLE,
@@ -97,10 +93,7 @@ def to_file_async(
     `array` until the write ends: do not modify the array meanwhile. Its `result()` raises
     what `to_file` would have. Arguments a rank can check alone are checked here. Writes to
     one path run in the order they were started."""
-    options = dict(layout=layout, overwrite=overwrite, sync=sync, keep_others=keep_others,
-                   allow_partial=allow_partial, ranks_per_file=ranks_per_file,
-                   compression=compression, shuffle=shuffle)
-    call = prepare_write(array, path, dataset_name, comm, global_shape, offset, options,
+    call = prepare_write(array, path, dataset_name, comm, global_shape, offset, write_options,
                          lib.h5tile_write_async_f)
     request = ctypes.c_void_p()
     status = lib.h5tile_write_async_f(*call.args(), ctypes.byref(request))

@@ -7,7 +7,7 @@ from __future__ import annotations
 import ctypes
 import operator
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import _constants as C
 from ._checkpoint import Checkpoint
@@ -15,7 +15,10 @@ from ._comm import fortran_handle
 from ._errors import InvalidArgumentError
 from ._library import check, lib
 from ._options import SeriesOptions
-from ._write import encode_path, write_options
+from ._write import WriteKeywords, c_write_options, encode_path
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 _PATH_BYTES = 1 << 16  # room for the path `latest` returns
 
@@ -54,15 +57,7 @@ class Series:
         comm: Any = None,
         keep_last: int | None = None,
         keep_every: int | None = None,
-        *,
-        layout: str = "vds",
-        overwrite: bool = True,
-        sync: bool = True,
-        keep_others: bool = False,
-        allow_partial: bool = False,
-        ranks_per_file: int = 0,
-        compression: Any = None,
-        shuffle: bool = False,
+        **write_options: Unpack[WriteKeywords],
     ) -> None:
         self.directory = directory
         self.comm = comm
@@ -72,8 +67,7 @@ class Series:
         check(lib.h5tile_series_options_init(ctypes.byref(self._retention), ctypes.sizeof(self._retention)))
         self._retention.keep_last = _count(keep_last, "keep_last")
         self._retention.keep_every = _count(keep_every, "keep_every")
-        self._options = write_options(layout, overwrite, sync, keep_others, allow_partial,
-                                      ranks_per_file, compression, shuffle)
+        self._options = c_write_options(write_options, "Series")
 
     def path_of(self, step: int) -> str:
         """The file of the checkpoint of `step` (whether or not it exists)."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ctypes
 import os
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence, TypedDict
 
 from . import _constants as C
 from ._arrays import Buffer, buffer_of
@@ -55,10 +55,35 @@ def compression_of(compression: Any) -> tuple[int, int]:
     return codec, value
 
 
-def write_options(
-    layout: str, overwrite: bool, sync: bool, keep_others: bool, allow_partial: bool,
-    ranks_per_file: int, compression: Any, shuffle: bool = False,
-) -> WriteOptions:
+class WriteKeywords(TypedDict, total=False):
+    """The write options, by keyword: those of `to_file`, which `Checkpoint` and `Series`
+    take as `**write_options`."""
+
+    layout: str
+    overwrite: bool
+    sync: bool
+    keep_others: bool
+    allow_partial: bool
+    ranks_per_file: int
+    compression: Any
+    shuffle: bool
+
+
+# `to_file`'s defaults, for the callers that take the write options as `**write_options`.
+_WRITE_DEFAULTS: WriteKeywords = {
+    "layout": "vds", "overwrite": True, "sync": True, "keep_others": False,
+    "allow_partial": False, "ranks_per_file": 0, "compression": None, "shuffle": False,
+}
+
+
+def c_write_options(given: Mapping[str, Any], caller: str) -> WriteOptions:
+    """The C options for the write keywords `given` (`to_file`'s defaults for the others); one
+    it does not know is a TypeError naming `caller`, as Python words its own."""
+    unknown = sorted(given.keys() - _WRITE_DEFAULTS.keys())
+    if unknown:
+        raise TypeError(f"{caller}() got an unexpected keyword argument {unknown[0]!r}")
+    o: dict[str, Any] = {**_WRITE_DEFAULTS, **given}
+    layout, compression = o["layout"], o["compression"]
     codec, level = compression_of(compression)
     if layout not in LAYOUTS:
         raise InvalidArgumentError(f"layout={layout!r}: choose one of {', '.join(map(repr, LAYOUTS))}")
@@ -66,13 +91,13 @@ def write_options(
     check(lib.h5tile_write_options_init(ctypes.byref(opts), ctypes.sizeof(opts)))
     opts.layout = LAYOUTS[layout]
     opts.flags = (
-        (0 if overwrite else C.H5TILE_NO_OVERWRITE)
-        | (C.H5TILE_KEEP_OTHERS if keep_others else 0)
-        | (0 if sync else C.H5TILE_NO_SYNC)
-        | (C.H5TILE_ALLOW_PARTIAL if allow_partial else 0)
-        | (C.H5TILE_SHUFFLE if shuffle else 0)
+        (0 if o["overwrite"] else C.H5TILE_NO_OVERWRITE)
+        | (C.H5TILE_KEEP_OTHERS if o["keep_others"] else 0)
+        | (0 if o["sync"] else C.H5TILE_NO_SYNC)
+        | (C.H5TILE_ALLOW_PARTIAL if o["allow_partial"] else 0)
+        | (C.H5TILE_SHUFFLE if o["shuffle"] else 0)
     )
-    opts.ranks_per_file = ranks_per_file
+    opts.ranks_per_file = o["ranks_per_file"]
     opts.compression = codec
     opts.compression_level = level
     return opts
@@ -137,30 +162,33 @@ def place_tile(
 
 def _prepare(
     handle: int, array: Any, path: Any, dataset_name: Any, comm: Any,
-    global_shape: Sequence[int] | None, offset: Sequence[int] | None, options: dict[str, Any],
+    global_shape: Sequence[int] | None, offset: Sequence[int] | None, options: Mapping[str, Any],
+    caller: str,
 ) -> WriteCall:
-    opts = write_options(**options)
+    opts = c_write_options(options, caller)
     tile = place_tile(array, comm, global_shape, offset)
     return WriteCall(handle, encode_path(path), encode_name(dataset_name), tile, opts)
 
 
 def prepare_write(
     array: Any, path: Any, dataset_name: Any, comm: Any, global_shape: Sequence[int] | None,
-    offset: Sequence[int] | None, options: dict[str, Any], entry: Any,
+    offset: Sequence[int] | None, options: Mapping[str, Any], entry: Any,
 ) -> WriteCall:
     """The checked arguments of a write through `entry` (the C function the caller will
     call); a rank that cannot make them calls `entry` refused, so that every rank fails."""
     handle = fortran_handle(comm)
+    is_async = entry is lib.h5tile_write_async_f
+    caller = "to_file_async" if is_async else "to_file"
 
     def join(error: BaseException) -> None:
         code, ndim = poisoned(error)
-        extra = (ctypes.byref(ctypes.c_void_p()),) if entry is lib.h5tile_write_async_f else ()
+        extra = (ctypes.byref(ctypes.c_void_p()),) if is_async else ()
         entry(handle, b"?", b"?", code, ndim, None, None, None, None, None, *extra)
 
-    return prepare_together(
-        comm, lambda: _prepare(handle, array, path, dataset_name, comm, global_shape, offset, options),
-        join,
-    )
+    def prepare() -> WriteCall:
+        return _prepare(handle, array, path, dataset_name, comm, global_shape, offset, options, caller)
+
+    return prepare_together(comm, prepare, join)
 
 
 def to_file(

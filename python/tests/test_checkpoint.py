@@ -261,6 +261,9 @@ def test_errors_have_their_exact_class_and_write_nothing(scratch: Path) -> None:
         h5tile.Checkpoint(scratch / "a.h5", layout="tiles")
     with pytest.raises(h5tile.InvalidArgumentError, match="compression='brotli'"):
         h5tile.Checkpoint(scratch / "a.h5", compression="brotli")
+    # A misspelled write option is Python's own TypeError, naming the class and the keyword.
+    with pytest.raises(TypeError, match=r"^Checkpoint\(\) got an unexpected keyword argument 'layuot'$"):
+        h5tile.Checkpoint(scratch / "a.h5", layuot="single")  # type: ignore[call-arg]
     assert tree(scratch) == {}
     # overwrite=False and an existing file: FileExistsError, the file untouched.
     h5tile.to_file(P, scratch / "a.h5", "/p")
@@ -438,6 +441,8 @@ def test_bad_series_arguments(scratch: Path) -> None:
         h5tile.Series(scratch / "run", keep_last=True)
     with pytest.raises(h5tile.InvalidArgumentError, match="layout="):
         h5tile.Series(scratch / "run", layout="bogus")
+    with pytest.raises(TypeError, match=r"^Series\(\) got an unexpected keyword argument 'sink'$"):
+        h5tile.Series(scratch / "run", sink=False)  # type: ignore[call-arg]
     series = h5tile.Series(scratch / "run")
     with pytest.raises(h5tile.InvalidArgumentError, match="step -1"):
         series.save(-1)

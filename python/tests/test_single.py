@@ -16,7 +16,7 @@ import pytest
 
 import h5tile
 from conftest import DLPackOnly, tree
-from h5tile._write import write_options
+from h5tile._write import _WRITE_DEFAULTS, WriteKeywords
 
 DTYPES = [np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32,
           np.uint64, np.float16, np.float32, np.float64, np.complex64, np.complex128]
@@ -129,17 +129,17 @@ def test_overwrite_replaces_and_parent_folders_are_created(scratch: Path) -> Non
 
 
 def test_every_writer_takes_the_write_options_of_to_file() -> None:
-    # to_file, to_file_async, Checkpoint and Series each spell the write options out as
-    # keywords of their own (public signatures, so not shared): this keeps them the same.
-    def options(fn: object) -> list[tuple[str, object, object, object]]:
-        params = list(inspect.signature(fn).parameters.values())  # type: ignore[arg-type]
-        start = [p.name for p in params].index("layout")
-        return [(p.name, p.kind, p.default, p.annotation) for p in params[start:]]
-
-    want = options(h5tile.to_file)
+    # to_file spells the write options out as keywords (its public signature); to_file_async,
+    # Checkpoint and Series take them as **write_options, typed and defaulted as to_file's.
+    params = list(inspect.signature(h5tile.to_file).parameters.values())
+    start = [p.name for p in params].index("layout")
+    spelled = {p.name: p.default for p in params[start:]}
+    assert spelled == _WRITE_DEFAULTS
+    assert list(spelled) == list(WriteKeywords.__annotations__)
     for fn in (h5tile.to_file_async, h5tile.Checkpoint, h5tile.Series):
-        assert options(fn) == want, fn
-    assert [name for name, *_ in want] == list(inspect.signature(write_options).parameters)
+        last = list(inspect.signature(fn).parameters.values())[-1]
+        assert (last.name, last.kind) == ("write_options", inspect.Parameter.VAR_KEYWORD), fn
+        assert last.annotation == "Unpack[WriteKeywords]", fn
 
 
 def test_layouts_and_options(scratch: Path) -> None:
@@ -306,12 +306,14 @@ def test_bad_chunk_sizes_raise_value_error_when_called(scratch: Path, chunk_size
 def test_async_writes_keep_their_array_and_complete(scratch: Path) -> None:
     futures = []
     for k in range(4):
-        futures.append(h5tile.to_file_async(np.full((64, 64), float(k)), scratch / f"{k}.h5", "d"))
+        layout = "single" if k == 3 else "vds"  # the write options reach the library
+        futures.append(h5tile.to_file_async(np.full((64, 64), float(k)), scratch / f"{k}.h5", "d", layout=layout))
     gc.collect()  # the arrays live on in the futures' writes
     assert [f.result(timeout=60) for f in futures] == [None] * 4
     h5tile.fence()
     for k in range(4):
         assert np.array_equal(h5tile.from_file(scratch / f"{k}.h5", "d"), np.full((64, 64), float(k)))
+    assert (scratch / "2.h5.tiles").is_dir() and not (scratch / "3.h5.tiles").exists()
 
 
 def test_async_failures_reach_the_future_and_the_fence(scratch: Path) -> None:
@@ -328,6 +330,8 @@ def test_async_failures_reach_the_future_and_the_fence(scratch: Path) -> None:
     h5tile.fence()  # each failure is reported by one fence
     with pytest.raises(h5tile.DtypeError):  # what a rank can check alone fails at once
         h5tile.to_file_async(np.arange(3).astype(object), scratch / "c.h5", "d")
+    with pytest.raises(TypeError, match=r"^to_file_async\(\) got an unexpected keyword argument 'synk'$"):
+        h5tile.to_file_async(np.arange(3), scratch / "c.h5", "d", synk=False)  # type: ignore[call-arg]
     with pytest.raises(IsADirectoryError):
         h5tile.to_file_async(np.arange(3), scratch, "d").result(timeout=60)
     with pytest.raises(IsADirectoryError):

@@ -65,14 +65,8 @@ impl Handle {
     /// the end of the file are zeroed on the device.
     pub fn read(&self, addr: u64, dst: DevicePtr, len: usize) -> Result<(), String> {
         let _bound = dst.bind()?;
-        let step = |done: usize| unsafe {
-            cf::cuFileRead(
-                self.handle,
-                dst.addr as *mut c_void,
-                len - done,
-                (addr + done as u64) as libc::off_t,
-                done as libc::off_t,
-            )
+        let step = |left, at, done| unsafe {
+            cf::cuFileRead(self.handle, dst.addr as *mut c_void, left, at, done)
         };
         whole("cuFileRead", addr, len, step, |done| {
             dst.offset(done).zero(len - done)
@@ -82,14 +76,8 @@ impl Handle {
     /// Writes `len` bytes from `src` at file offset `addr`, looping on short writes.
     pub fn write(&self, addr: u64, src: DevicePtr, len: usize) -> Result<(), String> {
         let _bound = src.bind()?;
-        let step = |done: usize| unsafe {
-            cf::cuFileWrite(
-                self.handle,
-                src.addr as *const c_void,
-                len - done,
-                (addr + done as u64) as libc::off_t,
-                done as libc::off_t,
-            )
+        let step = |left, at, done| unsafe {
+            cf::cuFileWrite(self.handle, src.addr as *const c_void, left, at, done)
         };
         whole("cuFileWrite", addr, len, step, |done| {
             Err(format!(
@@ -100,18 +88,20 @@ impl Handle {
     }
 }
 
-/// Repeats `step(done)` (one cuFile call starting `done` bytes in, returning the bytes it
-/// moved) until `len` bytes have moved; `nothing(done)` says what a call moving none means.
+/// Repeats `step(left, file_offset, buffer_offset)` (one cuFile call for the `left` bytes
+/// that have not moved yet, returning the bytes it moved) until `len` bytes from file offset
+/// `addr` have moved; `nothing(done)` says what a call moving none means.
 fn whole(
     call: &str,
     addr: u64,
     len: usize,
-    step: impl Fn(usize) -> isize,
+    step: impl Fn(usize, libc::off_t, libc::off_t) -> isize,
     nothing: impl FnOnce(usize) -> Result<(), String>,
 ) -> Result<(), String> {
     let mut done = 0;
     while done < len {
-        match step(done) {
+        let at = (addr + done as u64) as libc::off_t;
+        match step(len - done, at, done as libc::off_t) {
             n if n < 0 => return Err(io_error(call, n, len - done, addr + done as u64)),
             0 => return nothing(done),
             n => done += n as usize,

@@ -13,7 +13,7 @@ use crate::dtype::Dtype;
 use crate::geometry::tile::Tile;
 use crate::layout::checksums::Recorded;
 use crate::layout::placement::Placement;
-use crate::layout::runs::{box_rows, box_runs};
+use crate::layout::runs::box_rows;
 use crate::layout::subfiles::check_stamp;
 use crate::layout::vds::{TileBytes, NO_OFFSET, TILE_DATASET};
 use crate::platform::device::{DeviceFile, DevicePtr, Route};
@@ -437,14 +437,7 @@ impl DirectReader {
                 .file_id(f)
                 .map_err(|e| missing(format!("cannot be read ({e})")))?;
             self.checked.reading_from(i, id);
-            let runs = box_runs(
-                &m.region.shape,
-                &src,
-                &want.shape,
-                &dst,
-                &common.shape,
-                elem,
-            );
+            let runs = m.runs(common, want, elem);
             let summed = SummedTile {
                 file: f,
                 tile: i,
@@ -530,16 +523,7 @@ impl DirectReader {
         let Some(tile) = self.compressed_tile(i, elem)? else {
             return Ok(None);
         };
-        let m = &self.mappings[i];
-        let (src, dst) = m.placement(common, want);
-        let runs = box_runs(
-            &m.region.shape,
-            &src,
-            &want.shape,
-            &dst,
-            &common.shape,
-            elem,
-        );
+        let runs = self.mappings[i].runs(common, want, elem);
         Ok(Some(Decode {
             mapping: i,
             tile,
@@ -752,17 +736,8 @@ impl DirectReader {
             })?;
         }
         for (i, common, path) in plan {
-            let m = &self.mappings[i];
-            let (src, at) = m.placement(&common, want);
             let mut file = DeviceFile::open(&path, route)?;
-            for (s, d, len) in crate::layout::runs::box_runs(
-                &m.region.shape,
-                &src,
-                &want.shape,
-                &at,
-                &common.shape,
-                elem,
-            ) {
+            for (s, d, len) in self.mappings[i].runs(&common, want, elem) {
                 file.read(tile_bytes[i].data_offset + s, dst.offset(d as usize), len)?;
             }
         }

@@ -3,6 +3,7 @@
 //! would read fill values in place of a lost tile), and the byte records h5tile's masters keep.
 
 use crate::geometry::tile::Tile;
+use crate::layout::runs::box_runs;
 use crate::layout::vds::{TileBytes, TILE_BYTES_ATTRIBUTE};
 use crate::platform::hdf5::{self, Dataset, File};
 use crate::status::{h5tile_status, Error, Result, H5TILE_ERR_CORRUPT, H5TILE_ERR_MISSING_TILE};
@@ -209,6 +210,20 @@ impl BlockMapping {
             .map(|a| self.source_offset[a] + common.offset[a] - self.region.offset[a])
             .collect();
         (src, common.offset_in(want))
+    }
+
+    /// `(byte in the source dataset, byte in the buffer, length)` runs copying `common` into a
+    /// buffer laid out as `want`, `elem` bytes per element (`layout::runs::box_runs`).
+    pub(super) fn runs(&self, common: &Tile, want: &Tile, elem: usize) -> Vec<(u64, u64, usize)> {
+        let (src, dst) = self.placement(common, want);
+        box_runs(
+            &self.region.shape,
+            &src,
+            &want.shape,
+            &dst,
+            &common.shape,
+            elem,
+        )
     }
 }
 

@@ -3,7 +3,9 @@
 //! out the offsets; every rank writes its tiles there; then the first rank syncs the file,
 //! once. Rank 0's master maps each dataset to its tiles' datasets in the subfiles.
 
-use super::messages::{decode, encode, Allocated, Encoded, Placed, PlacedIn, Planned, Reserved};
+use super::messages::{
+    decode, encode, Allocated, Encoded, Message, Placed, PlacedIn, Planned, Reserved,
+};
 use super::plan::{ndims, planned_here, Plan};
 use super::summing::summarized;
 use super::tile_files::subfile_key;
@@ -40,10 +42,7 @@ impl LayoutWriter for Subfiles {
         let gathered = group.gather_varcount_to_root(&encode(&mine));
         let ndims = ndims(ck);
         // Where every tile of the group goes, decided on its first rank.
-        let created = comm.agree_on(|| {
-            let Some(per_rank) = gathered else {
-                return Ok(Vec::new());
-            };
+        let allocated: Vec<Allocated> = decided_by_first(comm, &group, gathered, |per_rank| {
             let tiles: Vec<Planned> = per_rank
                 .iter()
                 .flat_map(|w| decode(w, &ndims[..]))
@@ -54,20 +53,13 @@ impl LayoutWriter for Subfiles {
             written.push(path.clone());
             let specs = specs_of(ck, &tiles);
             let bytes = subfiles::create(&path, plan.generation, &specs)?;
-            let allocated: Vec<Allocated> = tiles
-                .iter()
-                .zip(bytes)
-                .map(|(p, bytes)| Allocated {
-                    rank: p.rank,
-                    k: p.k,
-                    bytes,
-                })
-                .collect();
-            Ok(encode(&allocated))
+            let allocated = tiles.iter().zip(bytes).map(|(p, bytes)| Allocated {
+                rank: p.rank,
+                k: p.k,
+                bytes,
+            });
+            Ok(allocated.collect())
         })?;
-        let mut words = created;
-        group.broadcast_vec(&mut words);
-        let allocated: Vec<Allocated> = decode(&words, ());
         let placed = comm.agree_on(|| {
             let mut placed = Vec::new();
             let here = allocated.iter().filter(|a| a.rank == comm.rank());
@@ -87,11 +79,7 @@ impl LayoutWriter for Subfiles {
             }
             Ok(placed)
         })?;
-        // Every rank of the group has written: one sync covers them all.
-        comm.agree_on(|| match group.is_root() && sync && !allocated.is_empty() {
-            true => layout::sync_path(&path),
-            false => Ok(()),
-        })?;
+        sync_once(comm, &group, &path, sync && !allocated.is_empty())?;
         Ok(placed)
     }
 }
@@ -171,10 +159,9 @@ fn write_compressed(
     let gathered_sizes = group.gather_varcount_to_root(&encode(&sizes));
     let ndims = ndims(ck);
     // Where every chunk of the group goes, decided on its first rank.
-    let created = comm.agree_on(|| {
-        let (Some(per_rank), Some(sizes_per_rank)) = (gathered, gathered_sizes) else {
-            return Ok(Vec::new());
-        };
+    let gathered = gathered.zip(gathered_sizes);
+    let reserved: Vec<Reserved> = decided_by_first(comm, group, gathered, |per_rank| {
+        let (per_rank, sizes_per_rank) = per_rank;
         let tiles: Vec<Planned> = per_rank
             .iter()
             .flat_map(|w| decode(w, &ndims[..]))
@@ -189,7 +176,7 @@ fn write_compressed(
         let chunk_sizes: Vec<Vec<u64>> = sizes.iter().map(|e| e.sizes.clone()).collect();
         let placed =
             subfiles::create_compressed(path, plan.generation, &specs, &chunk_sizes, compression)?;
-        let reserved: Vec<Reserved> = tiles
+        let reserved = tiles
             .iter()
             .zip(placed)
             .map(|(p, (file_size, addrs))| Reserved {
@@ -197,13 +184,9 @@ fn write_compressed(
                 k: p.k,
                 file_size,
                 addrs,
-            })
-            .collect();
-        Ok(encode(&reserved))
+            });
+        Ok(reserved.collect())
     })?;
-    let mut words = created;
-    group.broadcast_vec(&mut words);
-    let reserved: Vec<Reserved> = decode(&words, ());
     let placed = comm.agree_on(|| {
         let mut placed = Vec::new();
         let here = reserved.iter().filter(|r| r.rank == comm.rank());
@@ -222,12 +205,34 @@ fn write_compressed(
         }
         Ok(placed)
     })?;
-    // Every rank of the group has written: one sync covers them all.
-    comm.agree_on(|| match group.is_root() && sync && !reserved.is_empty() {
+    sync_once(comm, group, path, sync && !reserved.is_empty())?;
+    Ok(placed)
+}
+
+/// What the group's first rank decides from what it gathered (`decide` runs where `gathered`
+/// is Some: on that rank), handed to every rank of the group once every rank of `comm` has
+/// agreed that it succeeded.
+fn decided_by_first<G, M: for<'c> Message<Context<'c> = ()>>(
+    comm: &Comm,
+    group: &Comm,
+    gathered: Option<G>,
+    decide: impl FnOnce(G) -> Result<Vec<M>>,
+) -> Result<Vec<M>> {
+    let mut words = comm.agree_on(|| match gathered {
+        Some(gathered) => Ok(encode(&decide(gathered)?)),
+        None => Ok(Vec::new()),
+    })?;
+    group.broadcast_vec(&mut words);
+    Ok(decode(&words, ()))
+}
+
+/// Every rank of the group has written its tiles to `path`: one sync by the group's first rank
+/// (where `sync`) covers them all.
+fn sync_once(comm: &Comm, group: &Comm, path: &Path, sync: bool) -> Result<()> {
+    comm.agree_on(|| match group.is_root() && sync {
         true => layout::sync_path(path),
         false => Ok(()),
-    })?;
-    Ok(placed)
+    })
 }
 
 /// Writes a tile's encoded chunks, kept in `spill` at `chunks` (by chunk index), to their

@@ -341,10 +341,7 @@ impl Dataset {
         buf: *const c_void,
     ) -> Result<()> {
         let _l = super::lock();
-        let (m, f) = (
-            mem_space.map_or(H5S_ALL, |s| s.0),
-            file_space.map_or(H5S_ALL, |s| s.0),
-        );
+        let (m, f) = (Space::id_or_all(mem_space), Space::id_or_all(file_space));
         let written = H5Dwrite(self.0, mem_type.id(), m, f, H5P_DEFAULT, buf);
         check(written, || "cannot write dataset".into()).map(|_| ())
     }
@@ -411,10 +408,7 @@ impl Dataset {
         buf: *mut c_void,
     ) -> Result<()> {
         let _l = super::lock();
-        let (m, f) = (
-            mem_space.map_or(H5S_ALL, |s| s.0),
-            file_space.map_or(H5S_ALL, |s| s.0),
-        );
+        let (m, f) = (Space::id_or_all(mem_space), Space::id_or_all(file_space));
         let read = H5Dread(self.0, mem_type.id(), m, f, H5P_DEFAULT, buf);
         check(read, || "cannot read dataset".into()).map(|_| ())
     }
@@ -463,6 +457,11 @@ impl Dataset {
 }
 
 impl Space {
+    /// The id HDF5 takes for `space`, where None is `H5S_ALL` (the whole extent).
+    fn id_or_all(space: Option<&Space>) -> hid_t {
+        space.map_or(H5S_ALL, |s| s.0)
+    }
+
     /// A scalar dataspace: one element.
     pub fn scalar() -> Result<Space> {
         let _l = super::lock();
