@@ -56,8 +56,8 @@ def compression_of(compression: Any) -> tuple[int, int]:
 
 
 class WriteKeywords(TypedDict, total=False):
-    """The write options, by keyword: those of `to_file`, which `Checkpoint` and `Series`
-    take as `**write_options`."""
+    """The write options, by keyword: those of `to_file`, which `to_file_async`,
+    `Checkpoint` and `Series` take as `**write_options`."""
 
     layout: str
     overwrite: bool
