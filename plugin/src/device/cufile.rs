@@ -102,7 +102,7 @@ fn whole(
     while done < len {
         let at = (addr + done as u64) as libc::off_t;
         match step(len - done, at, done as libc::off_t) {
-            n if n < 0 => return Err(io_error(call, n, len - done, addr + done as u64)),
+            n if n < 0 => return Err(io_error(call, n, len - done, at as u64)),
             0 => return nothing(done),
             n => done += n as usize,
         }

@@ -422,7 +422,6 @@ impl DirectReader {
             (None, Some((stored, _))) => stored.size(),
             (None, None) => return Ok(false),
         };
-        let (src, dst) = m.placement(common, want);
         if let Some(sums) = self.checksums.as_ref().and_then(|c| c.tile(i)) {
             let tile_len = m.region.volume() as u64 * elem as u64;
             let block = self.checksums.as_ref().expect("checked").block;
@@ -453,6 +452,7 @@ impl DirectReader {
             return Ok(false);
         }
         // Rows of the common box, consecutive ones in the file read together.
+        let (src, dst) = m.placement(common, want);
         let (row, rows) = box_rows(&m.region.shape, &src, &want.shape, &dst, &common.shape);
         let row_bytes = row as usize * elem;
         let at = |s: u64| bytes.data_offset + s * elem as u64;

@@ -160,33 +160,38 @@ fn write_compressed(
     let ndims = ndims(ck);
     // Where every chunk of the group goes, decided on its first rank.
     let gathered = gathered.zip(gathered_sizes);
-    let reserved: Vec<Reserved> = decided_by_first(comm, group, gathered, |per_rank| {
-        let (per_rank, sizes_per_rank) = per_rank;
-        let tiles: Vec<Planned> = per_rank
-            .iter()
-            .flat_map(|w| decode(w, &ndims[..]))
-            .collect();
-        let sizes: Vec<Encoded> = sizes_per_rank.iter().flat_map(|w| decode(w, ())).collect();
-        if tiles.is_empty() {
-            return Ok(Vec::new());
-        }
-        written.push(path.to_path_buf());
-        let specs = specs_of(ck, &tiles);
-        // Both lists hold the group's tiles in rank order, then `k`.
-        let chunk_sizes: Vec<Vec<u64>> = sizes.iter().map(|e| e.sizes.clone()).collect();
-        let placed =
-            subfiles::create_compressed(path, plan.generation, &specs, &chunk_sizes, compression)?;
-        let reserved = tiles
-            .iter()
-            .zip(placed)
-            .map(|(p, (file_size, addrs))| Reserved {
-                rank: p.rank,
-                k: p.k,
-                file_size,
-                addrs,
-            });
-        Ok(reserved.collect())
-    })?;
+    let reserved: Vec<Reserved> =
+        decided_by_first(comm, group, gathered, |(per_rank, sizes_per_rank)| {
+            let tiles: Vec<Planned> = per_rank
+                .iter()
+                .flat_map(|w| decode(w, &ndims[..]))
+                .collect();
+            let sizes: Vec<Encoded> = sizes_per_rank.iter().flat_map(|w| decode(w, ())).collect();
+            if tiles.is_empty() {
+                return Ok(Vec::new());
+            }
+            written.push(path.to_path_buf());
+            let specs = specs_of(ck, &tiles);
+            // Both lists hold the group's tiles in rank order, then `k`.
+            let chunk_sizes: Vec<Vec<u64>> = sizes.iter().map(|e| e.sizes.clone()).collect();
+            let placed = subfiles::create_compressed(
+                path,
+                plan.generation,
+                &specs,
+                &chunk_sizes,
+                compression,
+            )?;
+            let reserved = tiles
+                .iter()
+                .zip(placed)
+                .map(|(p, (file_size, addrs))| Reserved {
+                    rank: p.rank,
+                    k: p.k,
+                    file_size,
+                    addrs,
+                });
+            Ok(reserved.collect())
+        })?;
     let placed = comm.agree_on(|| {
         let mut placed = Vec::new();
         let here = reserved.iter().filter(|r| r.rank == comm.rank());
