@@ -14,7 +14,10 @@
 # and GPU_CHECK_GIB, each
 # run's time limit in GPU_CHECK_TIMEOUT, 300 s):
 #   - a probe: the plugin opens a file with gds=on, which says whether cuFile can be used here
-#     (where it cannot, gds=on must be refused, H5TILE_GDS=on too, and auto must take compat);
+#     (where it cannot, gds=on must be refused, H5TILE_GDS=on too, and auto must take compat).
+#     In a VM without udevd cuFile refuses every file for want of udev's entry for the disk:
+#     there the check runs those refusals, then writes that one entry (GPU_CHECK_UDEV_ENTRY=0
+#     does not) and probes again, so that cuFile's own transfers run too;
 #   - the plugin alone: an ordinary HDF5 program writes a device buffer of 64 MiB, 1 GiB and
 #     4 GiB through h5tile_gds and reads it back into device memory, with gds=on and with
 #     gds=off (compat), bytes compared on the device, bandwidth beside pread + cudaMemcpy;
@@ -123,38 +126,6 @@ if ! ldconfig -p | grep -q 'libcufile\.so '; then
   fi
 fi
 
-# The probe: gds=on opens only where cuFile can be used; elsewhere it is refused with the
-# reason, before the file is created.
-probe=$WORK/probe.h5
-rm -f "$probe"
-"$WORK/plugin_device" "$probe" 0 gds=on >/dev/null 2>"$OUT/log-probe.txt"
-probe_status=$?
-refusal=$(grep -o "gds=on, but cuFile cannot be used: [^']*" "$OUT/log-probe.txt" | head -1)
-if [ $probe_status -eq 0 ] && grep -q "path=gds" "$OUT/log-probe.txt"; then
-  GDS=1; echo "gpu-check: cuFile can be used here" | tee -a "$OUT/machine.txt"
-elif [ $probe_status -eq 3 ] && [ -n "$refusal" ] && [ ! -e "$probe" ]; then
-  GDS=; echo "gpu-check: $refusal" | tee -a "$OUT/machine.txt"
-  # cuFile may still work in its own compat mode (its POSIX path, as without nvidia-fs): then
-  # h5tile's cuFile calls run there too, after the checks of this machine's refusal.
-  printf '{ "properties": { "allow_compat_mode": true, "force_compat_mode": true } }\n' > "$WORK/cufile.json"
-  if [ -z "$BUILD_ONLY" ] && CUFILE_ENV_PATH_JSON="$WORK/cufile.json" CUFILE_FORCE_COMPAT_MODE=true \
-       "$WORK/plugin_device" "$probe" 0 gds=on >/dev/null 2>"$OUT/log-probe-cufile_compat.txt"; then
-    CUFILE_COMPAT=1; echo "gpu-check: cuFile can be used in its compat mode" | tee -a "$OUT/machine.txt"
-  fi
-else
-  echo "FAIL  probe: gds=on neither opened through cuFile nor was refused cleanly (exit $probe_status)"
-  tail -15 "$OUT/log-probe.txt" | sed 's/^/      /'
-  exit 1
-fi
-if [ -n "$BUILD_ONLY" ]; then
-  # Without a GPU there is no libcuda, so cuFile cannot be used: the refusal must say so.
-  if [ -n "$GDS" ] || ! grep -q "libcuda.so" <<<"$refusal"; then
-    echo "FAIL  probe: without libcuda gds=on must be refused naming libcuda.so"; exit 1
-  fi
-  echo "gpu-check: built the check programs; the probe refused gds=on as it must (no GPU: nothing else runs)"
-  exit 0
-fi
-
 : > "$OUT/results.jsonl"
 failures=0
 # check NAME PATH COMMAND...: runs COMMAND, its JSON line to results.jsonl, its stderr to a log
@@ -193,6 +164,69 @@ refused() {
     failures=$((failures + 1))
   fi
 }
+# The probe: gds=on opens only where cuFile can be used; elsewhere it is refused with the
+# reason, before the file is created.
+probe=$WORK/probe.h5
+run_probe() { # LOG [ENV=VALUE...]: the plugin opens $probe with gds=on; its status
+  local log=$1; shift
+  rm -f "$probe"
+  env "$@" "$WORK/plugin_device" "$probe" 0 gds=on >/dev/null 2>"$log"
+}
+run_probe "$OUT/log-probe.txt"
+probe_status=$?
+refusal=$(grep -o "gds=on, but cuFile cannot be used: [^']*" "$OUT/log-probe.txt" | head -1)
+if [ $probe_status -eq 0 ] && grep -q "path=gds" "$OUT/log-probe.txt"; then
+  GDS=1; echo "gpu-check: cuFile can be used here" | tee -a "$OUT/machine.txt"
+elif [ $probe_status -eq 3 ] && [ -n "$refusal" ] && [ ! -e "$probe" ]; then
+  GDS=; echo "gpu-check: $refusal" | tee -a "$OUT/machine.txt"
+else
+  echo "FAIL  probe: gds=on neither opened through cuFile nor was refused cleanly (exit $probe_status)"
+  tail -15 "$OUT/log-probe.txt" | sed 's/^/      /'
+  exit 1
+fi
+# cuFile asks udev's database for the file system of the file's block device (ID_FS_USAGE);
+# in a VM or container without udevd there is no database, and cuFile refuses every file,
+# even in its compat mode ("udev property not found" in cufile.log). There, unless
+# GPU_CHECK_UDEV_ENTRY=0, the check first runs its refusal checks, then writes the one entry
+# cuFile needs for the work folder's device, so that h5tile's cuFile calls run too. It never
+# touches a machine whose udev keeps a database (/run/udev exists).
+if [ -z "$GDS" ] && [ -z "$BUILD_ONLY" ] && [ "${GPU_CHECK_UDEV_ENTRY:-1}" != 0 ] && [ ! -e /run/udev ]; then
+  check "plugin-64-gds_auto-refused" compat "$WORK/plugin_device" "$WORK/check.h5" 64 gds=auto
+  rm -rf "$WORK/h5tile" && mkdir -p "$WORK/h5tile"
+  H5TILE_GDS=on refused "h5tile-on-refused" "$WORK/h5tile" "$WORK/h5tile_device" "$WORK/h5tile" "$GIB" gds
+  majmin=$(findmnt -n -o MAJ:MIN --target "$WORK" 2>/dev/null | tr -d "[:space:]")
+  fstype=$(findmnt -n -o FSTYPE --target "$WORK" 2>/dev/null | tr -d "[:space:]")
+  if [ -n "$majmin" ]; then
+    trap 'rm -rf /run/udev' EXIT # gone again when the check ends
+    mkdir -p /run/udev/data &&
+      printf 'E:ID_FS_USAGE=filesystem\nE:ID_FS_TYPE=%s\n' "$fstype" > "/run/udev/data/b$majmin"
+    if run_probe "$OUT/log-probe-udev_entry.txt" && grep -q "path=gds" "$OUT/log-probe-udev_entry.txt"; then
+      GDS=1
+      echo "gpu-check: cuFile can be used once udev's entry for block device $majmin ($fstype) is written (/run/udev/data/b$majmin)" |
+        tee -a "$OUT/machine.txt"
+    else
+      rm -rf /run/udev
+      echo "gpu-check: udev's entry for block device $majmin did not make cuFile accept the file" | tee -a "$OUT/machine.txt"
+    fi
+  fi
+fi
+if [ -z "$GDS" ] && [ -z "$BUILD_ONLY" ]; then
+  # cuFile may still work in its own compat mode (its POSIX path, as without nvidia-fs): then
+  # h5tile's cuFile calls run there too, after the checks of this machine's refusal.
+  printf '{ "properties": { "allow_compat_mode": true, "force_compat_mode": true } }\n' > "$WORK/cufile.json"
+  if run_probe "$OUT/log-probe-cufile_compat.txt" CUFILE_ENV_PATH_JSON="$WORK/cufile.json" CUFILE_FORCE_COMPAT_MODE=true; then
+    CUFILE_COMPAT=1; echo "gpu-check: cuFile can be used in its compat mode" | tee -a "$OUT/machine.txt"
+  fi
+fi
+if [ -n "$BUILD_ONLY" ]; then
+  # Without a GPU there is no libcuda, so cuFile cannot be used: the refusal must say so.
+  if [ -n "$GDS" ] || ! grep -q "libcuda.so" <<<"$refusal"; then
+    echo "FAIL  probe: without libcuda gds=on must be refused naming libcuda.so"; exit 1
+  fi
+  echo "gpu-check: built the check programs; the probe refused gds=on as it must (no GPU: nothing else runs)"
+  exit 0
+fi
+
 auto_path=compat; [ -n "$GDS" ] && auto_path=gds
 for mib in $SIZES; do
   if [ -n "$GDS" ]; then
