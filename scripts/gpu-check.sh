@@ -32,7 +32,8 @@
 #     stream may still fill it, read back into device memory whole and as a box; with CuPy
 #     also like=, DLPack, a non-contiguous array and batches. Without numpy: skipped, saying so;
 #   - in every run the driver's log (H5TILE_LOG=info) must name the path asked for.
-# Results go to $OUT (or target/gpu-check): results.jsonl, one log per run, summary.txt.
+# Results go to $OUT (or target/gpu-check): machine.txt, build.log, results.jsonl, summary.txt
+# and logs.tar.gz (one log per run, and cuFile's cufile.log).
 # Exit status 0 only if every run matched and took the path it was asked for.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -266,5 +267,9 @@ else
     tee -a "$OUT/machine.txt"
 fi
 rm -rf "$WORK/check.h5" "$WORK/h5tile"
+# The logs go back as one archive, with cuFile's own log (written where the programs ran): a
+# lent device machine hands back only a few files.
+[ -f cufile.log ] && mv cufile.log "$OUT/log-cufile.txt"
+(cd "$OUT" && tar -czf logs.tar.gz log-*.txt && rm -f log-*.txt)
 echo "gpu-check: $failures failed" | tee "$OUT/summary.txt"
 [ $failures -eq 0 ]
