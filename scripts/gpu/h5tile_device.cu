@@ -10,6 +10,8 @@
  * 2. writes and reads back one 1 GiB tile (far above the 128 MiB that stalls the reference);
  * 3. reads the same bytes from a plain file with pread + cudaMemcpy, for comparison;
  * 4. reads the 1 GiB tile again in 1000-row chunks into device memory (h5tile_batches_next);
+ *    like every read here, from the disk: the whole read before it left the file in the page
+ *    cache only where it went through host memory;
  * 5. writes the 1 GiB tile in the single-file layout (row runs from device memory) and reads
  *    it back;
  * 6. flips one bit in the subfile, the tile file and the single file: where PATH is compat the
@@ -287,6 +289,7 @@ int main(int argc, char **argv) {
     /* 4. The same tile in 1000-row chunks (edge chunk clipped) into device memory, through
      *    h5tile_batches_next. */
     const uint64_t chunk[2] = {1000, g1[1]};
+    uncache_dataset(single);
     h5tile_batches *it;
     H5TILE(h5tile_batches_open(MPI_COMM_NULL, single, "/one", 2, chunk, NULL, &it));
     uint64_t at[2], got[2], chunks = 0, rows_seen = 0;
