@@ -209,6 +209,8 @@ if [ -z "$GDS" ] && [ -z "$BUILD_ONLY" ] && [ "${GPU_CHECK_UDEV_ENTRY:-1}" != 0 
       rm -rf /run/udev
       echo "gpu-check: udev's entry for block device $majmin did not make cuFile accept the file" | tee -a "$OUT/machine.txt"
     fi
+  else
+    echo "gpu-check: findmnt names no block device for $WORK: no udev entry written" | tee -a "$OUT/machine.txt"
   fi
 fi
 if [ -z "$GDS" ] && [ -z "$BUILD_ONLY" ]; then
