@@ -10,9 +10,9 @@
 # programs with nvcc (NVIDIA's PyPI wheels, installed into .deps/cuda, where there is no nvcc)
 # and probes gds=on against the real libcufile, which must refuse for want of libcuda.
 #
-# What it runs (75 s on an H200 where cuFile could not register files; sizes in GPU_CHECK_MIB
-# and GPU_CHECK_GIB, each
-# run's time limit in GPU_CHECK_TIMEOUT, 300 s):
+# What it runs (on an H200, builds included: 183 s where cuFile refused every file, 227 s
+# through cuFile; 61 s with GPU_CHECK_MIB=64 GPU_CHECK_GIB=1; sizes in GPU_CHECK_MIB and
+# GPU_CHECK_GIB, each run's time limit in GPU_CHECK_TIMEOUT, 300 s):
 #   - a probe: the plugin opens a file with gds=on, which says whether cuFile can be used here
 #     (where it cannot, gds=on must be refused, H5TILE_GDS=on too, and auto must take compat).
 #     In a VM without udevd cuFile refuses every file for want of udev's entry for the disk:
