@@ -7,6 +7,8 @@
   `compression == "gzip"` for deflate and `shuffle` as written;
 - HDF5 1.10's h5dump (Debian's hdf5-tools, where installed), given hdf5plugin's filter plugins
   through HDF5_PLUGIN_PATH, dumps a tile file of each codec exactly;
+- the master's h5tile_chunk_checksums are, tile by tile, XXH3-64 (xxhash) of each chunk as
+  HDF5 stores it (h5py's read_direct_chunk), chunks in row-major order of the chunk grid;
 - with TOOL (the h5tile command-line tool): `h5tile pack` of a zstd (shuffled) and an lz4 file
   gives chunked datasets with those same pipelines, which h5py reads exactly, and with
   `--compression none` contiguous ones.
@@ -15,6 +17,7 @@ Exits non-zero on any mismatch, listing them all.
 usage: h5py_compression.py DIR [TOOL]
 """
 
+import itertools
 import json
 import os
 import subprocess
@@ -24,6 +27,7 @@ import tempfile
 import h5py
 import hdf5plugin
 import numpy as np
+import xxhash
 
 R, C = 900, 1000
 ALL = np.arange(R * C, dtype=np.uint64).reshape(R, C)
@@ -51,6 +55,13 @@ def pipeline(ds: h5py.Dataset) -> list:
     return [tuple(plist.get_filter(i)[:3]) for i in range(plist.get_nfilters())]
 
 
+def stored_chunk_sums(ds: h5py.Dataset) -> list:
+    """XXH3-64 of each chunk of `ds` as stored, in row-major order of its chunk grid."""
+    grid = [range(0, n, c) for n, c in zip(ds.shape, ds.chunks)]
+    return [xxhash.xxh3_64_intdigest(ds.id.read_direct_chunk(at)[1])
+            for at in itertools.product(*grid)]
+
+
 def main() -> int:
     directory = sys.argv[1]
     errors: list[str] = []
@@ -76,7 +87,12 @@ def main() -> int:
                 sources = ds.virtual_sources()
                 if len(sources) != 3:
                     errors.append(f"{name}:/{key}: {len(sources)} sources, expected 3 (one a rank)")
-                for s in sources:
+                first = ds.attrs.get("h5tile_chunk_checksum_first")
+                sums = ds.attrs.get("h5tile_chunk_checksums")
+                if first is None or sums is None or len(first) != len(sources) + 1:
+                    errors.append(f"{name}:/{key}: no chunk checksums for its {len(sources)} tiles")
+                    first = None
+                for i, s in enumerate(sources):
                     file = os.path.join(directory, s.file_name)
                     with h5py.File(file, "r") as t:
                         tile = t[s.dset_name]
@@ -90,6 +106,12 @@ def main() -> int:
                             errors.append(f"{where}: h5py reports shuffle={tile.shuffle}")
                         if codec == "deflate" and tile.compression != "gzip":
                             errors.append(f"{where}: h5py reports compression={tile.compression!r}")
+                        if first is not None:
+                            got = stored_chunk_sums(tile)
+                            want_sums = [int(x) for x in sums[first[i]:first[i + 1]]]
+                            if got != want_sums:
+                                errors.append(f"{where}: stored chunks' XXH3 {got[:4]}... differ from "
+                                              f"the master's {want_sums[:4]}...")
                         offset = tile.attrs["h5tile_offset"]
                         part = want[offset[0]:offset[0] + tile.shape[0], offset[1]:offset[1] + tile.shape[1]]
                         if not np.array_equal(tile[...], part):

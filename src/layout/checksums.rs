@@ -14,7 +14,17 @@
 //!   a tile cuFile wrote from device memory straight to the file (no host copy to sum);
 //! - `h5tile_checksums` (uint64): every tile's block checksums, one after the other;
 //! - `h5tile_tile_min`, `h5tile_tile_max` (the dataset's type, tiles) and `h5tile_tile_nan`
-//!   (uint64, tiles; `NONE` where nothing was recorded): see `extremes`.
+//!   (uint64, tiles; `NONE` where nothing was recorded): see `extremes`;
+//! - for compressed tiles, `h5tile_chunk_checksum_first` (uint64, tiles + 1) and
+//!   `h5tile_chunk_checksums` (uint64): XXH3-64 of each chunk as stored (compressed), tile i's
+//!   from `first[i]`, chunks in order (`chunks::Chunks`); none for an uncompressed tile.
+//!
+//! A read of a compressed tile checks the stored chunks it reads, where these are recorded,
+//! and decodes them without the codecs' own checksums: a few times fewer bytes to hash than
+//! the decoded blocks, and a damaged chunk is found before it is decoded. The block checksums
+//! are still recorded, over the uncompressed bytes, for `h5tile check` and for other readers
+//! (such as h5py, whose HDF5 decodes the chunks); files written before the chunk checksums
+//! are read checking the blocks.
 
 use super::extremes::{Accumulator, Extremes};
 use crate::dtype::Dtype;
@@ -31,6 +41,8 @@ pub const CHECKSUMS_ATTRIBUTE: &str = "h5tile_checksums";
 pub const MIN_ATTRIBUTE: &str = "h5tile_tile_min";
 pub const MAX_ATTRIBUTE: &str = "h5tile_tile_max";
 pub const NAN_ATTRIBUTE: &str = "h5tile_tile_nan";
+pub const CHUNK_FIRST_ATTRIBUTE: &str = "h5tile_chunk_checksum_first";
+pub const CHUNK_CHECKSUMS_ATTRIBUTE: &str = "h5tile_chunk_checksums";
 
 /// In `h5tile_tile_nan`, and in a rank's report, marks what was not recorded.
 pub(crate) const NONE: u64 = u64::MAX;
@@ -137,16 +149,19 @@ impl Summing {
         Summary {
             sums: Some(self.sums),
             extremes: self.extremes.and_then(Accumulator::finish),
+            chunk_sums: None,
         }
     }
 }
 
-/// What the master records of one tile: its block checksums (None: not checksummed) and its
-/// extremes (None: complex, or not recorded).
+/// What the master records of one tile: its block checksums (None: not checksummed), its
+/// extremes (None: complex, or not recorded) and, for a compressed tile, the checksums of its
+/// stored chunks (`stored_sum`).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Summary {
     pub sums: Option<Vec<u64>>,
     pub extremes: Option<Extremes>,
+    pub chunk_sums: Option<Vec<u64>>,
 }
 
 impl Summary {
@@ -162,15 +177,16 @@ impl Summary {
 
     /// Appends the summary to a rank's report to rank 0: the count of checksums (`NONE`:
     /// none) and the checksums, then `NONE` or the NaN count, min and max (an element of at
-    /// most 8 bytes, zero-padded).
+    /// most 8 bytes, zero-padded), then the chunks' checksums as the blocks'.
     pub fn to_words(&self, out: &mut Vec<u64>) {
-        match &self.sums {
+        let list = |sums: &Option<Vec<u64>>, out: &mut Vec<u64>| match sums {
             Some(sums) => {
                 out.push(sums.len() as u64);
                 out.extend(sums);
             }
             None => out.push(NONE),
-        }
+        };
+        list(&self.sums, out);
         let word = |b: &[u8]| {
             let mut w = [0u8; 8];
             w[..b.len()].copy_from_slice(b);
@@ -180,17 +196,22 @@ impl Summary {
             Some(e) => out.extend([e.nan, word(&e.min), word(&e.max)]),
             None => out.push(NONE),
         }
+        list(&self.chunk_sums, out);
     }
 
     /// Reads a summary `to_words` wrote for elements of `elem` bytes from the front of
     /// `words`, returning it and how many words it took.
     pub fn from_words(words: &[u64], elem: usize) -> (Summary, usize) {
-        let mut at = 0;
-        let sums = match words[at] {
-            NONE => None,
-            n => Some(words[at + 1..at + 1 + n as usize].to_vec()),
+        let list = |at: &mut usize| {
+            let sums = match words[*at] {
+                NONE => None,
+                n => Some(words[*at + 1..*at + 1 + n as usize].to_vec()),
+            };
+            *at += 1 + sums.as_ref().map_or(0, Vec::len);
+            sums
         };
-        at += 1 + sums.as_ref().map_or(0, Vec::len);
+        let mut at = 0;
+        let sums = list(&mut at);
         let bytes = |w: u64| w.to_ne_bytes()[..elem].to_vec();
         let extremes = match words[at] {
             NONE => None,
@@ -201,7 +222,13 @@ impl Summary {
             }),
         };
         at += 1 + extremes.as_ref().map_or(0, |_| 2);
-        (Summary { sums, extremes }, at)
+        let chunk_sums = list(&mut at);
+        let summary = Summary {
+            sums,
+            extremes,
+            chunk_sums,
+        };
+        (summary, at)
     }
 }
 
@@ -209,18 +236,28 @@ impl Summary {
 /// its virtual dataset `dset` of element type `dtype`; nothing for what no tile has.
 pub fn record(dset: &Dataset, dtype: Dtype, summaries: &[Summary]) -> Result<()> {
     let n = summaries.len() as u64;
-    if summaries.iter().any(|s| s.sums.is_some()) {
+    // Every tile's list one after the other, and where each starts.
+    let lists = |(first_name, sums_name): (&str, &str),
+                 of: &dyn Fn(&Summary) -> &Option<Vec<u64>>| {
         let mut first = vec![0u64];
         let mut sums = Vec::new();
         for s in summaries {
-            sums.extend(s.sums.iter().flatten());
+            sums.extend(of(s).iter().flatten());
             first.push(sums.len() as u64);
         }
-        dset.write_u64_attribute(BLOCK_BYTES_ATTRIBUTE, &[1], &[BLOCK_BYTES])?;
-        dset.write_u64_attribute(FIRST_ATTRIBUTE, &[n + 1], &first)?;
+        dset.write_u64_attribute(first_name, &[n + 1], &first)?;
         if !sums.is_empty() {
-            dset.write_u64_attribute(CHECKSUMS_ATTRIBUTE, &[sums.len() as u64], &sums)?;
+            dset.write_u64_attribute(sums_name, &[sums.len() as u64], &sums)?;
         }
+        Ok::<(), crate::status::Error>(())
+    };
+    if summaries.iter().any(|s| s.sums.is_some()) {
+        dset.write_u64_attribute(BLOCK_BYTES_ATTRIBUTE, &[1], &[BLOCK_BYTES])?;
+        lists((FIRST_ATTRIBUTE, CHECKSUMS_ATTRIBUTE), &|s| &s.sums)?;
+    }
+    if summaries.iter().any(|s| s.chunk_sums.is_some()) {
+        let names = (CHUNK_FIRST_ATTRIBUTE, CHUNK_CHECKSUMS_ATTRIBUTE);
+        lists(names, &|s| &s.chunk_sums)?;
     }
     if summaries.iter().any(|s| s.extremes.is_some()) {
         let elem = dtype.size();
@@ -247,37 +284,74 @@ pub fn record(dset: &Dataset, dtype: Dtype, summaries: &[Summary]) -> Result<()>
     Ok(())
 }
 
-/// The block checksums a master records for its tiles.
+/// The checksums a master records for its tiles: of their blocks, and of compressed tiles'
+/// stored chunks.
 #[derive(Clone, Debug)]
 pub struct Recorded {
     pub block: u64,
+    blocks: Lists,
+    chunks: Option<Lists>,
+}
+
+/// Every tile's list of checksums, one after the other, and where each starts.
+#[derive(Clone, Debug)]
+struct Lists {
     first: Vec<u64>,
     sums: Vec<u64>,
 }
 
-impl Recorded {
-    /// What `dset` (with `count` mappings) records; None when it records nothing or a record
-    /// that does not hang together (then nothing is checked, as for a dataset without).
-    pub fn read(dset: &Dataset, count: usize) -> Option<Recorded> {
-        let (_, block) = dset.u64_attribute(BLOCK_BYTES_ATTRIBUTE)?;
-        let (_, first) = dset.u64_attribute(FIRST_ATTRIBUTE)?;
-        let sums = dset
-            .u64_attribute(CHECKSUMS_ATTRIBUTE)
-            .map_or(Vec::new(), |(_, v)| v);
-        let block = *block.first()?;
-        let consistent = block > 0
-            && first.len() == count + 1
+impl Lists {
+    /// The lists `dset` records under these names for `count` tiles; None when absent or
+    /// when they do not hang together.
+    fn read(dset: &Dataset, (first_name, sums_name): (&str, &str), count: usize) -> Option<Lists> {
+        let (_, first) = dset.u64_attribute(first_name)?;
+        let sums = dset.u64_attribute(sums_name).map_or(Vec::new(), |(_, v)| v);
+        let consistent = first.len() == count + 1
             && first[0] == 0
             && first.windows(2).all(|w| w[0] <= w[1])
             && first[count] == sums.len() as u64;
-        consistent.then_some(Recorded { block, first, sums })
+        consistent.then_some(Lists { first, sums })
+    }
+
+    fn tile(&self, i: usize) -> Option<&[u64]> {
+        let (a, b) = (self.first[i] as usize, self.first[i + 1] as usize);
+        (a < b).then(|| &self.sums[a..b])
+    }
+}
+
+impl Recorded {
+    /// What `dset` (with `count` mappings) records; None when it records no block checksums
+    /// or a record that does not hang together (then nothing is checked, as for a dataset
+    /// without). Chunk checksums that do not hang together are left out: the blocks are then
+    /// checked.
+    pub fn read(dset: &Dataset, count: usize) -> Option<Recorded> {
+        let (_, block) = dset.u64_attribute(BLOCK_BYTES_ATTRIBUTE)?;
+        let block = *block.first()?;
+        let blocks = Lists::read(dset, (FIRST_ATTRIBUTE, CHECKSUMS_ATTRIBUTE), count)?;
+        let chunk_names = (CHUNK_FIRST_ATTRIBUTE, CHUNK_CHECKSUMS_ATTRIBUTE);
+        let chunks = Lists::read(dset, chunk_names, count);
+        (block > 0).then_some(Recorded {
+            block,
+            blocks,
+            chunks,
+        })
     }
 
     /// Tile `i`'s checksums, None when it was not checksummed.
     pub fn tile(&self, i: usize) -> Option<&[u64]> {
-        let (a, b) = (self.first[i] as usize, self.first[i + 1] as usize);
-        (a < b).then(|| &self.sums[a..b])
+        self.blocks.tile(i)
     }
+
+    /// The checksums of compressed tile `i`'s stored chunks, None where not recorded.
+    pub fn chunks(&self, i: usize) -> Option<&[u64]> {
+        self.chunks.as_ref()?.tile(i)
+    }
+}
+
+/// The checksum of a chunk as stored: `block_sum` of its bytes, its own name for the record it
+/// is checked against.
+pub fn stored_sum(stored: &[u8]) -> u64 {
+    xxh3::oneshot(stored)
 }
 
 #[cfg(test)]
@@ -333,16 +407,21 @@ mod tests {
 
     #[test]
     fn summaries_travel_as_words() {
+        let compressed = Summary {
+            chunk_sums: Some(vec![5, NONE - 1, 0]),
+            ..Summary::of(Dtype::Float32, &[0u8; 8])
+        };
         let cases = [
             Summary::of(Dtype::Int16, &[1, 0, 255, 255, 7, 0]),
             Summary::of(Dtype::Complex64, &[0u8; 24]),
             Summary::default(),
+            compressed,
         ];
         let mut words = Vec::new();
         for s in &cases {
             s.to_words(&mut words);
         }
-        let elems = [2, 8, 8];
+        let elems = [2, 8, 8, 4];
         let mut at = 0;
         for (s, elem) in cases.iter().zip(elems) {
             let (got, used) = Summary::from_words(&words[at..], elem);

@@ -9,7 +9,7 @@
 //! at the end of the axis holds fewer rows; HDF5 stores it padded to the chunk's shape, with
 //! zeros here.
 
-use super::checksums::{Summary, Summing};
+use super::checksums::{stored_sum, Summary, Summing};
 use crate::dtype::Dtype;
 use crate::platform::codecs::{Decoder, Pipeline};
 use crate::platform::device::{copy_to_host, Buffer};
@@ -136,8 +136,9 @@ impl Chunks {
 
 /// Encodes the chunks of a tile of `dtype` whose bytes are `buf` (host or device memory)
 /// through `pipeline`, on `threads` threads, and hands each to `store` (chunk index, stored
-/// bytes) on the calling thread as it comes, in any order; returns the tile's summary, taken
-/// from its bytes in order on one more thread. At most a few chunks per thread are held at
+/// bytes) on the calling thread, in order; returns the tile's summary, taken from its bytes
+/// in order on one more thread, with each stored chunk's checksum (taken by its encoder while
+/// the chunk is in its cache). At most a few chunks per thread are held at
 /// once, in buffers used again and again (a fresh 1 MiB buffer a chunk costs its page faults
 /// and zeroing, as much as the shuffle). A failure of `store` or of a codec stops the others
 /// and is returned.
@@ -170,10 +171,12 @@ pub fn encode_chunks(
         return encode_inline(chunks, which, pipeline, dtype, buf, store);
     }
     let base = chunks.range(which.start).0;
-    let mut due = which.start;
+    let (mut due, first) = (which.start, which.start);
+    let count = (which.end - which.start) as usize;
     let (to_encode, work) = sync_channel::<(u64, Raw)>(threads);
     let work = Mutex::new(work);
-    let (to_store, stored) = sync_channel::<std::result::Result<(u64, Vec<u8>), String>>(threads);
+    let (to_store, stored) =
+        sync_channel::<std::result::Result<(u64, Vec<u8>, u64), String>>(threads);
     let stop = AtomicBool::new(false);
     let full = chunks.chunk_bytes();
     let (raw_pool, out_pool) = (Pool::default(), Pool::default());
@@ -202,7 +205,10 @@ pub fn encode_chunks(
                 let mut encoder = pipeline.encoder();
                 while let Some((i, raw)) = next(work) {
                     let mut out = out_pool.take(0);
-                    let encoded = encoder.encode(raw.bytes(), &mut out).map(|()| (i, out));
+                    let encoded = encoder.encode(raw.bytes(), &mut out).map(|()| {
+                        let sum = stored_sum(&out);
+                        (i, out, sum)
+                    });
                     if let Raw::Copied(buffer) = raw {
                         raw_pool.give(buffer);
                     }
@@ -220,10 +226,12 @@ pub fn encode_chunks(
         // each where the file ends, so the file holds them in order (read front to back). At
         // most one chunk an encoder waits here.
         let mut waiting: BTreeMap<u64, Vec<u8>> = BTreeMap::new();
+        let mut sums = vec![0u64; count];
         for encoded in stored.iter() {
             let done = match encoded {
-                Ok((i, bytes)) => {
+                Ok((i, bytes, sum)) => {
                     waiting.insert(i, bytes);
+                    sums[(i - first) as usize] = sum;
                     let mut done = Ok(());
                     while done.is_ok() {
                         let Some(bytes) = waiting.remove(&due) else {
@@ -252,7 +260,10 @@ pub fn encode_chunks(
         let summary = reader
             .join()
             .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
-        outcome.and(summary)
+        outcome.and(summary).map(|summary| Summary {
+            chunk_sums: Some(sums),
+            ..summary
+        })
     })
 }
 
@@ -271,6 +282,7 @@ fn encode_inline(
     let mut summing = Summing::new(dtype);
     let mut encoder = pipeline.encoder();
     let (mut spare, mut out) = (Vec::new(), Vec::new());
+    let mut sums = Vec::with_capacity((which.end - which.start) as usize);
     for i in which {
         let (start, len) = chunks.range(i);
         let (start, len) = ((start - base) as usize, len as usize);
@@ -282,9 +294,13 @@ fn encode_inline(
         if let Raw::Copied(buffer) = raw {
             spare = buffer;
         }
+        sums.push(stored_sum(&out));
         store(i, &out)?;
     }
-    Ok(summing.finish())
+    Ok(Summary {
+        chunk_sums: Some(sums),
+        ..summing.finish()
+    })
 }
 
 /// The bytes `start..start + len` of the tile in `buf` as an encoder takes them: where they
@@ -393,46 +409,68 @@ impl Decoders {
     }
 }
 
-/// Decodes the chunks `which` of a tile (stored through the pipeline of `decoders`, chunk i at
-/// byte `stored[i].0` of `file`, `stored[i].1` bytes long) into `out`, which receives the
-/// tile's bytes from the first of those chunks' first byte to the last one's end, over
-/// `threads` threads. `checked`: the caller checks every byte of `out` against h5tile's
-/// checksums, so the codec's own frame checksums are not checked again. `streaming`: `out` is
-/// a large read's buffer, written around the cache (`Decoder::decode_streaming`). A chunk that
-/// cannot be read or decoded is returned with why (the lowest such).
+/// Where a tile's chunks are stored in its file, and what they sum to when recorded.
+#[derive(Clone, Copy)]
+pub struct Stored<'a> {
+    /// (address, size) of each chunk in the file.
+    pub places: &'a [(u64, u64)],
+    /// Each stored chunk's checksum (`stored_sum`), where the master records them.
+    pub sums: Option<&'a [u64]>,
+}
+
+/// Reads the chunks `which` of a tile (stored through the pipeline of `decoders`, in `file`
+/// where `stored` says), checks each against its stored checksum where `stored` has them, and
+/// decodes them into `out` when given, which receives the tile's bytes from the first of
+/// those chunks' first byte to the last one's end; over `threads` threads. `frame_checksums`:
+/// whether the codec checks its own checksums (zstd's frames) as it decodes; not needed where
+/// the stored chunks, or the decoded bytes, are checked against h5tile's. `streaming`: `out`
+/// is a large read's buffer, written around the cache (`Decoder::decode_streaming`). A chunk
+/// that cannot be read, does not match its checksum or cannot be decoded is returned with why
+/// (the lowest such).
 #[allow(clippy::too_many_arguments)]
 pub fn decode_chunks(
     file: &std::fs::File,
     chunks: &Chunks,
     decoders: &Decoders,
-    stored: &[(u64, u64)],
+    stored: Stored,
     which: std::ops::Range<u64>,
-    out: &mut [u8],
+    out: Option<&mut [u8]>,
     threads: usize,
-    checked: bool,
+    frame_checksums: bool,
     streaming: bool,
 ) -> std::result::Result<(), (u64, String)> {
-    // Each chunk's place in `out`, in order.
+    // Each chunk's place in `out`, in order (none: checked only).
     let base = chunks.range(which.start).0;
-    let mut parts: Vec<(u64, &mut [u8])> = Vec::new();
+    let mut parts: Vec<(u64, Option<&mut [u8]>)> = Vec::new();
     let mut rest = out;
     for i in which.clone() {
         let (start, len) = chunks.range(i);
-        debug_assert_eq!(
-            start - base,
-            (parts.iter().map(|p| p.1.len()).sum::<usize>()) as u64
+        debug_assert!(
+            rest.is_none()
+                || start - base == {
+                    parts
+                        .iter()
+                        .map(|p| p.1.as_ref().map_or(0, |b| b.len()))
+                        .sum::<usize>() as u64
+                }
         );
-        let (part, tail) = rest.split_at_mut(len as usize);
+        let part = match rest.take() {
+            Some(all) => {
+                let (part, tail) = all.split_at_mut(len as usize);
+                rest = Some(tail);
+                Some(part)
+            }
+            None => None,
+        };
         parts.push((i, part));
-        rest = tail;
     }
     let full = chunks.chunk_bytes();
-    // One thread's share: each chunk read, then decoded into its place.
+    // One thread's share: each chunk read, checked, then decoded into its place.
     let decode_each = |(decoder, packed, whole): &mut DecoderState,
-                       mine: &mut [(u64, &mut [u8])]|
+                       mine: &mut [(u64, Option<&mut [u8]>)]|
      -> std::result::Result<(), (u64, String)> {
         for (i, part) in mine.iter_mut() {
-            let (addr, size) = stored[*i as usize];
+            let (addr, size) = stored.places[*i as usize];
             packed.resize(size as usize, 0);
             std::os::unix::fs::FileExt::read_exact_at(file, packed, addr).map_err(|e| {
                 (
@@ -440,11 +478,22 @@ pub fn decode_chunks(
                     format!("its {size} bytes at byte {addr} cannot be read ({e})"),
                 )
             })?;
-            let fail = |why: String| (*i, why);
-            match part.len() == full {
-                true if streaming => decoder.decode_streaming(packed, part).map_err(fail)?,
-                true => decoder.decode(packed, part).map_err(fail)?,
-                false => {
+            if let Some(sums) = stored.sums {
+                if stored_sum(packed) != sums[*i as usize] {
+                    let why = format!(
+                        "its {size} bytes stored at byte {addr} do not match their checksum"
+                    );
+                    return Err((*i, why));
+                }
+            }
+            let fail = |why: String| (*i, format!("cannot be decoded: {why}"));
+            match part {
+                None => {}
+                Some(part) if part.len() == full && streaming => {
+                    decoder.decode_streaming(packed, part).map_err(fail)?
+                }
+                Some(part) if part.len() == full => decoder.decode(packed, part).map_err(fail)?,
+                Some(part) => {
                     // Decoded whole, then copied from: kept in cache.
                     whole.resize(full, 0);
                     decoder.decode(packed, whole).map_err(fail)?;
@@ -454,9 +503,9 @@ pub fn decode_chunks(
         }
         Ok(())
     };
-    let decode = |mine: &mut [(u64, &mut [u8])]| -> std::result::Result<(), (u64, String)> {
+    let decode = |mine: &mut [(u64, Option<&mut [u8]>)]| -> std::result::Result<(), (u64, String)> {
         let mut state = decoders.take();
-        let outcome = match state.0.check_frame_checksums(!checked) {
+        let outcome = match state.0.check_frame_checksums(frame_checksums) {
             Ok(()) => decode_each(&mut state, mine),
             Err(why) => Err((mine.first().map_or(which.start, |p| p.0), why)),
         };
@@ -593,7 +642,16 @@ mod tests {
         let p = Compression::new(Codec::Lz4, 0, true).unwrap().pipeline(8);
         for threads in [1, 3] {
             let (got, summary) = encode_all(&chunks, &p, &bytes, threads);
-            assert_eq!(summary, Summary::of(Dtype::Float64, &bytes));
+            // The summary of its bytes, and the checksum of each chunk as stored.
+            let stored: Vec<u64> = got
+                .iter()
+                .map(|s| stored_sum(s.as_ref().unwrap()))
+                .collect();
+            let want = Summary {
+                chunk_sums: Some(stored),
+                ..Summary::of(Dtype::Float64, &bytes)
+            };
+            assert_eq!(summary, want);
             let mut dec = p.decoder();
             let mut back = Vec::new();
             for (i, stored) in got.iter().enumerate() {
@@ -628,7 +686,11 @@ mod tests {
             .map(|i| (i, whole[i as usize].clone().unwrap()))
             .collect();
         assert!(got == want);
-        assert_eq!(summary, Summary::of(Dtype::Float64, part));
+        let want = Summary {
+            chunk_sums: Some(got.iter().map(|(_, s)| stored_sum(s)).collect()),
+            ..Summary::of(Dtype::Float64, part)
+        };
+        assert_eq!(summary, want);
         // A failure to store stops the encoding and is the outcome, on one thread or several.
         for threads in [1, 2] {
             let mut stored = 0;

@@ -193,6 +193,8 @@ pub struct TileInfo {
     pub file_size: Option<u64>,
     /// The tile's block checksums (None: not checksummed).
     pub sums: Option<Vec<u64>>,
+    /// A compressed tile's stored chunks' checksums (None: not recorded).
+    pub chunk_sums: Option<Vec<u64>>,
     pub extremes: Option<TileExtremes>,
     /// The single-file layout: the shape of the contiguous dataset whose rows hold the tile's
     /// bytes (its data from `data_offset`). None: the bytes are one run from `data_offset`.
@@ -506,6 +508,7 @@ fn describe_single(
                 .as_ref()
                 .and_then(|r| r.tile(i))
                 .map(<[u64]>::to_vec),
+            chunk_sums: None,
             extremes: extremes.as_ref().and_then(|e| e[i]),
             within: Some(shape.to_vec()),
             // Rows of the dataset, as they are.
@@ -576,6 +579,10 @@ fn describe_virtual(
             sums: recorded
                 .as_ref()
                 .and_then(|r| r.tile(i))
+                .map(<[u64]>::to_vec),
+            chunk_sums: recorded
+                .as_ref()
+                .and_then(|r| r.chunks(i))
                 .map(<[u64]>::to_vec),
             extremes: extremes.as_ref().and_then(|e| e[i]),
             within: None,

@@ -7,7 +7,7 @@
 use super::inspect::{DatasetInfo, TileInfo, VirtualInfo};
 use super::read::byte_reads::{ByteReads, Mismatch};
 use super::read::checked_blocks::SummedTile;
-use super::read::compressed::CompressedTile;
+use super::read::compressed::{CompressedTile, Sums};
 use crate::geometry::tile::Tile;
 use crate::layout::subfile_generation;
 use crate::layout::subfiles::check_stamp;
@@ -452,7 +452,7 @@ pub fn verify_checksums(
 
 /// Decodes a compressed `tile` (elements of `elem` bytes, whose master records no place for
 /// its bytes) from the file at `path` and compares each block with `sums` (blocks of `block`
-/// bytes). Returns why not as written (the first damage found), None when it is, or when it
+/// bytes), and each stored chunk with its checksum where recorded. Returns why not as written (the first damage found), None when it is, or when it
 /// is no compressed tile h5tile decodes.
 fn verify_compressed(
     path: &Path,
@@ -475,9 +475,12 @@ fn verify_compressed(
         Err(e) => return Some(format!("cannot be read ({})", e.message)),
     };
     let len = tile.data_bytes(elem);
-    let damage = compressed
-        .read(&[(0, 0, len as usize)], Some((sums, block)), None)
-        .err();
+    // Both: the stored chunks name the one damaged, and the blocks prove what decodes.
+    let sums = Sums {
+        blocks: Some((sums, block)),
+        chunks: tile.chunk_sums.as_deref(),
+    };
+    let damage = compressed.read(&[(0, 0, len as usize)], sums, None).err();
     if damage.is_none() {
         progress(len);
     }

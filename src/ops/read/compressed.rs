@@ -1,12 +1,13 @@
 //! Reading compressed tiles h5tile wrote by decoding their chunks itself: the chunks a read
-//! touches (or, checked against the master's checksums, the chunks holding every block it
-//! touches) are read from where HDF5 placed them, decoded over the rank's I/O threads a
-//! window at a time (memory bounded whatever the read), their blocks checked, and the wanted
-//! rows copied out. A chunk that does not decode, or decodes to bytes that do not match their
-//! checksum, is `H5TILE_ERR_CORRUPT` naming the file, the tile and the chunk.
+//! touches (or, checked against the master's block checksums, the chunks holding every block
+//! it touches) are read from where HDF5 placed them, checked against their stored checksums
+//! where the master records them, decoded over the rank's I/O threads a window at a time
+//! (memory bounded whatever the read), their blocks checked where asked, and the wanted rows
+//! copied out. A chunk that does not match its checksum, does not decode, or decodes to bytes
+//! that do not match theirs, is `H5TILE_ERR_CORRUPT` naming the file, the tile and the chunk.
 
 use crate::layout::checksums::block_sum;
-use crate::layout::chunks::{decode_chunks, Chunks, Decoders};
+use crate::layout::chunks::{decode_chunks, Chunks, Decoders, Stored};
 use crate::platform::codecs::Pipeline;
 use crate::platform::device::io_threads;
 use crate::platform::hdf5::{Dataset, Storage};
@@ -34,6 +35,17 @@ pub struct CompressedTile {
 
 /// Why a compressed tile is not as written.
 pub type Damage = String;
+
+/// What a read of a compressed tile checks, from the master's record.
+#[derive(Clone, Copy, Default)]
+pub struct Sums<'a> {
+    /// The checksums of the tile's uncompressed blocks, and the block size: every block the
+    /// read touches is decoded whole and checked.
+    pub blocks: Option<(&'a [u64], u64)>,
+    /// The checksums of the tile's stored chunks: every chunk read is checked before it is
+    /// decoded.
+    pub chunks: Option<&'a [u64]>,
+}
 
 impl CompressedTile {
     /// Under the HDF5 lock: `dset` (in the file at `path`), the source of a tile of `shape`
@@ -87,19 +99,19 @@ impl CompressedTile {
     /// Reads the tile's bytes that `runs` name, each (its first byte in the tile, its first
     /// byte in `out`, length) as `layout::runs::box_runs` gives them (rows consecutive in both
     /// joined, so that a box of whole rows is one run, decoded straight into `out`), in
-    /// increasing order of the first: decoded, the blocks they
-    /// touch checked against `sums` (blocks of `block` bytes) when given, and copied into
-    /// `out` when given (else only checked). Why not, for a damaged tile.
+    /// increasing order of the first: the chunks they touch checked as `sums` says, decoded
+    /// (where copied, or their blocks checked), and copied into `out` when given (else only
+    /// checked). Why not, for a damaged tile.
     pub fn read(
         &self,
         runs: &[(u64, u64, usize)],
-        sums: Option<(&[u64], u64)>,
+        sums: Sums,
         mut out: Option<&mut [u8]>,
     ) -> std::result::Result<(), Damage> {
         if runs.iter().all(|r| r.2 == 0) {
             return Ok(());
         }
-        if let Some((sums, block)) = sums {
+        if let Some((sums, block)) = sums.blocks {
             if sums.len() as u64 != self.len.div_ceil(block) {
                 return Err(format!(
                     "the master records {} checksums for the tile's {} bytes",
@@ -108,12 +120,24 @@ impl CompressedTile {
                 ));
             }
         }
-        // zstd's frame checksums may be skipped where every decoded byte is checked against
-        // `sums` and delivered from here; where only checked (HDF5 then decodes the same chunks
-        // itself, frame checksums included), a damaged one must be found here too.
-        let frame_sums_skipped = sums.is_some() && out.is_some();
+        if let Some(chunk_sums) = sums.chunks {
+            if chunk_sums.len() as u64 != self.chunks.count() {
+                return Err(format!(
+                    "the master records {} chunk checksums for the tile's {} chunks",
+                    chunk_sums.len(),
+                    self.chunks.count()
+                ));
+            }
+        }
+        // zstd's frame checksums may be skipped where the stored chunks are checked, or where
+        // every decoded byte is checked against the blocks' and delivered from here; where only
+        // the blocks are checked (HDF5 then decodes the same chunks itself, frame checksums
+        // included), a damaged one must be found here too.
+        let frame_checksums = !(sums.chunks.is_some() || (sums.blocks.is_some() && out.is_some()));
+        // Checked against the stored chunks' checksums alone, nothing needs decoding.
+        let decoding = out.is_some() || sums.blocks.is_some();
         // What must be decoded whole: the blocks checked, else the chunks read.
-        let unit_of = |byte: u64| match sums {
+        let unit_of = |byte: u64| match sums.blocks {
             Some((_, block)) => {
                 let b = byte / block;
                 (b * block, ((b + 1) * block).min(self.len))
@@ -158,23 +182,27 @@ impl CompressedTile {
                 None => None,
             };
             let direct = within.is_some();
-            let target = match within {
-                Some(target) => target,
-                None => {
+            let mut target = match within {
+                Some(target) => Some(target),
+                None if decoding => {
                     decoded.resize((end - base) as usize, 0);
-                    &mut decoded[..]
+                    Some(&mut decoded[..])
                 }
+                None => None,
             };
             let threads = io_threads().min((which.end - which.start) as usize);
             decode_chunks(
                 &self.file,
                 &self.chunks,
                 &self.decoders,
-                &self.stored,
+                Stored {
+                    places: &self.stored,
+                    sums: sums.chunks,
+                },
                 which.clone(),
-                target,
+                target.as_deref_mut(),
                 threads,
-                frame_sums_skipped,
+                frame_checksums,
                 // Straight into the caller's buffer: not read back soon (but for checking its
                 // blocks just below, which costs less than the stores' reads of each line).
                 direct,
@@ -182,11 +210,11 @@ impl CompressedTile {
             .map_err(|(i, why)| {
                 let (start, len) = self.chunks.range(i);
                 format!(
-                    "chunk {i} (the tile's bytes {start}..{}) cannot be decoded: {why}",
+                    "chunk {i} (the tile's bytes {start}..{}): {why}",
                     start + len
                 )
             })?;
-            if let Some((sums, block)) = sums {
+            if let (Some((sums, block)), Some(target)) = (sums.blocks, &target) {
                 for b in lo / block..hi.div_ceil(block) {
                     let (from, to) = (b * block, ((b + 1) * block).min(self.len));
                     let bytes = &target[(from - base) as usize..(to - base) as usize];

@@ -4,7 +4,7 @@
 
 use super::byte_reads::{ByteReads, ReadCounts};
 use super::checked_blocks::{CheckedBlocks, SummedTile};
-use super::compressed::CompressedTile;
+use super::compressed::{CompressedTile, Sums};
 use super::mappings::{
     corrupt, locate_source, missing_tile, read_tile_bytes, resolve_source, source_error,
     BlockMapping,
@@ -488,9 +488,20 @@ impl DirectReader {
     fn decode(&self, d: Decode, buf: &mut [u8]) -> Result<()> {
         let m = &self.mappings[d.mapping];
         let (tile, path) = &*d.tile;
+        // The stored chunks where their checksums are recorded (far fewer bytes to hash than
+        // the decoded ones), else the decoded blocks.
         let sums = match (d.checked, &self.checksums) {
-            (true, Some(c)) => c.tile(d.mapping).map(|sums| (sums, c.block)),
-            _ => None,
+            (true, Some(c)) => match c.chunks(d.mapping) {
+                Some(chunks) => Sums {
+                    blocks: None,
+                    chunks: Some(chunks),
+                },
+                None => Sums {
+                    blocks: c.tile(d.mapping).map(|sums| (sums, c.block)),
+                    chunks: None,
+                },
+            },
+            _ => Sums::default(),
         };
         tile.read(&d.runs, sums, d.deliver.then_some(buf))
             .map_err(|why| corrupt(path, &m.region, &self.dataset, &self.master, &why))

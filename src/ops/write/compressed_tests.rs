@@ -241,9 +241,9 @@ fn a_changed_byte_in_a_compressed_chunk_is_corrupt_naming_the_file_the_tile_and_
 }
 
 /// A zstd chunk whose frame checksum (its last 4 bytes) changed decodes to the right bytes, so
-/// h5tile's own checks pass and a read h5tile decodes delivers them; but HDF5 and h5py refuse
-/// the chunk. A read HDF5 decodes (converted) is then `H5TILE_ERR_CORRUPT` naming the chunk,
-/// not HDF5's failure, and `h5tile check` reports it.
+/// its blocks' checksums pass; but HDF5 and h5py refuse the chunk. Every read is then
+/// `H5TILE_ERR_CORRUPT` naming the chunk: one h5tile decodes finds the stored chunk changed,
+/// one HDF5 decodes (converted) too, not HDF5's failure; and `h5tile check` reports it.
 #[test]
 fn a_changed_zstd_frame_checksum_is_corrupt_where_hdf5_would_decode_the_chunk() {
     use crate::ops::inspect::describe;
@@ -257,7 +257,10 @@ fn a_changed_zstd_frame_checksum_is_corrupt_where_hdf5_would_decode_the_chunk() 
     let (file, _, addr, size) = first_chunks(&path).pop().unwrap();
     flip(&file, addr + size - 1);
     let want = Tile::new(vec![600, 0], vec![10, 700]);
-    assert!(read_f64(&path, "/v", &want).unwrap() == expected(&want));
+    let e = read_f64(&path, "/v", &want).unwrap_err();
+    assert_eq!(e.status, H5TILE_ERR_CORRUPT, "{}", e.message);
+    let stored = format!("chunk 0 (the tile's bytes 0..{}): its {size} bytes stored at byte {addr} do not match their checksum", 187 * 700 * 8);
+    assert!(e.message.contains(&stored), "{}", e.message);
     let mut f32s = vec![0f32; want.volume() as usize];
     let narrowing = ReadOptions {
         narrowing: true,
@@ -265,17 +268,69 @@ fn a_changed_zstd_frame_checksum_is_corrupt_where_hdf5_would_decode_the_chunk() 
     };
     let e = read_into(&path, "/v", Dtype::Float32, &want, &mut f32s, narrowing).unwrap_err();
     assert_eq!(e.status, H5TILE_ERR_CORRUPT, "{}", e.message);
-    assert!(
-        e.message.contains("chunk 0 ") && e.message.contains("checksum"),
-        "{}",
-        e.message
-    );
+    assert!(e.message.contains(&stored), "{}", e.message);
     let infos = describe(&path, None).unwrap();
     let all: Vec<_> = infos.iter().collect();
     let jobs = checksum_jobs(&all, |_, _| false);
     let found = verify_tiles(&all, &jobs, 2, &|_| {});
     assert!(found[0].is_empty(), "{:?}", found[0]);
     assert_eq!(found[1].len(), 1, "{:?}", found[1]);
+    assert!(found[1][0].to_string().contains(&stored), "{}", found[1][0]);
+}
+
+/// A master from before the stored chunks' checksums (here: those attributes removed) reads
+/// as before, checking the decoded blocks: its bytes come back, a changed chunk is
+/// `H5TILE_ERR_CORRUPT` naming the bytes and the chunk, and a changed zstd frame checksum,
+/// which decodes to the right bytes, still reads where h5tile decodes it.
+#[test]
+fn compressed_tiles_without_chunk_checksums_read_checking_their_blocks() {
+    use crate::layout::checksums::{CHUNK_CHECKSUMS_ATTRIBUTE, CHUNK_FIRST_ATTRIBUTE};
+    let d = tempfile::tempdir().unwrap();
+    for layout in [Layout::Vds, Layout::Subfiles] {
+        for c in [shuffled(Codec::Zstd), shuffled(Codec::Lz4)] {
+            let path = write_compressed_slabs(d.path(), layout, c);
+            {
+                let _l = crate::platform::hdf5::lock();
+                let f = File::open_write(&path).unwrap();
+                for name in [CHUNK_FIRST_ATTRIBUTE, CHUNK_CHECKSUMS_ATTRIBUTE] {
+                    f.delete_attribute("/v", name).unwrap();
+                }
+            }
+            let all = Tile::new(vec![0, 0], GLOBAL.to_vec());
+            assert!(
+                read_f64(&path, "/v", &all).unwrap() == expected(&all),
+                "{layout:?} {c}"
+            );
+            let (file, _, addr, size) = first_chunks(&path).pop().unwrap();
+            let at = match c.codec {
+                // The frame checksum: the blocks' checksums pass.
+                Codec::Zstd => addr + size - 1,
+                _ => addr + size / 2,
+            };
+            flip(&file, at);
+            let want = Tile::new(vec![650, 10], vec![2, 3]);
+            let got = read_f64(&path, "/v", &want);
+            match c.codec {
+                Codec::Zstd => assert!(got.unwrap() == expected(&want), "{layout:?}"),
+                _ => {
+                    let e = got.unwrap_err();
+                    assert_eq!(e.status, H5TILE_ERR_CORRUPT, "{layout:?}: {}", e.message);
+                    // Decoded to other bytes, or not decodable at all.
+                    let m = &e.message;
+                    let blocks =
+                        m.contains("(decoded from chunk 0 ") && m.contains("do not match their");
+                    assert!(
+                        blocks
+                            || m.contains(
+                                "chunk 0 (the tile's bytes 0..1047200): cannot be decoded"
+                            ),
+                        "{layout:?}: {m}"
+                    );
+                    assert!(!m.contains("stored at byte"), "{layout:?}: {m}");
+                }
+            }
+        }
+    }
 }
 
 /// `h5tile check`'s checksum pass decodes compressed tiles and finds a changed chunk.
@@ -301,8 +356,10 @@ fn verifying_checksums_decodes_compressed_tiles() {
         assert!(found[0].is_empty(), "{layout:?}: {:?}", found[0]);
         assert_eq!(found[1].len(), 1, "{layout:?}");
         let p = found[1][0].to_string();
+        // The stored chunk, checked before it is decoded.
+        let stored = format!("chunk 0 (the tile's bytes 0..1047200): its {size} bytes stored");
         assert!(
-            p.contains("do not match their checksum") && p.contains("chunk 0 to chunk"),
+            p.contains(&stored) && p.contains("do not match their checksum"),
             "{p}"
         );
     }

@@ -280,6 +280,7 @@ mod tests {
                 min: vec![1, 2],
                 max: vec![3, 4],
             }),
+            chunk_sums: Some(vec![7, 8]),
         };
         let placed: Vec<Placed> = [PlacedIn::OwnFile, PlacedIn::Master, PlacedIn::Subfile(5)]
             .into_iter()

@@ -25,6 +25,19 @@ pub enum AttributeValue {
 }
 
 impl File {
+    /// Removes attribute `name` of `object` (a group or dataset path): for tests that make the
+    /// files earlier versions wrote.
+    #[cfg(test)]
+    pub fn delete_attribute(&self, object: &str, name: &str) -> Result<()> {
+        let _l = lock();
+        let (o, n) = (cstr(object), cstr(name));
+        let id = unsafe { H5Adelete_by_name(self.id(), o.as_ptr(), n.as_ptr(), H5P_DEFAULT) };
+        check(id, || {
+            format!("cannot delete attribute '{name}' of '{object}'")
+        })
+        .map(|_| ())
+    }
+
     /// Sets attribute `name` of `object` ("/" for the file, or a group or dataset path) to
     /// `value`, replacing one of that name; a missing group on the path is created.
     pub fn set_attribute(&self, object: &str, name: &str, value: &AttributeValue) -> Result<()> {
