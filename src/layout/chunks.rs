@@ -443,17 +443,11 @@ pub fn decode_chunks(
     let base = chunks.range(which.start).0;
     let mut parts: Vec<(u64, Option<&mut [u8]>)> = Vec::new();
     let mut rest = out;
+    let mut next = base;
     for i in which.clone() {
         let (start, len) = chunks.range(i);
-        debug_assert!(
-            rest.is_none()
-                || start - base == {
-                    parts
-                        .iter()
-                        .map(|p| p.1.as_ref().map_or(0, |b| b.len()))
-                        .sum::<usize>() as u64
-                }
-        );
+        debug_assert_eq!(start, next, "the chunks are one run of the tile's bytes");
+        next = start + len;
         let part = match rest.take() {
             Some(all) => {
                 let (part, tail) = all.split_at_mut(len as usize);

@@ -452,8 +452,8 @@ pub fn verify_checksums(
 
 /// Decodes a compressed `tile` (elements of `elem` bytes, whose master records no place for
 /// its bytes) from the file at `path` and compares each block with `sums` (blocks of `block`
-/// bytes), and each stored chunk with its checksum where recorded. Returns why not as written (the first damage found), None when it is, or when it
-/// is no compressed tile h5tile decodes.
+/// bytes), and each stored chunk with its checksum where recorded. Returns why not as written
+/// (the first damage found), None when it is, or when it is no compressed tile h5tile decodes.
 fn verify_compressed(
     path: &Path,
     tile: &TileInfo,
