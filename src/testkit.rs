@@ -178,3 +178,14 @@ pub fn spawn_child(command: &mut Command) -> Child {
     let _l = crate::platform::hdf5::lock();
     command.spawn().unwrap()
 }
+
+/// Makes the master `path` as h5tile wrote it before it recorded the checksums of compressed
+/// tiles' stored chunks: the two attributes of `dataset` that hold them are removed.
+pub fn forget_chunk_checksums(path: &Path, dataset: &str) {
+    use crate::layout::checksums::{CHUNK_CHECKSUMS_ATTRIBUTE, CHUNK_FIRST_ATTRIBUTE};
+    let _l = crate::platform::hdf5::lock();
+    let f = crate::platform::hdf5::File::open_write(path).unwrap();
+    for name in [CHUNK_FIRST_ATTRIBUTE, CHUNK_CHECKSUMS_ATTRIBUTE] {
+        f.delete_attribute(dataset, name).unwrap();
+    }
+}

@@ -18,7 +18,9 @@ List every dataset of FILE, or only DATASET: its path, element type, shape, stor
 (contiguous, chunked, compact or virtual) and size in bytes. For a virtual dataset also: its
 layout (h5tile VDS, h5tile subfiles, or other virtual, such as h5py's and Legate's), the
 write that made it (its generation, from h5tile's tile names), its number of tiles (mappings)
-and of distinct source files, and whether its tiles are checksummed (else how many are not).
+and of distinct source files, and whether its tiles are checksummed (else how many are not);
+where its tiles are compressed, whether their stored chunks are checksummed too (a master
+written before h5tile recorded them is checked through its decoded blocks instead).
 For a contiguous dataset h5tile wrote in the single-file layout, the same of the tiles written
 into it (\"h5tile single-file\"; their bytes are in the file itself).
 
@@ -34,14 +36,15 @@ are those h5tile recorded in the master when it wrote them (\"-\" where nothing 
 Output: one line per dataset; with -l or -D one more line per tile, indented. With --json, one
 document {\"file\", \"datasets\": [{\"name\", \"dtype\", \"shape\", \"storage\", \"chunks\",
 \"bytes\", \"compression\", \"filters\", \"stored_bytes\", \"ratio\", \"virtual\": {\"layout\",
-\"generation\", \"tiles\", \"files\", \"checksummed\", \"not_checksummed\", \"tile_list\"},
+\"generation\", \"tiles\", \"files\", \"checksummed\", \"not_checksummed\",
+\"chunks_checksummed\", \"chunks_not_checksummed\", \"tile_list\"},
 \"single\": {the same, layout \"h5tile-single\"}}]} (\"virtual\" and \"single\" only where they
 apply); \"compression\" is {\"codec\", \"level\", \"shuffle\"} or null (not compressed),
 \"filters\" HDF5's filter ids, \"stored_bytes\" and \"ratio\" null where not known (a tile file
 missing); \"tile_list\", present with -l or -D, holds per tile {\"offset\", \"shape\", \"file\",
 \"dataset\", \"source_offset\", \"found\", \"path\", \"data_offset\", \"file_size\",
-\"checksummed\", \"compression\", \"filters\", \"stored_bytes\", \"ratio\", \"min\", \"max\",
-\"nan\"}.
+\"checksummed\", \"chunks_checksummed\", \"compression\", \"filters\", \"stored_bytes\", \"ratio\",
+\"min\", \"max\", \"nan\"}; \"chunks_checksummed\" is null where nothing is compressed.
 
 With DIR, a series folder (numbered checkpoints ckpt.<step>.h5 and the record `latest`, as
 h5tile's series write them; or an empty folder): one line per checkpoint, newest first: its
@@ -181,6 +184,14 @@ fn virtual_summary(vds: &VirtualInfo) -> String {
         n if n == with_data => "not checksummed".to_string(),
         n => format!("{n} of {with_data} tiles not checksummed"),
     });
+    parts.extend(match vds.chunks_not_checksummed() {
+        (0, _) => None,
+        (_, 0) => Some("stored chunks checksummed".to_string()),
+        (n, not) if not == n => Some("stored chunks not checksummed".to_string()),
+        (n, not) => Some(format!(
+            "stored chunks of {not} of {n} compressed tiles not checksummed"
+        )),
+    });
     parts.join(", ")
 }
 
@@ -313,6 +324,11 @@ struct VirtualJson {
     /// Every tile holding elements carries checksums.
     checksummed: bool,
     not_checksummed: usize,
+    /// Every compressed tile holding elements records its stored chunks' checksums; null
+    /// where no tile is compressed by one of h5tile's codecs.
+    chunks_checksummed: Option<bool>,
+    /// Compressed tiles holding elements whose stored chunks carry no checksums.
+    chunks_not_checksummed: usize,
     #[serde(skip_serializing_if = "Option::is_none")]
     tile_list: Option<Vec<TileJson>>,
 }
@@ -334,6 +350,8 @@ struct TileJson {
     data_offset: Option<u64>,
     file_size: Option<u64>,
     checksummed: bool,
+    /// Null where the tile is not compressed by one of h5tile's codecs.
+    chunks_checksummed: Option<bool>,
     #[serde(flatten)]
     stored: StoredJson,
     min: serde_json::Value,
@@ -367,6 +385,7 @@ impl VirtualJson {
     fn of(vds: &VirtualInfo, per_tile: bool) -> VirtualJson {
         let with_data = vds.tiles.iter().filter(|t| t.region.is_some()).count();
         let not_checksummed = vds.not_checksummed();
+        let (compressed, chunks_not_checksummed) = vds.chunks_not_checksummed();
         VirtualJson {
             layout: vds.layout.key(),
             generation: vds.generation.map(|g| format!("{g:016x}")),
@@ -374,6 +393,8 @@ impl VirtualJson {
             files: vds.files().len(),
             checksummed: with_data > 0 && not_checksummed == 0,
             not_checksummed,
+            chunks_checksummed: (compressed > 0).then_some(chunks_not_checksummed == 0),
+            chunks_not_checksummed,
             tile_list: per_tile.then(|| vds.tiles.iter().map(TileJson::of).collect()),
         }
     }
@@ -395,6 +416,7 @@ impl TileJson {
             data_offset: t.data_offset,
             file_size: t.file_size,
             checksummed: t.sums.is_some(),
+            chunks_checksummed: t.chunks_checksummed(),
             stored: StoredJson::of(t.stored.as_ref()),
             min: extreme(|e| show::scalar_json(e.min)),
             max: extreme(|e| show::scalar_json(e.max)),

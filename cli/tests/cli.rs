@@ -5,8 +5,8 @@
 
 use h5tile::internals::hdf5::{self, Dataset, File, Plist, Space};
 use h5tile::internals::testkit::{
-    grid_value, grid_values, read_f64, read_into, spawn_child, tile_files, whole_grid, write_tiles,
-    GRID_TILES,
+    forget_chunk_checksums, grid_value, grid_values, read_f64, read_into, spawn_child, tile_files,
+    whole_grid, write_tiles, GRID_TILES,
 };
 use h5tile::internals::tool::{Codec, Compression};
 use h5tile::internals::{host_bytes, Dtype, Layout, LocalTile, ReadOptions, Tile, WriteOptions};
@@ -1768,6 +1768,69 @@ fn ls_shows_the_codec_and_ratio_of_compressed_tiles_and_none_for_plain_ones() {
     // Uncompressed, nothing more than before.
     let (out, _) = run(&["ls", s(&m), "/plain"], 0);
     assert!(!out.contains("on disk") && !out.contains("zstd"), "{out}");
+}
+
+/// `ls` says whether compressed tiles record their stored chunks' checksums, per dataset and
+/// per tile; a master from before they were recorded says it has none, and still checks.
+#[test]
+fn ls_says_whether_the_stored_chunks_of_compressed_tiles_are_checksummed() {
+    let d = tempfile::tempdir().unwrap();
+    let m = d.path().join("c.h5");
+    write_smooth(&m, "/z", Layout::Vds, zstd_1_shuffled());
+    write_smooth(&m, "/l", Layout::Subfiles, lz4());
+    write_smooth(&m, "/plain", Layout::Vds, None);
+    let chunks = |name: &str| {
+        let v = listed(&m, name)["virtual"].clone();
+        let tiles: Vec<Value> = v["tile_list"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["chunks_checksummed"].clone())
+            .collect();
+        (
+            v["chunks_checksummed"].clone(),
+            v["chunks_not_checksummed"].clone(),
+            tiles,
+        )
+    };
+    let (yes, no, null) = (Value::Bool(true), Value::Bool(false), Value::Null);
+    for name in ["/z", "/l"] {
+        assert_eq!(
+            chunks(name),
+            (yes.clone(), 0.into(), vec![yes.clone(); 2]),
+            "{name}"
+        );
+    }
+    assert_eq!(chunks("/plain"), (null.clone(), 0.into(), vec![null; 2]));
+    let line = |name: &str| {
+        let (out, _) = run(&["ls", s(&m), name], 0);
+        out.lines().next().unwrap().to_string()
+    };
+    assert!(
+        line("/z").ends_with(", checksummed, stored chunks checksummed"),
+        "{}",
+        line("/z")
+    );
+    assert!(
+        line("/plain").ends_with(", checksummed"),
+        "{}",
+        line("/plain")
+    );
+
+    forget_chunk_checksums(&m, "/z");
+    assert_eq!(chunks("/z"), (no.clone(), 2.into(), vec![no; 2]));
+    assert!(
+        line("/z").ends_with(", checksummed, stored chunks not checksummed"),
+        "{}",
+        line("/z")
+    );
+    assert_eq!(
+        chunks("/l"),
+        (yes.clone(), 0.into(), vec![yes; 2]),
+        "the other dataset's"
+    );
+    let doc = run_json(&["check", s(&m)], 0);
+    assert_eq!(doc["ok"], true, "{doc}");
 }
 
 #[test]

@@ -215,6 +215,13 @@ impl TileInfo {
         })
     }
 
+    /// Whether its stored (compressed) chunks carry checksums; None where it is not stored
+    /// through one of h5tile's codecs, or its file could not be opened.
+    pub fn chunks_checksummed(&self) -> Option<bool> {
+        self.stored.as_ref()?.compression.as_ref()?;
+        Some(self.chunk_sums.is_some())
+    }
+
     /// Bytes of the tile's elements of `elem` bytes (0 when it selects nothing).
     pub fn data_bytes(&self, elem: usize) -> u64 {
         self.region.as_ref().map_or(0, |r| {
@@ -253,6 +260,17 @@ impl VirtualInfo {
             .iter()
             .filter(|t| t.region.is_some() && t.sums.is_none())
             .count()
+    }
+
+    /// Of the tiles that select elements and are compressed by one of h5tile's codecs: how
+    /// many, and how many of those record no checksums of their stored chunks (a master
+    /// written before h5tile recorded them: reads check the decoded blocks instead).
+    pub fn chunks_not_checksummed(&self) -> (usize, usize) {
+        self.tiles
+            .iter()
+            .filter(|t| t.region.is_some())
+            .filter_map(TileInfo::chunks_checksummed)
+            .fold((0, 0), |(n, not), c| (n + 1, not + usize::from(!c)))
     }
 }
 

@@ -284,18 +284,11 @@ fn a_changed_zstd_frame_checksum_is_corrupt_where_hdf5_would_decode_the_chunk() 
 /// which decodes to the right bytes, still reads where h5tile decodes it.
 #[test]
 fn compressed_tiles_without_chunk_checksums_read_checking_their_blocks() {
-    use crate::layout::checksums::{CHUNK_CHECKSUMS_ATTRIBUTE, CHUNK_FIRST_ATTRIBUTE};
     let d = tempfile::tempdir().unwrap();
     for layout in [Layout::Vds, Layout::Subfiles] {
         for c in [shuffled(Codec::Zstd), shuffled(Codec::Lz4)] {
             let path = write_compressed_slabs(d.path(), layout, c);
-            {
-                let _l = crate::platform::hdf5::lock();
-                let f = File::open_write(&path).unwrap();
-                for name in [CHUNK_FIRST_ATTRIBUTE, CHUNK_CHECKSUMS_ATTRIBUTE] {
-                    f.delete_attribute("/v", name).unwrap();
-                }
-            }
+            crate::testkit::forget_chunk_checksums(&path, "/v");
             let all = Tile::new(vec![0, 0], GLOBAL.to_vec());
             assert!(
                 read_f64(&path, "/v", &all).unwrap() == expected(&all),

@@ -27,7 +27,7 @@ pub enum AttributeValue {
 impl File {
     /// Removes attribute `name` of `object` (a group or dataset path): for tests that make the
     /// files earlier versions wrote.
-    #[cfg(test)]
+    #[cfg(any(test, feature = "internals"))]
     pub fn delete_attribute(&self, object: &str, name: &str) -> Result<()> {
         let _l = lock();
         let (o, n) = (cstr(object), cstr(name));
