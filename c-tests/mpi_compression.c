@@ -9,7 +9,7 @@
  *                level a codec does not have, an unknown codec, a level or H5TILE_SHUFFLE
  *                without a codec: H5TILE_ERR_INVALID_ARGUMENT; H5TILE_COMPRESSION=zstd:1 in
  *                the environment compresses a write that names no codec (and not the
- *                single-file layout's);
+ *                single-file layout's), zstd:1+shuffle too, and a bad value is refused;
  *   damage       a changed byte in a zstd chunk of the last rank's tile: H5TILE_ERR_CORRUPT
  *                naming the tile file and the chunk, on every rank; reads of other tiles
  *                succeed.
@@ -202,6 +202,15 @@ static void options(const char *scratch) {
     TILE_DIR(dir, path);
     long long stored = folder_bytes(dir), raw = (long long)R * C * (8 + 4);
     CHECK_MSG(stored < raw / 2, "%lld bytes stored for %lld of data", stored, raw);
+    /* ... with the shuffle too, written as `h5tile ls` shows a compression */
+    CHECK(setenv("H5TILE_COMPRESSION", "zstd:1+shuffle", 1) == 0);
+    PATHF(path, "%s/from-environment-shuffled.h5", scratch);
+    EXPECT_OK(write_both(path, &o));
+    EXPECT_OK(read_box(path, 0, 0, R, C, 0));
+    CHECK(setenv("H5TILE_COMPRESSION", "zstd+bitshuffle", 1) == 0);
+    PATHF(path, "%s/bad-shuffle.h5", scratch);
+    expect_invalid(path, &o, "H5TILE_COMPRESSION=zstd+bitshuffle");
+    CHECK(setenv("H5TILE_COMPRESSION", "zstd:1", 1) == 0);
     /* ... but not the single-file layout's, which cannot compress */
     PATHF(path, "%s/single.h5", scratch);
     o.layout = H5TILE_LAYOUT_SINGLE;

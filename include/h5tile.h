@@ -245,8 +245,8 @@ typedef struct {
 #define H5TILE_LAYOUT_SUBFILES 2
 
 // The default: tiles are not compressed, unless the environment variable
-// `H5TILE_COMPRESSION` names a codec (`zstd`, `zstd:LEVEL`, `lz4`, `deflate:LEVEL`, `none`),
-// for the layouts that compress.
+// `H5TILE_COMPRESSION` names a codec (`zstd`, `zstd:LEVEL`, `lz4`, `deflate:LEVEL`, `none`;
+// `+shuffle` after it shuffles too, as in `zstd:1+shuffle`), for the layouts that compress.
 #define H5TILE_COMPRESS_NONE 0
 
 // zstd (HDF5 filter 32015): a good ratio at a few hundred MB/s per thread (level 3, the

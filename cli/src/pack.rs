@@ -25,7 +25,8 @@ and shuffle (the first compressed tile's, where they differ), its chunks compres
 h5tile's threads (H5TILE_THREADS) and written as stored; h5py with hdf5plugin reads it.
 --compression CODEC[:LEVEL] (none, zstd, lz4, deflate; 0 or no level: the codec's default)
 chooses instead; --compression none makes it contiguous. --shuffle and --no-shuffle choose
-whether bytes are shuffled before the codec (default: as in the tiles). These apply to the
+whether bytes are shuffled before the codec (default: as in the tiles); +shuffle after the
+codec, as ls shows a compression (zstd:3+shuffle), is --shuffle. These apply to the
 datasets pack makes of virtual ones, of a type h5tile reads; other datasets are copied as they
 are.
 
@@ -74,9 +75,9 @@ pub struct Args {
     /// Replace DST if it exists
     #[arg(short, long)]
     force: bool,
-    /// Compress the packed datasets so (none, zstd, lz4, deflate, with :LEVEL) instead of as
-    /// their tiles are
-    #[arg(long, value_name = "CODEC[:LEVEL]")]
+    /// Compress the packed datasets so (none, zstd, lz4, deflate, with :LEVEL, then
+    /// +shuffle to shuffle too) instead of as their tiles are
+    #[arg(long, value_name = "CODEC[:LEVEL][+shuffle]")]
     compression: Option<String>,
     /// Shuffle bytes before the codec (default: as the tiles are)
     #[arg(long, overrides_with = "no_shuffle")]
@@ -92,7 +93,7 @@ pub struct Args {
 
 /// The options the command line asks for; why not, for a wrong codec or level.
 fn options(args: &Args) -> Result<PackOptions, Failure> {
-    let shuffle = match (args.shuffle, args.no_shuffle) {
+    let mut shuffle = match (args.shuffle, args.no_shuffle) {
         (true, _) => Some(true),
         (_, true) => Some(false),
         _ => None,
@@ -100,7 +101,16 @@ fn options(args: &Args) -> Result<PackOptions, Failure> {
     let codec = match &args.compression {
         None => PackCodec::AsTiles,
         Some(text) => match Compression::parse(text, false) {
-            Ok(Some(c)) => PackCodec::Given(c),
+            // "zstd:3+shuffle", as `ls` shows it, is --compression zstd:3 --shuffle.
+            Ok(Some(c)) if c.shuffle && shuffle == Some(false) => {
+                return Err(Failure::usage(format!(
+                    "--compression {text} with --no-shuffle: choose one"
+                )))
+            }
+            Ok(Some(c)) => {
+                shuffle = shuffle.or(c.shuffle.then_some(true));
+                PackCodec::Given(c)
+            }
             Ok(None) if shuffle == Some(true) => {
                 return Err(Failure::usage(
                     "--shuffle with --compression none: a shuffle needs a codec",

@@ -1921,6 +1921,12 @@ fn pack_keeps_the_tiles_compression_or_takes_another() {
             "/z",
             serde_json::json!({"codec": "zstd", "level": 1, "shuffle": false}),
         ),
+        // As `ls` shows a compression.
+        (
+            &["--compression", "lz4+shuffle"][..],
+            "/plain",
+            serde_json::json!({"codec": "lz4", "level": null, "shuffle": true}),
+        ),
         (&["--compression", "none"][..], "/z", Value::Null),
     ] {
         let dst = d.path().join("other.h5");
@@ -1957,6 +1963,18 @@ fn pack_refuses_an_unknown_codec_and_a_shuffle_without_one_leaving_nothing() {
         (
             &["--compression", "none", "--shuffle"][..],
             "--shuffle with --compression none",
+        ),
+        (
+            &["--compression", "zstd+shuffle", "--no-shuffle"][..],
+            "--compression zstd+shuffle with --no-shuffle",
+        ),
+        (
+            &["--compression", "zstd+bitshuffle"][..],
+            "only 'shuffle' may follow '+'",
+        ),
+        (
+            &["--compression", "none+shuffle"][..],
+            "a shuffle needs a codec",
         ),
     ] {
         let mut all = vec!["pack"];

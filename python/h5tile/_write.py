@@ -26,17 +26,26 @@ def encode_name(name: Any) -> bytes:
     return name if isinstance(name, bytes) else str(name).encode()
 
 
-def compression_of(compression: Any) -> tuple[int, int]:
-    """(codec, level) of the options for `compression`: None (uncompressed, unless the
-    environment's H5TILE_COMPRESSION names a codec), "zstd", "lz4", "deflate", or one of them
-    with a level after a colon ("zstd:9"; 0, or none given: the codec's default)."""
+def compression_of(compression: Any) -> tuple[int, int, bool]:
+    """(codec, level, shuffle) of the options for `compression`: None (uncompressed, unless
+    the environment's H5TILE_COMPRESSION names a codec), "zstd", "lz4", "deflate", or one of
+    them with a level after a colon ("zstd:9"; 0, or none given: the codec's default), then
+    optionally "+shuffle" as `h5tile ls` shows it ("zstd:1+shuffle": as shuffle=True)."""
     if compression is None:
-        return C.H5TILE_COMPRESS_NONE, 0
+        return C.H5TILE_COMPRESS_NONE, 0, False
     if not isinstance(compression, str):
         raise InvalidArgumentError(
             f"compression={compression!r}: give None, or a codec name such as 'zstd' or 'zstd:5'"
         )
-    name, colon, level = compression.partition(":")
+    codec_text, plus, after = compression.rpartition("+")
+    shuffle = bool(plus)
+    if not plus:
+        codec_text = after
+    elif after.strip().lower() != "shuffle":
+        raise InvalidArgumentError(
+            f"compression={compression!r}: only 'shuffle' may follow '+' (as in 'zstd:1+shuffle')"
+        )
+    name, colon, level = codec_text.partition(":")
     codec = CODECS.get(name.strip().lower())
     if codec is None:
         raise InvalidArgumentError(
@@ -52,7 +61,7 @@ def compression_of(compression: Any) -> tuple[int, int]:
         ) from None
     if not -(2**31) <= value < 2**31:
         raise InvalidArgumentError(f"compression={compression!r}: level {value} is out of range")
-    return codec, value
+    return codec, value, shuffle
 
 
 class WriteKeywords(TypedDict, total=False):
@@ -84,7 +93,7 @@ def c_write_options(given: Mapping[str, Any], caller: str) -> WriteOptions:
         raise TypeError(f"{caller}() got an unexpected keyword argument {unknown[0]!r}")
     o: dict[str, Any] = {**_WRITE_DEFAULTS, **given}
     layout, compression = o["layout"], o["compression"]
-    codec, level = compression_of(compression)
+    codec, level, shuffled = compression_of(compression)
     if layout not in LAYOUTS:
         raise InvalidArgumentError(f"layout={layout!r}: choose one of {', '.join(map(repr, LAYOUTS))}")
     opts = WriteOptions()
@@ -95,7 +104,7 @@ def c_write_options(given: Mapping[str, Any], caller: str) -> WriteOptions:
         | (C.H5TILE_KEEP_OTHERS if o["keep_others"] else 0)
         | (0 if o["sync"] else C.H5TILE_NO_SYNC)
         | (C.H5TILE_ALLOW_PARTIAL if o["allow_partial"] else 0)
-        | (C.H5TILE_SHUFFLE if o["shuffle"] else 0)
+        | (C.H5TILE_SHUFFLE if o["shuffle"] or shuffled else 0)
     )
     opts.ranks_per_file = o["ranks_per_file"]
     opts.compression = codec
@@ -224,7 +233,8 @@ def to_file(
     are stored in chunks of about 1 MiB, compressed on this rank's threads, under HDF5's
     registered filters (h5py reads them after `import hdf5plugin`; "deflate" needs nothing).
     `shuffle=True` shuffles each chunk's bytes by element first (often a better ratio for
-    numbers). The "vds" and "subfiles" layouts compress; "single" refuses a codec.
+    numbers); "zstd:1+shuffle", as `h5tile ls` shows it, says both in one string. The "vds"
+    and "subfiles" layouts compress; "single" refuses a codec.
     When it returns, the data is on disk. Raises an `H5TileError` subclass, the same on every
     rank.
     """

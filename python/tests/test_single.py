@@ -179,6 +179,23 @@ def test_compressed_writes_read_back_in_every_codec(scratch: Path) -> None:
     assert np.array_equal(h5tile.from_file(scratch / "ck.h5", "/u"), a)
 
 
+def test_a_compression_as_ls_shows_it_shuffles_too(scratch: Path) -> None:
+    a = np.linspace(0.0, 1.0, 300_000).reshape(600, 500)
+    for compression, shuffle, shuffled in (("zstd:1+shuffle", False, True), ("lz4 + Shuffle", True, True),
+                                           ("zstd:1", False, False)):
+        path = scratch / "s.h5"
+        h5tile.to_file(a, path, "d", compression=compression, shuffle=shuffle)
+        assert np.array_equal(h5tile.from_file(path, "d"), a)
+        with h5py.File(path) as f:
+            tile = f["d"].virtual_sources()[0].file_name
+        with h5py.File(path.parent / tile) as f:
+            assert f["tile"].shuffle == shuffled, compression
+    for bad in ("zstd+bitshuffle", "+shuffle", "none+shuffle"):
+        with pytest.raises(h5tile.InvalidArgumentError, match="compression="):
+            h5tile.to_file(a, scratch / "x.h5", "d", compression=bad)
+    assert not (scratch / "x.h5").exists()
+
+
 def test_no_overwrite_raises_file_exists_and_keeps_the_file(scratch: Path) -> None:
     h5tile.to_file(np.arange(4), scratch / "a.h5", "d")
     before = tree(scratch)

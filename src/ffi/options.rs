@@ -57,8 +57,8 @@ pub const H5TILE_SHUFFLE: u32 = 16;
 #[allow(non_camel_case_types)]
 pub type h5tile_compression = u32;
 /// The default: tiles are not compressed, unless the environment variable
-/// `H5TILE_COMPRESSION` names a codec (`zstd`, `zstd:LEVEL`, `lz4`, `deflate:LEVEL`, `none`),
-/// for the layouts that compress.
+/// `H5TILE_COMPRESSION` names a codec (`zstd`, `zstd:LEVEL`, `lz4`, `deflate:LEVEL`, `none`;
+/// `+shuffle` after it shuffles too, as in `zstd:1+shuffle`), for the layouts that compress.
 pub const H5TILE_COMPRESS_NONE: h5tile_compression = 0;
 /// zstd (HDF5 filter 32015): a good ratio at a few hundred MB/s per thread (level 3, the
 /// default); levels -131072 (fastest) to 22 (smallest).
@@ -601,6 +601,11 @@ mod tests {
             compression((0, 0), true, vds, env(" zstd ")).unwrap(),
             zstd(3, true)
         );
+        // The shuffle from the environment, as `h5tile ls` shows a compression.
+        assert_eq!(
+            compression((0, 0), false, vds, env("zstd:1+shuffle")).unwrap(),
+            zstd(1, true)
+        );
         assert_eq!(compression((0, 0), false, vds, env("none")).unwrap(), None);
         assert_eq!(compression((0, 0), false, vds, env("")).unwrap(), None);
         let subfiles = compression((3, 0), false, Layout::Subfiles, none)
@@ -624,6 +629,12 @@ mod tests {
             ((0, 0), true, "none", "H5TILE_SHUFFLE without compression"),
             ((0, 0), false, "brotli", "H5TILE_COMPRESSION=brotli"),
             ((0, 0), false, "zstd:fast", "H5TILE_COMPRESSION=zstd:fast"),
+            (
+                (0, 0),
+                false,
+                "none+shuffle",
+                "H5TILE_COMPRESSION=none+shuffle",
+            ),
         ] {
             let e = compression(args, shuffle, vds, || Some(environment.to_string())).unwrap_err();
             assert_eq!(e.status, H5TILE_ERR_INVALID_ARGUMENT);

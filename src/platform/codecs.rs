@@ -124,9 +124,19 @@ impl Compression {
         })
     }
 
-    /// `codec[:level]` as in `H5TILE_COMPRESSION` ("zstd", "zstd:3", "none": None).
+    /// `codec[:level][+shuffle]` as in `H5TILE_COMPRESSION`, and as `h5tile ls` shows a
+    /// compression ("zstd", "zstd:3", "lz4+shuffle", "none": None); shuffled too with `shuffle`.
     pub fn parse(text: &str, shuffle: bool) -> Result<Option<Compression>, String> {
-        let (name, level) = match text.split_once(':') {
+        let (codec, shuffle) = match text.rsplit_once('+') {
+            Some((codec, s)) if s.trim().eq_ignore_ascii_case("shuffle") => (codec, true),
+            Some((_, s)) => {
+                return Err(format!(
+                    "'{text}': only 'shuffle' may follow '+' (as in 'zstd:1+shuffle'), not '{s}'"
+                ))
+            }
+            None => (text, shuffle),
+        };
+        let (name, level) = match codec.split_once(':') {
             Some((name, level)) => {
                 let level = level
                     .trim()
@@ -134,10 +144,13 @@ impl Compression {
                     .map_err(|_| format!("'{text}': the level after ':' must be a whole number"))?;
                 (name, level)
             }
-            None => (text, 0),
+            None => (codec, 0),
         };
         if name.trim().eq_ignore_ascii_case("none") && level == 0 {
-            return Ok(None);
+            return match shuffle && codec != text {
+                true => Err(format!("'{text}': a shuffle needs a codec")),
+                false => Ok(None),
+            };
         }
         let codec = Codec::from_name(name).ok_or_else(|| {
             format!("'{text}': unknown codec '{name}' (known: none, zstd, lz4, deflate)")
@@ -871,7 +884,25 @@ mod tests {
             Compression::parse("zstd:-5", false).unwrap().unwrap().level,
             -5
         );
-        for bad in ["gzip", "zstd:x", "zstd:99", "deflate:10", "lz4:1", "none:3"] {
+        // As `h5tile ls` shows them: the shuffle after '+'.
+        let shuffled = Compression::new(Codec::Zstd, 1, true).unwrap();
+        assert_eq!(
+            Compression::parse("zstd:1+shuffle", false),
+            Ok(Some(shuffled))
+        );
+        let lz4 = Compression::parse("LZ4 + Shuffle", false).unwrap().unwrap();
+        assert_eq!((lz4.codec, lz4.shuffle), (Codec::Lz4, true));
+        for bad in [
+            "gzip",
+            "zstd:x",
+            "zstd:99",
+            "deflate:10",
+            "lz4:1",
+            "none:3",
+            "zstd+bitshuffle",
+            "none+shuffle",
+            "+shuffle",
+        ] {
             let e = Compression::parse(bad, false).unwrap_err();
             assert!(
                 e.contains(bad.split(':').next().unwrap().trim()) || e.contains(bad),
