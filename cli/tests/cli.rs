@@ -1679,6 +1679,17 @@ fn listed(path: &Path, name: &str) -> Value {
     run_json(&["ls", "-l", s(path), name], 0)["datasets"][0].clone()
 }
 
+/// `c.h5` in a new folder with the smooth field three times: `/z` (zstd:1 + shuffle, VDS), `/l`
+/// (lz4, subfiled) and `/plain` (uncompressed, VDS); the folder, the file and the values.
+fn smooth_in_three_codecs() -> (tempfile::TempDir, PathBuf, Vec<f64>) {
+    let d = tempfile::tempdir().unwrap();
+    let m = d.path().join("c.h5");
+    let values = write_smooth(&m, "/z", Layout::Vds, zstd_1_shuffled());
+    write_smooth(&m, "/l", Layout::Subfiles, lz4());
+    write_smooth(&m, "/plain", Layout::Vds, None);
+    (d, m, values)
+}
+
 /// A listed dataset's or tile's stored bytes and ratio, checked to agree with its bytes.
 fn stored_and_ratio(entry: &Value, bytes: u64) -> (u64, f64) {
     let stored = entry["stored_bytes"].as_u64().unwrap();
@@ -1692,11 +1703,7 @@ fn stored_and_ratio(entry: &Value, bytes: u64) -> (u64, f64) {
 
 #[test]
 fn ls_shows_the_codec_and_ratio_of_compressed_tiles_and_none_for_plain_ones() {
-    let d = tempfile::tempdir().unwrap();
-    let m = d.path().join("c.h5");
-    write_smooth(&m, "/z", Layout::Vds, zstd_1_shuffled());
-    write_smooth(&m, "/l", Layout::Subfiles, lz4());
-    write_smooth(&m, "/plain", Layout::Vds, None);
+    let (_d, m, _) = smooth_in_three_codecs();
     let bytes = SMOOTH[0] * SMOOTH[1] * 8;
 
     for (name, codec, level, shuffle, filters) in [
@@ -1774,11 +1781,7 @@ fn ls_shows_the_codec_and_ratio_of_compressed_tiles_and_none_for_plain_ones() {
 /// per tile; a master from before they were recorded says it has none, and still checks.
 #[test]
 fn ls_says_whether_the_stored_chunks_of_compressed_tiles_are_checksummed() {
-    let d = tempfile::tempdir().unwrap();
-    let m = d.path().join("c.h5");
-    write_smooth(&m, "/z", Layout::Vds, zstd_1_shuffled());
-    write_smooth(&m, "/l", Layout::Subfiles, lz4());
-    write_smooth(&m, "/plain", Layout::Vds, None);
+    let (_d, m, _) = smooth_in_three_codecs();
     let chunks = |name: &str| {
         let v = listed(&m, name)["virtual"].clone();
         let tiles: Vec<Value> = v["tile_list"]
@@ -1835,11 +1838,7 @@ fn ls_says_whether_the_stored_chunks_of_compressed_tiles_are_checksummed() {
 
 #[test]
 fn pack_keeps_the_tiles_compression_or_takes_another() {
-    let d = tempfile::tempdir().unwrap();
-    let m = d.path().join("c.h5");
-    let values = write_smooth(&m, "/z", Layout::Vds, zstd_1_shuffled());
-    write_smooth(&m, "/l", Layout::Subfiles, lz4());
-    write_smooth(&m, "/plain", Layout::Vds, None);
+    let (d, m, values) = smooth_in_three_codecs();
     let bytes = SMOOTH[0] * SMOOTH[1] * 8;
 
     // As the tiles are, in slabs under a chunk's 1 048 000 bytes: a chunk each (the chunks
