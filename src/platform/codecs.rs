@@ -127,16 +127,16 @@ impl Compression {
     /// `codec[:level][+shuffle]` as in `H5TILE_COMPRESSION`, and as `h5tile ls` shows a
     /// compression ("zstd", "zstd:3", "lz4+shuffle", "none": None); shuffled too with `shuffle`.
     pub fn parse(text: &str, shuffle: bool) -> Result<Option<Compression>, String> {
-        let (codec, shuffle) = match text.rsplit_once('+') {
-            Some((codec, s)) if s.trim().eq_ignore_ascii_case("shuffle") => (codec, true),
+        let (spec, suffixed) = match text.rsplit_once('+') {
+            Some((spec, s)) if s.trim().eq_ignore_ascii_case("shuffle") => (spec, true),
             Some((_, s)) => {
                 return Err(format!(
                     "'{text}': only 'shuffle' may follow '+' (as in 'zstd:1+shuffle'), not '{s}'"
                 ))
             }
-            None => (text, shuffle),
+            None => (text, false),
         };
-        let (name, level) = match codec.split_once(':') {
+        let (name, level) = match spec.split_once(':') {
             Some((name, level)) => {
                 let level = level
                     .trim()
@@ -144,10 +144,10 @@ impl Compression {
                     .map_err(|_| format!("'{text}': the level after ':' must be a whole number"))?;
                 (name, level)
             }
-            None => (codec, 0),
+            None => (spec, 0),
         };
         if name.trim().eq_ignore_ascii_case("none") && level == 0 {
-            return match shuffle && codec != text {
+            return match suffixed {
                 true => Err(format!("'{text}': a shuffle needs a codec")),
                 false => Ok(None),
             };
@@ -155,7 +155,7 @@ impl Compression {
         let codec = Codec::from_name(name).ok_or_else(|| {
             format!("'{text}': unknown codec '{name}' (known: none, zstd, lz4, deflate)")
         })?;
-        Compression::new(codec, level, shuffle).map(Some)
+        Compression::new(codec, level, shuffle || suffixed).map(Some)
     }
 
     /// The filters, in pipeline order, of a dataset of elements of `elem` bytes stored so.
