@@ -22,9 +22,10 @@ the baselines, saved as target/bench/suite.json and drawn as target/bench/suite.
   compression with BENCH_COMPRESSION_RANKS ranks, a smooth field (the heat demo's hot square,
               diffused: bench_h5tile's BENCH_DATA=heat) written durably uncompressed and with
               each codec (zstd:1, lz4 and deflate:1 after a byte shuffle; zstd:1 without),
-              then each read from the page cache 3 times a round, taking turns; the uncompressed and zstd:1 + shuffle files read
-              again after dropping the page cache (where /proc/sys/vm/drop_caches can be
-              written; else left out, saying why); h5py writing the same array with
+              then each read from the page cache COMPRESSION_READS (3) times a round, all
+              taking turns; the uncompressed and zstd:1 + shuffle files read again after
+              dropping the page cache (where /proc/sys/vm/drop_caches can be written; else
+              left out, saying why); h5py writing the same array with
               hdf5plugin.Zstd(clevel=1) and shuffle, chunked 1 MiB, fsynced, one process.
               Each file's size on disk and ratio are printed beside its times
   python      the Python package (bench/python_contenders.py): h5tile.to_file and from_file
