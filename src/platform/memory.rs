@@ -83,6 +83,25 @@ impl Drop for PageBuffer {
     }
 }
 
+/// Whether every page of `bytes` is in memory already, as in a buffer the process has written
+/// before; not so for one fresh from `malloc`, whose pages its first stores fault in (and the
+/// kernel zeroes). Streaming stores suit only the first: measured on an Intel Xeon VM, a
+/// compressed 1 GiB read into a fresh buffer took 0.28 s with them and 0.19 s without, into a
+/// buffer read into before 0.11 s with them and 0.14 s without. False where it cannot tell.
+pub fn resident(bytes: &[u8]) -> bool {
+    if bytes.is_empty() {
+        return true;
+    }
+    // SAFETY: sysconf has no preconditions.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as usize;
+    let start = bytes.as_ptr() as usize / page * page;
+    let end = (bytes.as_ptr() as usize + bytes.len()).div_ceil(page) * page;
+    let mut pages = vec![0u8; (end - start) / page];
+    // SAFETY: the range covers the pages of a live slice; `pages` has a byte for each.
+    let r = unsafe { libc::mincore(start as *mut libc::c_void, end - start, pages.as_mut_ptr()) };
+    r == 0 && pages.iter().all(|p| p & 1 != 0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -100,6 +119,18 @@ mod tests {
         assert_eq!(&b[..], b"abcde");
         let empty = PageBuffer::new(0);
         assert!(empty.is_empty());
+    }
+
+    #[test]
+    fn pages_not_yet_written_are_not_resident_and_written_ones_are() {
+        let mut b = PageBuffer::new(8 << 20);
+        b.set_len(8 << 20);
+        assert!(!resident(&b[4096..4 << 20]));
+        b[..4 << 20].fill(7);
+        assert!(resident(&b[4096..4 << 20]));
+        assert!(resident(&b[..0]));
+        let v = [1u8; 100];
+        assert!(resident(&v[3..50]));
     }
 
     #[test]

@@ -11,6 +11,7 @@ use crate::layout::chunks::{decode_chunks, Chunks, Decoders, Stored};
 use crate::platform::codecs::Pipeline;
 use crate::platform::device::io_threads;
 use crate::platform::hdf5::{Dataset, Storage};
+use crate::platform::memory::resident;
 use crate::status::Result;
 use std::path::Path;
 
@@ -182,6 +183,11 @@ impl CompressedTile {
                 None => None,
             };
             let direct = within.is_some();
+            // Streamed around the cache where the caller's pages are in memory already; a fresh
+            // buffer's pages are zeroed into the cache as the first stores fault them in, and
+            // plain stores then land there (`resident`). Asked before any of the window is
+            // written, so that no page faulted in by a neighbouring chunk counts.
+            let streaming = within.as_deref().is_some_and(resident);
             let mut target = match within {
                 Some(target) => Some(target),
                 None if decoding => {
@@ -205,7 +211,7 @@ impl CompressedTile {
                 frame_checksums,
                 // Straight into the caller's buffer: not read back soon (but for checking its
                 // blocks just below, which costs less than the stores' reads of each line).
-                direct,
+                streaming,
             )
             .map_err(|(i, why)| {
                 let (start, len) = self.chunks.range(i);
