@@ -17,6 +17,7 @@ mod locking;
 pub mod log;
 mod plan;
 mod posix;
+mod watch;
 
 // The driver's public API: what h5tile, which links this crate and registers the driver in its
 // own process, uses. Everything else is private to the driver.
@@ -24,10 +25,12 @@ pub use abi::H5FD_class_t;
 pub use config::{Config, DriverInfo, Gds};
 pub use device::cuda::{copy_to_device, copy_to_host, in_process as cuda_in_process};
 pub use device::cufile::driver as cufile_usable;
-pub use device::watch::{staged_write, watching_staged_writes, Watch};
 pub use device::{device_memory, DeviceIo, DevicePtr};
 pub use error::{Kind as ErrorKind, CLASS_NAME as ERROR_CLASS};
 pub use posix::{advise_huge_pages, OpenMode, PosixFile};
+pub use watch::{
+    host_written, staged_write, watching_host_writes, watching_staged_writes, Watch, WATCHED_PIECE,
+};
 
 use std::ffi::c_int;
 

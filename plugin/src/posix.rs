@@ -6,6 +6,7 @@
 
 use crate::config::{Config, ALIGN};
 use crate::plan;
+use crate::watch;
 use std::ffi::CString;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -132,6 +133,22 @@ fn pread_full(fd: i32, addr: u64, buf: &mut [u8]) -> io::Result<usize> {
 /// `pwrite` all of `buf` (a write of 0 bytes is `WriteZero`).
 fn pwrite_full(fd: i32, addr: u64, buf: &[u8]) -> io::Result<()> {
     borrowed(fd).write_all_at(buf, addr)
+}
+
+/// `pwrite_full`, but where this thread's watch wants the host memory it writes
+/// (`watch::host_watched`), in pieces of `watch::WATCHED_PIECE`, each shown to it right after
+/// its copy into the page cache, while it is in the core's cache.
+fn pwrite_watched(fd: i32, addr: u64, buf: &[u8]) -> io::Result<()> {
+    if !watch::host_watched() {
+        return pwrite_full(fd, addr, buf);
+    }
+    let mut at = addr;
+    for piece in buf.chunks(watch::WATCHED_PIECE) {
+        pwrite_full(fd, at, piece)?;
+        watch::host_written(piece);
+        at += piece.len() as u64;
+    }
+    Ok(())
 }
 
 /// Runs `work(piece_start, piece_end)` over the `block`-sized pieces of `0..len` on up to
@@ -385,7 +402,7 @@ impl PosixFile {
         let fd = self.raw_fd();
         let small = buf.len() < WRITEBACK_BATCH as usize;
         let workers = in_pieces(buf.len(), config.block, config.threads, |a, b| {
-            pwrite_full(fd, addr + a as u64, &buf[a..b])?;
+            pwrite_watched(fd, addr + a as u64, &buf[a..b])?;
             if config.writeback && !small {
                 start_writeback(fd, addr + a as u64, b - a);
             }

@@ -5,9 +5,10 @@
 use crate::status::*;
 /// Logging as the driver logs (`H5TILE_LOG`), so h5tile and its driver speak with one voice.
 pub use h5tile_gds::log;
-/// The compat path's pieces of device memory shown as they are written (tile checksums).
-pub use h5tile_gds::watching_staged_writes;
 pub use h5tile_gds::{device_memory, DevicePtr};
+/// The pieces of memory a write moves, shown as they are written (tile checksums): device
+/// memory on the compat path, host memory written as raw data on one thread.
+pub use h5tile_gds::{watching_host_writes, watching_staged_writes, Watch};
 pub use h5tile_gds::{Config, Gds};
 use std::ffi::c_void;
 use std::sync::OnceLock;

@@ -6,7 +6,6 @@
 pub mod cuda;
 pub mod cufile;
 pub mod staging;
-pub mod watch;
 
 pub use cuda::{device_memory, DevicePtr};
 
@@ -147,7 +146,7 @@ impl DeviceIo {
     }
 
     /// Writes `len` bytes of device memory `src` at `addr` of `file`; the compat path shows
-    /// each piece to this thread's watch (`watch::watching_staged_writes`).
+    /// each piece to this thread's watch (`crate::watch::watching_staged_writes`).
     pub fn write(
         &mut self,
         file: &mut PosixFile,
@@ -170,7 +169,7 @@ impl DeviceIo {
                 staging::write_from_device(&mut engine, len, config.bounce, |off, part| {
                     file.write_at(addr + off as u64, part)
                         .map_err(|e| e.to_string())?;
-                    watch::staged_write(src.addr + off as u64, part);
+                    crate::watch::staged_write(src.addr + off as u64, part);
                     Ok(())
                 })
             }
