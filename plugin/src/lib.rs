@@ -28,7 +28,7 @@ pub use device::cufile::driver as cufile_usable;
 pub use device::{device_memory, DeviceIo, DevicePtr};
 pub use error::{Kind as ErrorKind, CLASS_NAME as ERROR_CLASS};
 pub use posix::{advise_huge_pages, OpenMode, PosixFile};
-pub use watch::{host_written, staged_write, watching_host_writes, watching_staged_writes, Watch};
+pub use watch::{staged_write, watching_host_writes, watching_staged_writes, Watch};
 
 use std::ffi::c_int;
 
