@@ -60,7 +60,9 @@ The durable order of a series commit: the checkpoint committed as a write is, th
 written, synced and renamed into place, the folder synced, then the pruned checkpoints
 removed, each master before its tile files.
 Random choices (the moments of kills) come from a seed printed first: FAULT_INJECTION_SEED=N
-in the environment replays them.
+in the environment replays them. FAULT_INJECTION_SCALE=F multiplies the number of random kills
+(24 a case alone, 12 with several ranks; runs of series commits 16 and 6): 1, the default, is
+what CI runs.
 """
 import hashlib
 import json
@@ -73,7 +75,19 @@ import subprocess
 import sys
 import time
 
-KILLS = 24
+# FAULT_INJECTION_SCALE (default 1: the counts CI runs, the ones that found the bugs so far)
+# multiplies the random kills of a case: 0.25 for a quick look, 4 for a soak before a release.
+SCALE = float(os.environ.get("FAULT_INJECTION_SCALE") or 1)
+if not SCALE > 0:
+    sys.exit(f"fault_injection: FAULT_INJECTION_SCALE={SCALE}: it must be a number above 0")
+
+
+def scaled(count):
+    """`count` kills at FAULT_INJECTION_SCALE, at least one."""
+    return max(1, round(count * SCALE))
+
+
+KILLS = scaled(24)
 REASONS = {"ENOSPC": "No space left on device", "EIO": "Input/output error"}
 GEN = re.compile(r"[0-9a-f]{16}")
 KINDS = ("create", "write", "fsync", "rename")
@@ -82,7 +96,7 @@ CODECS = ("zstd", "lz4", "deflate")
 KEEP_LAST, KEEP_EVERY, SERIES_SETUP = 2, 3, 5
 # Commits per run of the random kills of a series, and how many such runs are killed (alone,
 # and with several ranks).
-SERIES_RUN, SERIES_KILLS = 4, (16, 6)
+SERIES_RUN, SERIES_KILLS = 4, (scaled(16), scaled(6))
 SEED = int(os.environ.get("FAULT_INJECTION_SEED") or random.SystemRandom().randrange(1 << 32))
 CKPT = re.compile(r"ckpt\.(\d+)\.h5$")
 
@@ -319,7 +333,7 @@ class Case:
         self.check_clean(clean)
         rng = self.rng
         seen = {1: 0, 2: 0}
-        for k in range(KILLS if self.ranks == 1 else KILLS // 2):
+        for k in range(KILLS if self.ranks == 1 else max(1, KILLS // 2)):
             shutil.rmtree(self.dir, ignore_errors=True)
             shutil.copytree(snap, self.dir, symlinks=True)
             delay = rng.uniform(0, span)
@@ -777,7 +791,8 @@ class Case:
 
 def main():
     shim, program, launcher, scratch = sys.argv[1:5]
-    print(f"fault_injection: seed {SEED} (FAULT_INJECTION_SEED={SEED} replays its random choices)")
+    print(f"fault_injection: seed {SEED} (FAULT_INJECTION_SEED={SEED} replays its random choices)"
+          + (f", kills scaled by FAULT_INJECTION_SCALE={SCALE:g}" if SCALE != 1 else ""))
     shutil.rmtree(scratch, ignore_errors=True)
     os.makedirs(scratch)
     problems = []

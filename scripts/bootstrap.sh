@@ -12,11 +12,15 @@
 #     package's tests;
 #   - HDF5 as a shared library with deflate, built from the source the published crate
 #     hdf5-metno-src ships (scripts/build-hdf5.sh), unless HDF5_DIR already names one >= 1.14.
-# Every step is skipped when its result is already there, so a second run takes seconds.
+# Every step is skipped when its result is already there, so a second run takes seconds. The
+# venv and the HDF5 builds are kept in ~/.cache/h5tile, shared by every clone on the machine
+# (scripts/cache.sh; H5TILE_CACHE=off keeps them in .deps/ instead).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 deps="$root/.deps"
 mkdir -p "$deps"
+# shellcheck source=scripts/cache.sh
+. "$root/scripts/cache.sh"
 
 pkgs=(libopenmpi-dev openmpi-bin libmpich-dev mpich libclang-dev clang zlib1g-dev pkg-config gfortran valgrind
       patchelf python3-venv hdf5-tools cmake libxxhash0)
@@ -34,20 +38,31 @@ if [ ${#missing[@]} -gt 0 ]; then
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
 fi
 
-venv="$deps/venv"
-if ! "$venv/bin/python" -c 'import h5py, hdf5plugin, numpy, cmake, matplotlib, xxhash' 2>/dev/null; then
-  echo "bootstrap: creating $venv (cmake, h5py, hdf5plugin, numpy, matplotlib, xxhash from PyPI)"
-  python3 -m venv "$venv"
-  "$venv/bin/pip" install -q --disable-pip-version-check 'cmake>=3.26' h5py hdf5plugin numpy matplotlib xxhash
-fi
+# The venv's packages: one list, which also keys its entry in the cache (scripts/cache.sh).
+# mpi4py's PyPI wheel (>= 4.1) runs on Open MPI and on MPICH alike, chosen at run time
+# (MPI4PY_LIBMPI): one download serves both MPI builds, nothing is compiled; pytest, mpi4py and
+# flit_core (pip builds the installed package with it, offline) are for the Python package's
+# tests (python/tests, run by ctest as python_*).
+packages=('cmake>=3.26' h5py hdf5plugin numpy matplotlib xxhash pytest 'flit_core>=3.11,<5' 'mpi4py>=4.1')
+usable='import h5py, hdf5plugin, numpy, cmake, matplotlib, xxhash, pytest, flit_core, mpi4py
+assert tuple(map(int, mpi4py.__version__.split(".")[:2])) >= (4, 1)'
 
-# The Python package's tests (python/tests, run by ctest as python_*): pytest, mpi4py and
-# flit_core (pip builds the installed package with it, offline). mpi4py's PyPI wheel (>= 4.1)
-# runs on Open MPI and on MPICH alike, chosen at run time (MPI4PY_LIBMPI): one download serves
-# both MPI builds, nothing is compiled.
-if ! "$venv/bin/python" -c 'import pytest, flit_core, mpi4py; assert tuple(map(int, mpi4py.__version__.split(".")[:2])) >= (4, 1)' 2>/dev/null; then
-  echo "bootstrap: installing pytest, flit_core and mpi4py (binary wheel) into $venv"
-  "$venv/bin/pip" install -q --disable-pip-version-check --only-binary=mpi4py pytest 'flit_core>=3.11,<5' 'mpi4py>=4.1'
-fi
+# The environment in folder $1, unless it is there and imports every package.
+make_venv() {
+  local dest=$1
+  if venv_usable "$dest"; then
+    return 0
+  fi
+  [ -e "$dest" ] && echo "bootstrap: $dest is partial or damaged (its packages do not import): making it again"
+  echo "bootstrap: creating $dest (${packages[*]} from PyPI)"
+  rm -rf "$dest"
+  python3 -m venv "$dest"
+  "$dest/bin/pip" install -q --disable-pip-version-check --only-binary=mpi4py "${packages[@]}"
+  "$dest/bin/python" -c "$usable"
+}
+
+venv_usable() { "$1/bin/python" -c "$usable" 2>/dev/null; }
+h5tile_cached "$deps/venv" "venv-$(h5tile_cache_key "${packages[@]}" \
+  "$(python3 -c 'import sys; print(sys.version)')")" venv_usable make_venv
 
 "$root/scripts/build-hdf5.sh"
