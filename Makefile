@@ -20,8 +20,11 @@
 #   make fuzz                 the cargo-fuzz targets in fuzz/, FUZZ_SECONDS (60) each; needs a
 #                             nightly toolchain and cargo-fuzz, and says it skips without them
 #
-# HDF5_VERSION=2.2.0 (default) or 1.14.5 picks the HDF5 line built into .deps/; HDF5_DIR=<prefix>
-# uses an HDF5 >= 1.14 already installed instead.
+# HDF5_VERSION=2.2.0 (default) or 1.14.5 picks the HDF5 line built into .deps/ (a link to its
+# build in ~/.cache/h5tile, shared by the machine's clones; H5TILE_CACHE=off keeps it in the
+# clone); HDF5_DIR=<prefix> uses an HDF5 >= 1.14 already installed instead.
+# CTEST_JOBS (twice the cores) is how many tests ctest runs at once; FAULT_INJECTION_SCALE (1)
+# scales the fault tests' random kills (docs/tests.md).
 # MPI=openmpi (default) or mpich picks the MPI h5tile is built, installed and tested with (MPICH
 # stands for its family: Intel MPI, Cray MPICH, MVAPICH); MPICC, MPICXX, MPIFC and MPIRUN name
 # that MPI's compiler wrappers and launcher where they are not Debian's (e.g. MPICC=cc MPIRUN=srun).
@@ -120,9 +123,9 @@ test-rust: setup
 	cargo test --release --workspace
 
 # Left out of the driver passes of test-c: the plugin's own tests and the Python ones (they set
-# up HDF5 themselves), the docs' examples, and the series and checkpoint fault groups (they
+# up HDF5 themselves), the docs' examples, the set-up cache's test (no HDF5), and the series and checkpoint fault groups (they
 # test the commit protocol, not how bytes move; their 3 minutes run once).
-DRIVER_PASS_EXCLUDE := ^(plugin_|doc_examples$$|python_|fault_injection_(checkpoints|series|serieskills)_)
+DRIVER_PASS_EXCLUDE := ^(plugin_|doc_examples$$|setup_cache$$|python_|fault_injection_(checkpoints|series|serieskills)_)
 
 # DRIVER_PASSES=0 runs the suite once, without the two driver passes: how bytes move through the
 # plugin does not depend on the MPI, so CI's MPICH run skips them (about 9 minutes).
@@ -154,6 +157,7 @@ endif
 #   python_*, h5py_check_interop*,     Python and h5py only (h5py_make_files still runs: a
 #   plugin_h5py*                       fixture)
 #   cli_installed                      the tool, uninstrumented, is Rust
+#   setup_cache                        a shell script over the set-up cache (scripts/cache.sh)
 #   pkgconfig_build, mpi_mismatch,     shell scripts building a fresh, uninstrumented program
 #   install_standalone, doc_examples
 #   cxx_consumer_*                     a separate CMake project built by ctest --build-and-test
@@ -165,7 +169,7 @@ endif
 #   mpi_scale_np64, mpi_subfiles_np64  64 instrumented ranks on a small machine; their code paths
 #                                      run instrumented in mpi_roundtrip, mpi_batches, mpi_errors
 #                                      and mpi_subfiles_np3
-ASAN_EXCLUDE := ^(python_.*|h5py_check_interop.*|cli_installed|plugin_h5py.*|plugin_two_hdf5_.*|pkgconfig_build|mpi_mismatch|install_standalone|doc_examples|cxx_consumer_.*|fault_.*|mpi_scale_np64|mpi_subfiles_np64)$$
+ASAN_EXCLUDE := ^(setup_cache|python_.*|h5py_check_interop.*|cli_installed|plugin_h5py.*|plugin_two_hdf5_.*|pkgconfig_build|mpi_mismatch|install_standalone|doc_examples|cxx_consumer_.*|fault_.*|mpi_scale_np64|mpi_subfiles_np64)$$
 # A leak fails the test (Open MPI's own, kept until exit, are suppressed in lsan.supp); the slow
 # unwinder follows MPI, HDF5 and Rust frames built without frame pointers, so a report names
 # the real allocation site and suppressions match whole stacks; a report ends the process with

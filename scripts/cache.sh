@@ -11,9 +11,14 @@
 # Makers of one entry take turns under a lock, so two clones never build into one folder.
 # `rm -rf ~/.cache/h5tile` forgets everything; the next `make` builds it again.
 
-# The cache folder, or status 1 where it is turned off or cannot be written.
-h5tile_cache_root() {
+# Status 1 where H5TILE_CACHE turns the cache off.
+h5tile_cache_on() {
   case "${H5TILE_CACHE:-}" in off | OFF | 0 | no | none) return 1 ;; esac
+}
+
+# The cache folder, made if need be, or status 1 where it is turned off or cannot be written.
+h5tile_cache_root() {
+  h5tile_cache_on || return 1
   local root=${H5TILE_CACHE:-${XDG_CACHE_HOME:-${HOME:-/nonexistent}/.cache}/h5tile}
   mkdir -p "$root" 2>/dev/null && [ -w "$root" ] || return 1
   (cd "$root" && pwd)
@@ -41,15 +46,16 @@ h5tile_cache_locked() {
 # under its lock; with it off, LINK is a folder made in place.
 h5tile_cached() {
   local link=$1 name=$2 check=$3 make=$4 cache entry
+  # Already linked to a whole entry of that name: used wherever the cache is (a test that runs
+  # make with a home of its own finds what the clone was set up with).
+  if h5tile_cache_on && [ -L "$link" ] && [ "$(basename "$(readlink "$link")")" = "$name" ] &&
+    "$check" "$link"; then
+    return 0
+  fi
   if ! cache=$(h5tile_cache_root); then
     if [ -L "$link" ]; then rm -f "$link"; fi
     "$make" "$link"
     return
-  fi
-  # Already linked to a whole entry of that name: used wherever the cache is (a test that runs
-  # make with a home of its own finds what the clone was set up with).
-  if [ -L "$link" ] && [ "$(basename "$(readlink "$link")")" = "$name" ] && "$check" "$link"; then
-    return 0
   fi
   entry="$cache/$name"
   h5tile_cache_locked "$entry" "$make" "$entry"
