@@ -123,12 +123,12 @@ test-rust: setup
 	cargo test --release --workspace
 
 # Left out of the driver passes of test-c: the plugin's own tests and the Python ones (they set
-# up HDF5 themselves), the docs' examples, the set-up cache's test (no HDF5), and the series and checkpoint fault groups (they
-# test the commit protocol, not how bytes move; their 3 minutes run once).
+# up HDF5 themselves), the docs' examples, the set-up cache's test (no HDF5), and the series
+# and checkpoint fault groups (they test the commit protocol, not how bytes move: run once).
 DRIVER_PASS_EXCLUDE := ^(plugin_|doc_examples$$|setup_cache$$|python_|fault_injection_(checkpoints|series|serieskills)_)
 
 # DRIVER_PASSES=0 runs the suite once, without the two driver passes: how bytes move through the
-# plugin does not depend on the MPI, so CI's MPICH run skips them (about 9 minutes).
+# plugin does not depend on the MPI, so CI's MPICH run skips them (about 3 minutes).
 DRIVER_PASSES ?= 1
 
 # ctest runs CTEST_JOBS tests at once (each MPI test counts as its ranks): most of a test's
