@@ -6,6 +6,7 @@
 #     was stopped) are found and built again;
 #   - a clone whose link names a whole entry keeps it under another home (a test's own $HOME);
 #   - two clones asking for one entry at once build it once;
+#   - a maker that fails is reported, and no link is left to its entry;
 #   - H5TILE_CACHE=off makes a folder in the clone, and a link left from before is replaced.
 # usage: setup_cache.sh CACHE_SH SCRATCH
 set -u
@@ -55,6 +56,11 @@ rm -rf "$scratch/cache" && : > "$builds"
 use & use & use & wait
 [ "$(count)" = 1 ] || fail "three clones at once made $(count) builds: $(cat "$builds")"
 h5tile_manifest_check "$entry" || fail "the entry three clones made is not whole"
+
+broken_maker() { return 3; }
+h5tile_cached clone/.deps/y y-1 h5tile_manifest_check broken_maker &&
+  fail "a maker that failed was reported as a success"
+[ -e clone/.deps/y ] && fail "a maker that failed left clone/.deps/y: $(ls -l clone/.deps)"
 
 (H5TILE_CACHE=off; use) || fail "H5TILE_CACHE=off failed"
 [ -d clone/.deps/x ] && [ ! -L clone/.deps/x ] && [ "$(tail -1 "$builds")" = clone/.deps/x ] ||

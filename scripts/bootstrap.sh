@@ -47,22 +47,6 @@ packages=('cmake>=3.26' h5py hdf5plugin numpy matplotlib xxhash pytest 'flit_cor
 usable='import h5py, hdf5plugin, numpy, cmake, matplotlib, xxhash, pytest, flit_core, mpi4py
 assert tuple(map(int, mpi4py.__version__.split(".")[:2])) >= (4, 1)'
 
-# The environment in folder $1, unless it is there and imports every package.
-make_venv() {
-  local dest=$1
-  if venv_usable "$dest"; then
-    return 0
-  fi
-  [ -e "$dest" ] && echo "bootstrap: $dest is partial or damaged (its packages do not import): making it again"
-  echo "bootstrap: creating $dest (${packages[*]} from PyPI)"
-  rm -rf "$dest"
-  python3 -m venv "$dest"
-  "$dest/bin/pip" install -q --disable-pip-version-check --only-binary=mpi4py "${packages[@]}"
-  "$dest/bin/python" -c "$usable"
-}
-
-venv_usable() { "$1/bin/python" -c "$usable" 2>/dev/null; }
-h5tile_cached "$deps/venv" "venv-$(h5tile_cache_key "${packages[@]}" \
-  "$(python3 -c 'import sys; print(sys.version)')")" venv_usable make_venv
+h5tile_cached_venv "$deps/venv" venv "$usable" --only-binary=mpi4py "${packages[@]}"
 
 "$root/scripts/build-hdf5.sh"

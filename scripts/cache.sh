@@ -58,11 +58,32 @@ h5tile_cached() {
     return
   fi
   entry="$cache/$name"
-  h5tile_cache_locked "$entry" "$make" "$entry"
+  h5tile_cache_locked "$entry" "$make" "$entry" || return
   if [ "$(readlink "$link" 2>/dev/null)" != "$entry" ]; then
     rm -rf "$link"
     ln -s "$entry" "$link"
   fi
+}
+
+# h5tile_cached_venv LINK NAME CHECK PIP_ARGUMENT...: LINK is a Python venv (cache entry
+# NAME-<key of the arguments and Python's version>) into which pip installed the arguments;
+# it is whole when its python runs CHECK (Python code) without an error.
+h5tile_cached_venv() {
+  local link=$1 name=$2
+  h5tile_venv_check=$3
+  shift 3
+  h5tile_venv_pip=("$@")
+  h5tile_cached "$link" "$name-$(h5tile_cache_key "$@" "$(python3 -c 'import sys; print(sys.version)')")" \
+    h5tile_venv_usable h5tile_venv_make
+}
+h5tile_venv_usable() { "$1/bin/python" -c "$h5tile_venv_check" 2>/dev/null; }
+h5tile_venv_make() {
+  h5tile_venv_usable "$1" && return 0
+  if [ -e "$1" ]; then echo "set-up: $1 is partial or damaged (its packages do not import): making it again"; fi
+  echo "set-up: creating $1 (${h5tile_venv_pip[*]} from PyPI)"
+  rm -rf "$1" && python3 -m venv "$1" &&
+    "$1/bin/pip" install -q --disable-pip-version-check "${h5tile_venv_pip[@]}" &&
+    "$1/bin/python" -c "$h5tile_venv_check"
 }
 
 # Writes folder $1's manifest: the sha256 of every file in it, in $1/.complete (written last:

@@ -79,20 +79,16 @@ fi
 [ -e "$CARRY/lib/libh5tile.so.0" ] || { echo "gpu-check: $CARRY is missing (run --pack where h5tile was built)"; exit 2; }
 
 if [ -n "$BUILD_ONLY" ] && ! command -v nvcc >/dev/null; then
-  # Kept in the cache (scripts/cache.sh) like the project's venv: .deps/cuda links to it.
-  wheels=(nvidia-cuda-nvcc nvidia-cuda-runtime nvidia-cuda-crt nvidia-nvvm nvidia-cuda-cccl nvidia-cufile)
-  toolkit_usable() { "$1/bin/python" -c 'import nvidia.cu13, nvidia.cufile' 2>/dev/null; }
-  make_toolkit() {
-    toolkit_usable "$1" && return 0
-    echo "gpu-check: installing nvcc, the CUDA runtime and cuFile from PyPI into $1"
-    rm -rf "$1" && python3 -m venv "$1" &&
-      "$1/bin/pip" install -q --disable-pip-version-check "${wheels[@]}" && toolkit_usable "$1"
-  }
+  # Kept in the cache (scripts/cache.sh) like the project's venv: .deps/cuda links to it. It is
+  # whole with CUDA 13 and a libcufile, which nvidia-cufile 1.20 puts in nvidia/cu13/lib and
+  # earlier wheels in nvidia/cufile/lib (there is no nvidia.cufile module any more).
   . scripts/cache.sh
   mkdir -p "$(dirname "$TOOLKIT")"
-  h5tile_cached "$TOOLKIT" "cuda-$(h5tile_cache_key "${wheels[@]}" \
-    "$(python3 -c 'import sys; print(sys.version)')")" toolkit_usable make_toolkit ||
-    { echo "gpu-check: installing the CUDA wheels failed"; exit 2; }
+  whole='import glob, os, nvidia.cu13 as cu
+assert glob.glob(os.path.join(list(cu.__path__)[0], "..", "*", "lib", "libcufile.so*"))'
+  h5tile_cached_venv "$TOOLKIT" cuda "$whole" nvidia-cuda-nvcc \
+    nvidia-cuda-runtime nvidia-cuda-crt nvidia-nvvm nvidia-cuda-cccl nvidia-cufile ||
+    { echo "gpu-check: installing nvcc, the CUDA runtime and cuFile from PyPI failed"; exit 2; }
   cu=$("$TOOLKIT/bin/python" -c 'import nvidia.cu13 as m; print(list(m.__path__)[0])')
   export PATH="$cu/bin:$PATH" LD_LIBRARY_PATH="$cu/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
   export NVCC_FLAGS="-I$cu/include -L$cu/lib"
