@@ -40,7 +40,7 @@ module h5tile
     H5TILE_LAYOUT_SUBFILES = 2
   ! Write flags (h5tile_write_options%flags), combined with ior.
   integer(c_int), parameter, public :: H5TILE_NO_OVERWRITE = 1, H5TILE_ALLOW_PARTIAL = 2, &
-    H5TILE_KEEP_OTHERS = 4, H5TILE_NO_SYNC = 8, H5TILE_SHUFFLE = 16
+    H5TILE_KEEP_OTHERS = 4, H5TILE_NO_SYNC = 8, H5TILE_SHUFFLE = 16, H5TILE_SNAPSHOT = 32
   ! Codecs (h5tile_write_options%compression; NONE: uncompressed unless the environment's
   ! H5TILE_COMPRESSION names one) and their level in compression_level (0: the default).
   integer(c_int), parameter, public :: H5TILE_COMPRESS_NONE = 0, H5TILE_COMPRESS_ZSTD = 1, &
@@ -59,8 +59,11 @@ module h5tile
 
   !> Options of the writes: h5tile_write_options of h5tile.h, field by field. Start from
   !> h5tile_write_options_default(), then set layout, flags (an ior of H5TILE_NO_OVERWRITE,
-  !> H5TILE_ALLOW_PARTIAL, H5TILE_KEEP_OTHERS, H5TILE_NO_SYNC, H5TILE_SHUFFLE), gds,
-  !> ranks_per_file, compression or compression_level; never change size.
+  !> H5TILE_ALLOW_PARTIAL, H5TILE_KEEP_OTHERS, H5TILE_NO_SYNC, H5TILE_SHUFFLE, H5TILE_SNAPSHOT),
+  !> gds, ranks_per_file, compression, compression_level or staging_bytes (the most memory
+  !> snapshots hold; 0: H5TILE_STAGING_BYTES, else the library's default); never change size.
+  !> With H5TILE_SNAPSHOT an asynchronous write returns once the arrays are copied: they may
+  !> change at once.
   type, bind(C), public :: h5tile_write_options
     integer(c_size_t) :: size
     integer(c_int) :: layout
@@ -69,6 +72,7 @@ module h5tile
     integer(c_int64_t) :: ranks_per_file
     integer(c_int32_t) :: compression
     integer(c_int32_t) :: compression_level
+    integer(c_int64_t) :: staging_bytes
   end type
 
   !> Options of h5tile_read and h5tile_batches_open: h5tile_read_options of h5tile.h. Start
@@ -116,7 +120,7 @@ module h5tile
   public :: h5tile_version, h5tile_last_error, h5tile_status_name
   public :: h5tile_write_options_default, h5tile_read_options_default
   public :: h5tile_write, h5tile_write_tiles, h5tile_write_async, h5tile_write_tiles_async
-  public :: h5tile_wait, h5tile_fence, h5tile_read, h5tile_inspect, h5tile_partition
+  public :: h5tile_wait, h5tile_test, h5tile_fence, h5tile_read, h5tile_inspect, h5tile_partition
   public :: h5tile_batches_open, h5tile_batches_next, h5tile_batches_next_view
   public :: h5tile_batches_info, h5tile_batches_free
   public :: h5tile_series_options_default
@@ -239,6 +243,12 @@ module h5tile
     integer(c_int) function c_wait(req) bind(C, name="h5tile_wait")
       import :: c_int, c_ptr
       type(c_ptr), value :: req
+    end function
+
+    integer(c_int) function c_test(req, done) bind(C, name="h5tile_test")
+      import :: c_int, c_ptr
+      type(c_ptr), value :: req
+      integer(c_int), intent(out) :: done
     end function
 
     integer(c_int) function c_fence_f(comm) bind(C, name="h5tile_fence_f")
@@ -610,6 +620,17 @@ contains
     call reset_error()
     status = c_wait(req)
     req = c_null_ptr
+  end function
+
+  !> Whether the write req has completed (done .true.), without waiting: a solver polls
+  !> between steps. Not collective; h5tile_wait still completes and frees the request.
+  integer function h5tile_test(req, done) result(status)
+    type(h5tile_request), intent(in) :: req
+    logical, intent(out) :: done
+    integer(c_int) :: d
+    call reset_error()
+    status = c_test(req%ptr, d)
+    done = d /= 0
   end function
 
   !> Collective: completes every write this process started; the first failure of any rank.

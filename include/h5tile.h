@@ -50,6 +50,16 @@
 // bytes, ..., which often compresses numbers much better. Needs compression.
 #define H5TILE_SHUFFLE 16
 
+// `h5tile_write_options.flags`: an asynchronous write (`h5tile_write_async`,
+// `h5tile_write_tiles_async`, `h5tile_checkpoint_commit_async`, series commits made so)
+// returns once this rank's bytes are copied into staging memory the library owns: the caller
+// may change its buffers at once, and the file holds what they held at the call. The write
+// then runs in the background with the same statuses, commit and fence. Staging is bounded by
+// `staging_bytes`; a snapshot that does not fit waits for earlier ones to drain, and a tile
+// that does not fit even then is written from the caller's buffer before the call returns.
+// Device tiles are copied into host staging memory. Synchronous writes ignore the flag.
+#define H5TILE_SNAPSHOT 32
+
 // `h5tile_read_options.flags`: read elements whose virtual-dataset source file is missing as
 // the fill value (plain HDF5 behaviour) instead of failing with `H5TILE_ERR_MISSING_TILE`.
 #define H5TILE_READ_FILL_MISSING 1
@@ -142,7 +152,7 @@ typedef struct {
   // `H5TILE_LAYOUT_VDS` (default), `H5TILE_LAYOUT_SINGLE` or `H5TILE_LAYOUT_SUBFILES`.
   h5tile_layout layout;
   // Bitwise OR of `H5TILE_NO_OVERWRITE`, `H5TILE_ALLOW_PARTIAL`, `H5TILE_KEEP_OTHERS`,
-  // `H5TILE_NO_SYNC` (default 0).
+  // `H5TILE_NO_SYNC`, `H5TILE_SHUFFLE`, `H5TILE_SNAPSHOT` (default 0).
   uint32_t flags;
   // How tiles in device memory move: `H5TILE_GDS_FROM_ENVIRONMENT` (default: the
   // environment variable `H5TILE_GDS`, else auto), `H5TILE_GDS_AUTO`, `H5TILE_GDS_ON` or
@@ -162,6 +172,12 @@ typedef struct {
   // The codec's level; 0 (default): the codec's own default. Must be 0 without a codec
   // given in `compression`.
   int32_t compression_level;
+  // `H5TILE_SNAPSHOT`: the most memory this process's staged snapshots hold at once, in
+  // bytes. 0 (default): the environment variable `H5TILE_STAGING_BYTES` (a number of bytes,
+  // K, M, G suffixes allowed), else a quarter of the memory available at the first snapshot,
+  // shared among the node's ranks (at least 64 MiB). Staging memory is kept for the next
+  // snapshot, up to this budget, rather than given back.
+  uint64_t staging_bytes;
 } h5tile_write_options;
 
 // Options of `h5tile_read` and `h5tile_batches_open`; start from
@@ -333,9 +349,17 @@ h5tile_status h5tile_write_tiles(MPI_Comm comm,
 // and `h5tile_fence` completes it. The write runs on a thread of its own over its own
 // duplicate of `comm`: with `MPI_COMM_NULL` always, with a communicator only where MPI was
 // initialised with `MPI_THREAD_MULTIPLE` (`MPI_Init_thread`); below that level MPI forbids
-// a second thread, and the write completes before this call returns. `buf` must stay alive
-// and untouched until the request completes, and `path` must not be touched meanwhile. Every
-// request must be completed before `MPI_Finalize` and before the process exits.
+// a second thread, and the write completes before this call returns. `path` must not be
+// touched until the request completes. Every request must be completed before `MPI_Finalize`
+// and before the process exits.
+//
+// With `H5TILE_SNAPSHOT` in `opts->flags`, the call returns once this rank's bytes are copied
+// into staging memory the library owns (bounded by `opts->staging_bytes`): `buf` may be
+// changed or freed at once, and the file holds what it held at the call. Without it, `buf`
+// must stay alive and unchanged until the request completes; a buffer changed meanwhile is
+// found (each tile is summed again once written) and fails the write on every rank with
+// `H5TILE_ERR_INVALID_ARGUMENT`, the previous file left as it was, never `H5TILE_OK` for a
+// file that would fail its checksums.
 //
 // # Safety
 // As `h5tile_write`; `buf` must stay valid until the request completes.
@@ -352,7 +376,8 @@ h5tile_status h5tile_write_async(MPI_Comm comm,
                                  h5tile_request **req);
 
 // `h5tile_write_tiles` that returns before the data is written, as `h5tile_write_async`.
-// The array `bufs` itself may be reused at once; the buffers it points to may not.
+// The array `bufs` itself may be reused at once; the buffers it points to may not, unless
+// `H5TILE_SNAPSHOT` copied them.
 //
 // # Safety
 // As `h5tile_write_tiles`; the buffers must stay valid until the request completes.
@@ -377,6 +402,14 @@ h5tile_status h5tile_write_tiles_async(MPI_Comm comm,
 // `req` must come from `h5tile_write_async` or `h5tile_write_tiles_async` and not have been
 // waited for already.
 h5tile_status h5tile_wait(h5tile_request *req);
+
+// Sets `*done` to 1 if the write `req` has completed, else 0, without waiting (a solver
+// polls between steps). Not collective. The request stays until `h5tile_wait` or
+// `h5tile_fence` completes it, which then returns at once.
+//
+// # Safety
+// `req` as for `h5tile_wait`; `done` NULL or writable.
+h5tile_status h5tile_test(h5tile_request *req, int *done);
 
 // Completes every write this process has started and not yet waited for, then agrees over
 // `comm` (collective; `MPI_COMM_NULL`: this process alone). Once it has returned on every
@@ -513,9 +546,10 @@ h5tile_status h5tile_checkpoint_attr_string(h5tile_checkpoint *ck,
 h5tile_status h5tile_checkpoint_commit(h5tile_checkpoint *ck);
 
 // `h5tile_checkpoint_commit` that returns before the data is written, as
-// `h5tile_write_async`: complete `*req` with `h5tile_wait` or `h5tile_fence`. The buffers
-// must stay valid and unchanged until then; a series' pruning runs in the background too.
-// Frees `ck`.
+// `h5tile_write_async`: complete `*req` with `h5tile_wait` or `h5tile_fence`. With
+// `H5TILE_SNAPSHOT` in the checkpoint's options, the buffers added are copied before it
+// returns and may change at once; without it they must stay valid and unchanged until then.
+// A series' pruning runs in the background too. Frees `ck`.
 //
 // # Safety
 // As `h5tile_checkpoint_commit`; `req` must be NULL or writable.

@@ -207,6 +207,7 @@ fn write(s: &Setup, master: &Path) -> Result<(), Error> {
         ranks_per_file: 0,
         compression: s.codec,
         compression_level: 0,
+        staging_bytes: 0,
     };
     let path = CString::new(master.to_str().unwrap()).unwrap();
     let dataset = CString::new("/g").unwrap();

@@ -89,6 +89,7 @@ fn c_write(path: &[u8], dataset: &[u8], layout: i32, values: &[f64]) -> Result<(
         ranks_per_file: 0,
         compression: 0,
         compression_level: 0,
+        staging_bytes: 0,
     };
     let zero = [0u64; 2];
     let status = unsafe {

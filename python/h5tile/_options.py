@@ -24,6 +24,7 @@ class WriteOptions(ctypes.Structure):
         ("ranks_per_file", c_uint64),
         ("compression", c_uint32),
         ("compression_level", c_int32),
+        ("staging_bytes", c_uint64),
     ]
 
 

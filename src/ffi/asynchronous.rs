@@ -2,7 +2,7 @@
 //! start a write on a thread of its own and return a request; `h5tile_wait` completes one
 //! request, `h5tile_fence` every request of this process.
 
-use super::boundary::{clear_out, run};
+use super::boundary::{clear_out, out_arg, run};
 use super::h5tile_write_options;
 use super::write::{TilesArg, WriteCall};
 use crate::dtype::h5tile_dtype;
@@ -12,7 +12,7 @@ use crate::ops::write::{self, Checkpoint};
 use crate::platform::comm::Comm;
 use crate::status::*;
 use mpi::ffi::MPI_Comm;
-use std::ffi::{c_char, c_void};
+use std::ffi::{c_char, c_int, c_void};
 
 /// A write started by `h5tile_write_async` (opaque); `h5tile_wait` completes and frees it.
 #[allow(non_camel_case_types)]
@@ -28,12 +28,22 @@ pub struct h5tile_request(pub(super) std::sync::Arc<pending::Request>);
 /// and `h5tile_fence` completes it. The write runs on a thread of its own over its own
 /// duplicate of `comm`: with `MPI_COMM_NULL` always, with a communicator only where MPI was
 /// initialised with `MPI_THREAD_MULTIPLE` (`MPI_Init_thread`); below that level MPI forbids
-/// a second thread, and the write completes before this call returns. `buf` must stay alive
-/// and untouched until the request completes, and `path` must not be touched meanwhile. Every
-/// request must be completed before `MPI_Finalize` and before the process exits.
+/// a second thread, and the write completes before this call returns. `path` must not be
+/// touched until the request completes. Every request must be completed before `MPI_Finalize`
+/// and before the process exits.
+///
+/// With `H5TILE_SNAPSHOT` in `opts->flags`, the call returns once this rank's bytes are copied
+/// into staging memory the library owns (bounded by `opts->staging_bytes`): `buf` may be
+/// changed or freed at once, and the file holds what it held at the call. Without it, `buf`
+/// must stay alive and unchanged until the request completes. A buffer changed meanwhile never
+/// gives `H5TILE_OK` for a file that fails its checksums: each tile is summed again once
+/// written, and one that changed while it was being written fails the write on every rank with
+/// `H5TILE_ERR_INVALID_ARGUMENT`, the previous file left as it was (a change made before the
+/// write read the tile is simply what the file holds).
 ///
 /// # Safety
-/// As `h5tile_write`; `buf` must stay valid until the request completes.
+/// As `h5tile_write`; `buf` must stay valid until the request completes (until the call
+/// returns with `H5TILE_SNAPSHOT`).
 #[no_mangle]
 pub unsafe extern "C" fn h5tile_write_async(
     comm: MPI_Comm,
@@ -54,10 +64,12 @@ pub unsafe extern "C" fn h5tile_write_async(
 }
 
 /// `h5tile_write_tiles` that returns before the data is written, as `h5tile_write_async`.
-/// The array `bufs` itself may be reused at once; the buffers it points to may not.
+/// The array `bufs` itself may be reused at once; the buffers it points to may not, unless
+/// `H5TILE_SNAPSHOT` copied them.
 ///
 /// # Safety
-/// As `h5tile_write_tiles`; the buffers must stay valid until the request completes.
+/// As `h5tile_write_tiles`; the buffers must stay valid until the request completes (until
+/// the call returns with `H5TILE_SNAPSHOT`).
 #[no_mangle]
 pub unsafe extern "C" fn h5tile_write_tiles_async(
     comm: MPI_Comm,
@@ -132,6 +144,25 @@ pub unsafe extern "C" fn h5tile_wait(req: *mut h5tile_request) -> h5tile_status 
             return fail(H5TILE_ERR_INVALID_ARGUMENT, "req is NULL");
         }
         pending::wait(Box::from_raw(req).0)
+    })
+}
+
+/// Sets `*done` to 1 if the write `req` has completed, else 0, without waiting (a solver
+/// polls between steps). Not collective. The request stays until `h5tile_wait` or
+/// `h5tile_fence` completes it, which then returns at once.
+///
+/// # Safety
+/// `req` as for `h5tile_wait`; `done` NULL or writable.
+#[no_mangle]
+pub unsafe extern "C" fn h5tile_test(req: *mut h5tile_request, done: *mut c_int) -> h5tile_status {
+    run(|| {
+        let done = out_arg(done, "done")?;
+        *done = 0;
+        if req.is_null() {
+            return fail(H5TILE_ERR_INVALID_ARGUMENT, "req is NULL");
+        }
+        *done = pending::test(&(*req).0) as c_int;
+        Ok(())
     })
 }
 

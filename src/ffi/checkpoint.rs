@@ -221,9 +221,10 @@ pub unsafe extern "C" fn h5tile_checkpoint_commit(ck: *mut h5tile_checkpoint) ->
 }
 
 /// `h5tile_checkpoint_commit` that returns before the data is written, as
-/// `h5tile_write_async`: complete `*req` with `h5tile_wait` or `h5tile_fence`. The buffers
-/// must stay valid and unchanged until then; a series' pruning runs in the background too.
-/// Frees `ck`.
+/// `h5tile_write_async`: complete `*req` with `h5tile_wait` or `h5tile_fence`. With
+/// `H5TILE_SNAPSHOT` in the checkpoint's options, the buffers added are copied before it
+/// returns and may change at once; without it they must stay valid and unchanged until then.
+/// A series' pruning runs in the background too. Frees `ck`.
 ///
 /// # Safety
 /// As `h5tile_checkpoint_commit`; `req` must be NULL or writable.

@@ -12,6 +12,7 @@ use crate::ops::read::ReadOptions;
 use crate::ops::series::SeriesOptions;
 use crate::ops::write::{Codec, Compression, Layout, WriteOptions};
 use crate::platform::device::Gds;
+use crate::platform::staging;
 use crate::status::*;
 use std::ffi::c_int;
 
@@ -52,6 +53,15 @@ pub const H5TILE_NO_SYNC: u32 = 8;
 /// codec (HDF5's shuffle filter): the first bytes of every element together, then the second
 /// bytes, ..., which often compresses numbers much better. Needs compression.
 pub const H5TILE_SHUFFLE: u32 = 16;
+/// `h5tile_write_options.flags`: an asynchronous write (`h5tile_write_async`,
+/// `h5tile_write_tiles_async`, `h5tile_checkpoint_commit_async`, series commits made so)
+/// returns once this rank's bytes are copied into staging memory the library owns: the caller
+/// may change its buffers at once, and the file holds what they held at the call. The write
+/// then runs in the background with the same statuses, commit and fence. Staging is bounded by
+/// `staging_bytes`; a snapshot that does not fit waits for earlier ones to drain, and a tile
+/// that does not fit even then is written from the caller's buffer before the call returns.
+/// Device tiles are copied into host staging memory. Synchronous writes ignore the flag.
+pub const H5TILE_SNAPSHOT: u32 = 32;
 
 /// How `h5tile_write` compresses tiles (`h5tile_write_options.compression`).
 #[allow(non_camel_case_types)]
@@ -96,7 +106,7 @@ pub struct h5tile_write_options {
     /// `H5TILE_LAYOUT_VDS` (default), `H5TILE_LAYOUT_SINGLE` or `H5TILE_LAYOUT_SUBFILES`.
     pub layout: h5tile_layout,
     /// Bitwise OR of `H5TILE_NO_OVERWRITE`, `H5TILE_ALLOW_PARTIAL`, `H5TILE_KEEP_OTHERS`,
-    /// `H5TILE_NO_SYNC` (default 0).
+    /// `H5TILE_NO_SYNC`, `H5TILE_SHUFFLE`, `H5TILE_SNAPSHOT` (default 0).
     pub flags: u32,
     /// How tiles in device memory move: `H5TILE_GDS_FROM_ENVIRONMENT` (default: the
     /// environment variable `H5TILE_GDS`, else auto), `H5TILE_GDS_AUTO`, `H5TILE_GDS_ON` or
@@ -116,6 +126,12 @@ pub struct h5tile_write_options {
     /// The codec's level; 0 (default): the codec's own default. Must be 0 without a codec
     /// given in `compression`.
     pub compression_level: i32,
+    /// `H5TILE_SNAPSHOT`: the most memory this process's staged snapshots hold at once, in
+    /// bytes. 0 (default): the environment variable `H5TILE_STAGING_BYTES` (a number of bytes,
+    /// K, M, G suffixes allowed), else a quarter of the memory available at the first snapshot,
+    /// shared among the node's ranks (at least 64 MiB). Staging memory is kept for the next
+    /// snapshot, up to this budget, rather than given back.
+    pub staging_bytes: u64,
 }
 
 /// Options of `h5tile_read` and `h5tile_batches_open`; start from
@@ -189,6 +205,7 @@ impl h5tile_write_options {
             ranks_per_file: 0,
             compression: H5TILE_COMPRESS_NONE,
             compression_level: 0,
+            staging_bytes: 0,
         }
     }
 
@@ -214,7 +231,8 @@ impl h5tile_write_options {
             | H5TILE_ALLOW_PARTIAL
             | H5TILE_KEEP_OTHERS
             | H5TILE_NO_SYNC
-            | H5TILE_SHUFFLE;
+            | H5TILE_SHUFFLE
+            | H5TILE_SNAPSHOT;
         if o.flags & !known != 0 {
             return fail(
                 H5TILE_ERR_INVALID_ARGUMENT,
@@ -241,6 +259,15 @@ impl h5tile_write_options {
                 layout,
                 || std::env::var("H5TILE_COMPRESSION").ok(),
             )?,
+            snapshot: o.flags & H5TILE_SNAPSHOT != 0,
+            // Read only for a snapshot: a bad H5TILE_STAGING_BYTES never fails another write.
+            staging_bytes: match o.flags & H5TILE_SNAPSHOT {
+                0 => 0,
+                _ => staging::budget(o.staging_bytes)
+                    .map_err(|why| Error::new(H5TILE_ERR_INVALID_ARGUMENT, why))?
+                    as u64,
+            },
+            buffers_may_change: false,
         })
     }
 }

@@ -1,7 +1,8 @@
 //! The operations of the C API, in plain Rust: `write` (collective write, validation, and
 //! agreeing on errors), `read` (collective read of any tile), `batches` (a dataset chunk by
-//! chunk), `pending` (writes completing in the background). And what the command-line tool
-//! (`cli/`) does beside them: `inspect` (what a file holds, without reading its data),
+//! chunk), `pending` (writes completing in the background), `snapshot` (their tiles copied
+//! into staging memory first). And what the command-line tool (`cli/`) does beside them:
+//! `inspect` (what a file holds, without reading its data),
 //! `verify` (whether a virtual dataset's sources are there as recorded), `relocate` (the
 //! files a master refers to, and pointing a copy at its own tile folder), `pack` (a file made
 //! self-contained, its virtual datasets contiguous); these are built with the feature
@@ -34,6 +35,7 @@ pub(crate) mod remove;
 // Its parts for the tool alone are unused in the plain library.
 #[cfg_attr(not(any(test, feature = "internals")), allow(dead_code))]
 pub(crate) mod series;
+pub(crate) mod snapshot;
 // Its parts for the tool alone are unused in the plain library.
 #[cfg_attr(not(any(test, feature = "internals")), allow(dead_code))]
 pub(crate) mod verify;

@@ -10,7 +10,8 @@
 //! checkpoint can be written in the background at once).
 
 use crate::ops::checkpoint::{self, SeriesStep};
-use crate::ops::write::Checkpoint;
+use crate::ops::snapshot;
+use crate::ops::write::{self, Checkpoint};
 use crate::platform::comm::Comm;
 use crate::status::*;
 use parking_lot::Mutex;
@@ -69,9 +70,16 @@ impl OwnedWrite {
     }
 }
 
-/// The communicator, the write, and the earlier writes to the same path it must wait for,
-/// moved to the write's thread.
-struct Job(Comm, OwnedWrite, Vec<Arc<Request>>);
+/// The communicator, the write, the earlier writes to the same path it must wait for, the
+/// staged copies it reads (a snapshot; dropped after the write, and so after the tiles that
+/// borrow them) and the caller waiting for its buffers, moved to the write's thread.
+struct Job {
+    comm: Comm,
+    owned: OwnedWrite,
+    earlier: Vec<Arc<Request>>,
+    snapshot: Option<snapshot::Snapshot>,
+    released: Arc<Latch>,
+}
 
 // Safety: the duplicate communicator is used by the write's thread alone, which MPI allows at
 // MPI_THREAD_MULTIPLE (checked before the move); the tile buffers are the caller's, kept
@@ -81,17 +89,56 @@ unsafe impl Send for Job {}
 
 impl Job {
     fn run(self) -> Result<()> {
-        let Job(comm, owned, earlier) = self;
-        // Their outcome is theirs to report; this write only needs them finished.
-        earlier.iter().for_each(|r| drop(r.complete()));
-        catch_panic(|| checkpoint::commit_checked(&comm, &owned.0, owned.1.as_ref()))
+        let Job {
+            comm,
+            owned,
+            earlier,
+            snapshot,
+            released,
+        } = self;
+        let opened = released.clone();
+        let outcome = write::when_buffers_read(
+            move || opened.open(),
+            || {
+                // Their outcome is theirs to report; this write only needs them finished.
+                earlier.iter().for_each(|r| drop(r.complete()));
+                catch_panic(|| checkpoint::commit_checked(&comm, &owned.0, owned.1.as_ref()))
+            },
+        );
+        // The tiles borrow the staged copies: the write goes first.
+        drop(owned);
+        drop(snapshot);
+        released.open();
+        outcome
+    }
+}
+
+/// Opened once a write no longer reads its caller's buffers; the caller of a snapshot that
+/// could not stage every tile waits for it.
+#[derive(Default)]
+struct Latch {
+    open: Mutex<bool>,
+    opened: parking_lot::Condvar,
+}
+
+impl Latch {
+    fn open(&self) {
+        *self.open.lock() = true;
+        self.opened.notify_all();
+    }
+
+    fn wait(&self) {
+        let mut open = self.open.lock();
+        while !*open {
+            self.opened.wait(&mut open);
+        }
     }
 }
 
 /// Starts writing `owned` over `comm` (already this write's own duplicate), once every rank's
 /// `write::check` has passed: in the background where MPI allows it, else at once. The
 /// request is outstanding until `wait` or `fence`.
-pub fn start(comm: Comm, owned: OwnedWrite) -> Arc<Request> {
+pub fn start(comm: Comm, mut owned: OwnedWrite) -> Arc<Request> {
     let path = std::path::absolute(owned.path()).unwrap_or_else(|_| owned.path().to_path_buf());
     let earlier: Vec<Arc<Request>> = OUTSTANDING
         .lock()
@@ -99,8 +146,21 @@ pub fn start(comm: Comm, owned: OwnedWrite) -> Arc<Request> {
         .filter(|r| r.path == path)
         .cloned()
         .collect();
-    let job = Job(comm, owned, earlier);
-    let state = if job.0.threads_allowed() {
+    let background = comm.threads_allowed();
+    // Safety: the snapshot moves into the job with the write, and is dropped after it.
+    let snapshot =
+        (background && owned.0.options.snapshot).then(|| unsafe { snapshot::take(&mut owned.0) });
+    owned.0.options.buffers_may_change = background && snapshot.is_none();
+    let caller_waits = snapshot.as_ref().is_some_and(|s| !s.whole);
+    let released = Arc::new(Latch::default());
+    let job = Job {
+        comm,
+        owned,
+        earlier,
+        snapshot,
+        released: released.clone(),
+    };
+    let state = if background {
         // The job stays reachable here in case no thread can be made: the other ranks will be
         // in this write's collectives, so it must run, on this thread if need be.
         let job = Arc::new(Mutex::new(Some(job)));
@@ -123,13 +183,30 @@ pub fn start(comm: Comm, owned: OwnedWrite) -> Arc<Request> {
         state: Mutex::new(state),
     });
     OUTSTANDING.lock().push(request.clone());
+    // A snapshot staged in part: the rest is written from the caller's buffers before it
+    // may change them.
+    if caller_waits {
+        released.wait();
+    }
     request
 }
 
-/// Completes `request` and forgets it; the write's outcome.
+/// Completes `request` and forgets it; the write's outcome. It stays outstanding until it has
+/// completed, so that a `fence` meanwhile (from C, while Python's thread waits) waits for it.
 pub fn wait(request: Arc<Request>) -> Result<()> {
+    let outcome = request.complete();
     OUTSTANDING.lock().retain(|r| !Arc::ptr_eq(r, &request));
-    request.complete()
+    outcome
+}
+
+/// Whether `request` has completed, without waiting for it (`h5tile_test`).
+pub fn test(request: &Request) -> bool {
+    match request.state.try_lock().as_deref() {
+        Some(State::Running(thread)) => thread.is_finished(),
+        Some(State::Done(_)) => true,
+        // Being completed by a wait or a fence: not yet complete as far as the caller knows.
+        None => false,
+    }
 }
 
 /// Completes every outstanding request of this process, then agrees over `comm`: the first
@@ -178,6 +255,86 @@ mod tests {
         let ck = args.checkpoint();
         crate::ops::write::check(&ck).unwrap();
         start(Comm::solo(), unsafe { OwnedWrite::new(ck, None) })
+    }
+
+    /// Starts writing `data` as "/x" of `path` in `tiles` equal tiles, snapshotting under
+    /// `budget` bytes of staging.
+    fn start_snapshot(
+        path: &Path,
+        data: &[f64],
+        tiles: usize,
+        budget: u64,
+        options: WriteOptions,
+    ) -> Arc<Request> {
+        let n = data.len() / tiles;
+        let global = [data.len() as u64];
+        let tiles = (0..tiles)
+            .map(|k| LocalTile {
+                tile: Tile::new(vec![(k * n) as u64], vec![n as u64]),
+                buf: host_bytes(&data[k * n..][..n]),
+            })
+            .collect();
+        let options = WriteOptions {
+            snapshot: true,
+            staging_bytes: budget,
+            ..options
+        };
+        let args = crate::ops::write::tests::f64_args(path, "/x", &global, tiles, options);
+        let ck = args.checkpoint();
+        crate::ops::write::check(&ck).unwrap();
+        start(Comm::solo(), unsafe { OwnedWrite::new(ck, None) })
+    }
+
+    #[test]
+    fn a_snapshot_holds_the_buffers_as_they_were_at_the_call() {
+        use crate::ops::write::{Codec, Compression, Layout};
+        let d = tempfile::tempdir().unwrap();
+        let n = 4 << 20; // two tiles of 16 MiB
+        let tile_bytes = (n / 2 * 8) as u64;
+        let zstd = Compression::new(Codec::Zstd, 1, false).unwrap();
+        let cases = [
+            ("vds", Layout::Vds, None, 1 << 30),
+            ("subfiles", Layout::Subfiles, None, 1 << 30),
+            ("single", Layout::Single, None, 1 << 30),
+            ("compressed", Layout::Vds, Some(zstd), 1 << 30),
+            // One tile staged, the other written from the caller's buffer before returning.
+            ("budget of one tile", Layout::Vds, None, tile_bytes),
+            ("budget of none", Layout::Subfiles, None, 4096),
+        ];
+        for (what, layout, compression, budget) in cases {
+            let path = d.path().join(format!("{}.h5", what.replace(' ', "_")));
+            let at_call: Vec<f64> = (0..n).map(|i| i as f64 * 0.5).collect();
+            let mut data = at_call.clone();
+            let options = WriteOptions {
+                layout,
+                compression,
+                ..WriteOptions::default()
+            };
+            let request = start_snapshot(&path, &data, 2, budget, options);
+            // The solver's next step, at once, while the write runs.
+            data.iter_mut().for_each(|v| *v = -*v - 1.0);
+            assert_eq!(wait(request), Ok(()), "{what}");
+            let back = read_f64(&path, "/x", &Tile::new(vec![0], vec![n as u64])).unwrap();
+            assert!(
+                back == at_call,
+                "{what}: the file holds the buffers at the call"
+            );
+        }
+    }
+
+    #[test]
+    fn test_says_whether_a_write_completed_without_waiting_for_it() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("t.h5");
+        let data: Vec<f64> = (0..8).map(f64::from).collect();
+        let request = start_write_as(&path, "/t", &data, WriteOptions::default());
+        // Polling is what a solver does between steps; the write completes on its own.
+        while !test(&request) {
+            std::thread::yield_now();
+        }
+        assert!(test(&request), "still complete when asked again");
+        assert_eq!(wait(request), Ok(()));
+        assert_eq!(read_back_as(&path, "/t").unwrap(), data);
     }
 
     fn read_back(path: &Path) -> Result<Vec<f64>> {

@@ -79,7 +79,12 @@ fn threads_from_environment() -> usize {
         return n.min(256);
     }
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let local_ranks = [
+    (cpus / local_ranks()).clamp(1, 8)
+}
+
+/// The ranks of this node, as the MPI launcher reports them (1 where it does not).
+pub fn local_ranks() -> usize {
+    [
         "OMPI_COMM_WORLD_LOCAL_SIZE",
         "MPI_LOCALNRANKS",
         "SLURM_NTASKS_PER_NODE",
@@ -87,8 +92,7 @@ fn threads_from_environment() -> usize {
     .iter()
     .find_map(|v| std::env::var(v).ok()?.trim().parse::<usize>().ok())
     .filter(|&n| n >= 1)
-    .unwrap_or(1);
-    (cpus / local_ranks).clamp(1, 8)
+    .unwrap_or(1)
 }
 
 /// A caller's tile buffer, made once at the C boundary (`ffi`): host memory as the slice of the

@@ -1,7 +1,8 @@
-//! Host memory for reads the library fills itself: buffers that start on a page. The kernel
-//! copies file data into a buffer that starts on a page markedly faster than into one that
-//! starts a few bytes past it, where `malloc` puts large blocks (a 1 GiB read from the page
-//! cache took about 20% longer 16 bytes past a page, and 2-4x as long 8 bytes past, here).
+//! Host memory the library fills itself (reads, staged snapshots): buffers that start on a
+//! page. The kernel copies file data into a buffer that starts on a page markedly faster than
+//! into one that starts a few bytes past it, where `malloc` puts large blocks (a 1 GiB read
+//! from the page cache took about 20% longer 16 bytes past a page, and 2-4x as long 8 bytes
+//! past, here).
 
 /// Zeroed bytes from their own anonymous mapping (page-aligned, its whole 2 MiB pages advised
 /// to be huge), of a fixed capacity; `len` of them in use.
@@ -18,12 +19,19 @@ impl PageBuffer {
     /// A buffer of `capacity` bytes (none in use); panics if the mapping fails, as an
     /// allocation failure would.
     pub fn new(capacity: usize) -> PageBuffer {
+        PageBuffer::try_new(capacity).unwrap_or_else(|e| {
+            panic!("cannot map {capacity} bytes for a read buffer: {e}");
+        })
+    }
+
+    /// `new` that reports a mapping the system refuses (no memory left) instead of panicking.
+    pub fn try_new(capacity: usize) -> std::io::Result<PageBuffer> {
         if capacity == 0 {
-            return PageBuffer {
+            return Ok(PageBuffer {
                 start: std::ptr::NonNull::dangling().as_ptr(),
                 capacity,
                 len: 0,
-            };
+            });
         }
         // SAFETY: a new private anonymous mapping, owned by this buffer until drop.
         let start = unsafe {
@@ -37,15 +45,19 @@ impl PageBuffer {
             )
         };
         if start == libc::MAP_FAILED {
-            let e = std::io::Error::last_os_error();
-            panic!("cannot map {capacity} bytes for a read buffer: {e}");
+            return Err(std::io::Error::last_os_error());
         }
         h5tile_gds::advise_huge_pages(start as *const u8, capacity);
-        PageBuffer {
+        Ok(PageBuffer {
             start: start.cast(),
             capacity,
             len: 0,
-        }
+        })
+    }
+
+    /// Bytes it can hold.
+    pub fn capacity(&self) -> usize {
+        self.capacity
     }
 
     /// Puts the first `len` bytes in use (they hold what was there: zeros, or earlier data).

@@ -6,7 +6,8 @@
 //! (page-aligned buffers for the reads the library fills itself), `codecs` (zstd, LZ4,
 //! deflate and the byte shuffle, in the formats of HDF5's registered filters), `shuffle` (the
 //! byte shuffle itself, vectorised), `spill` (bytes kept a while in bounded memory, the rest in
-//! an unnamed temporary file), `xxh3` (the checksums' hash, from the system's xxhash library
+//! an unnamed temporary file), `staging` (the bounded, reused memory snapshot writes copy
+//! tiles into), `xxh3` (the checksums' hash, from the system's xxhash library
 //! where it has one).
 
 pub(crate) mod codecs;
@@ -16,5 +17,6 @@ pub(crate) mod hdf5;
 pub(crate) mod memory;
 pub(crate) mod shuffle;
 pub(crate) mod spill;
+pub(crate) mod staging;
 pub(crate) mod tile_bytes;
 pub(crate) mod xxh3;

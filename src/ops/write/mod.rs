@@ -26,10 +26,12 @@ mod summing;
 #[cfg(test)]
 pub(crate) mod tests;
 mod tile_files;
+mod unchanged;
 
 pub use crate::platform::codecs::{Codec, Compression};
 pub use crate::platform::hdf5::AttributeValue;
 pub use agree::validate_dataset_name;
+pub use unchanged::when_buffers_read;
 
 use crate::dtype::Dtype;
 use crate::geometry::tile::Tile;
@@ -93,6 +95,16 @@ pub struct WriteOptions {
     pub gds: crate::platform::device::Gds,
     /// Tiles stored compressed so (the VDS and subfiled layouts), or not (None).
     pub compression: Option<Compression>,
+    /// `H5TILE_SNAPSHOT`: an asynchronous write copies this rank's tiles into staging memory
+    /// before it returns (`ops::snapshot`); synchronous writes ignore it.
+    pub snapshot: bool,
+    /// The most staging memory this process's snapshots hold at once, in bytes (resolved from
+    /// the options, the environment or the default where the write snapshots).
+    pub staging_bytes: u64,
+    /// The caller's buffers may change while the write reads them (an asynchronous write that
+    /// did not snapshot): each host tile is summed again once written, and a tile that changed
+    /// fails the write on every rank before its commit.
+    pub buffers_may_change: bool,
 }
 
 impl Default for WriteOptions {
@@ -106,6 +118,9 @@ impl Default for WriteOptions {
             ranks_per_file: None,
             gds: crate::platform::device::Gds::Auto,
             compression: None,
+            snapshot: false,
+            staging_bytes: 0,
+            buffers_may_change: false,
         }
     }
 }
@@ -281,6 +296,14 @@ fn run<W: LayoutWriter>(comm: &Comm, ck: &Checkpoint, plan: &Plan, writer: W) ->
     let mut written: Vec<PathBuf> = Vec::new();
     let commit = Commit { comm, ck, plan };
     let result = writer.write_tiles(&commit, &mut written);
+    // Agreed already: every rank takes the same branch into the check's agreement.
+    let result = match result {
+        Ok(placed) => comm
+            .agree_on(|| unchanged::check(ck, &placed))
+            .map(|()| placed),
+        Err(e) => Err(e),
+    };
+    unchanged::buffers_read();
     let placed_by_rank = match &result {
         Ok(placed) => comm.gather_varcount_to_root(&encode(placed)),
         Err(_) => None,

@@ -1,0 +1,162 @@
+//! The caller's buffers during an asynchronous write: when the write is done reading them, and
+//! whether they changed meanwhile.
+//!
+//! A write that did not snapshot reads the caller's buffers on its own thread while the caller
+//! goes on. Its tiles' checksums are taken beside their write, so a buffer changed meanwhile
+//! would give a file whose checksums are not those of its bytes: written, and never readable.
+//! Such a write sums each host tile again once it is written; the bytes written lie between
+//! the two sums in time, so where both agree the file holds the bytes summed. A tile that
+//! changed fails the write on every rank before its commit, and the previous file stays.
+//! Device tiles need no second look: their checksums are taken from the very pieces written.
+
+use super::messages::Placed;
+use super::Checkpoint;
+use crate::layout::checksums::{block_sum, BLOCK_BYTES};
+use crate::platform::device::Buffer;
+use crate::status::*;
+use std::cell::RefCell;
+
+/// Fails where a host tile of `ck` that this rank wrote (`placed`) no longer holds the bytes
+/// its checksums were taken from, with the caller's buffers allowed to change.
+pub fn check(ck: &Checkpoint, placed: &[Placed]) -> Result<()> {
+    if !ck.options.buffers_may_change {
+        return Ok(());
+    }
+    let tiles: Vec<_> = ck.local_tiles().collect();
+    for p in placed {
+        let (_, f, local) = tiles[p.k];
+        let (Buffer::Host(bytes), Some(sums)) = (local.buf, &p.summary.sums) else {
+            continue;
+        };
+        let field = &ck.fields[f];
+        let len = local.tile.volume() as usize * field.dtype.size();
+        let now = bytes[..len].chunks(BLOCK_BYTES as usize).map(block_sum);
+        if let Some(block) = now.zip(sums).position(|(now, then)| now != *then) {
+            let from = block as u64 * BLOCK_BYTES;
+            return fail(
+                H5TILE_ERR_INVALID_ARGUMENT,
+                format!(
+                    "tile {} {} of '{}' changed while it was being written (bytes {from} to {} \
+                     differ): an asynchronous write reads the caller's buffers until it \
+                     completes, unless H5TILE_SNAPSHOT copies them at the call; nothing was \
+                     committed, '{}' is as it was",
+                    p.k,
+                    local.tile,
+                    field.dataset,
+                    (from + BLOCK_BYTES).min(len as u64),
+                    ck.path.display(),
+                ),
+            );
+        }
+    }
+    Ok(())
+}
+
+thread_local! {
+    static ON_READ: RefCell<Option<Box<dyn FnOnce()>>> = const { RefCell::new(None) };
+}
+
+/// Runs `work` (a commit) with `hook` called once the commit no longer reads the caller's
+/// buffers: after its tiles are written and checked, or when `work` ends, whichever is first.
+pub fn when_buffers_read<R>(hook: impl FnOnce() + 'static, work: impl FnOnce() -> R) -> R {
+    ON_READ.with(|h| *h.borrow_mut() = Some(Box::new(hook)));
+    let result = work();
+    buffers_read();
+    result
+}
+
+/// Calls the hook `when_buffers_read` set on this thread, if any.
+pub fn buffers_read() {
+    if let Some(hook) = ON_READ.with(|h| h.borrow_mut().take()) {
+        hook();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dtype::Dtype;
+    use crate::geometry::tile::Tile;
+    use crate::layout::checksums::Summary;
+    use crate::layout::vds::TileBytes;
+    use crate::ops::write::messages::PlacedIn;
+    use crate::ops::write::{Field, LocalTile, WriteOptions};
+
+    /// A checkpoint of one tile whose buffer holds `now`, and the record of its write having
+    /// summed `then`.
+    fn written<'a>(now: &'a [u8], then: &[u8], may_change: bool) -> (Checkpoint<'a>, Placed) {
+        let tile = Tile::new(vec![8], vec![(now.len() / 8) as u64]);
+        let ck = Checkpoint {
+            path: "ck.h5".into(),
+            fields: vec![Field {
+                dataset: "/u".into(),
+                dtype: Dtype::Float64,
+                global: vec![8 + now.len() as u64 / 8],
+                tiles: vec![LocalTile {
+                    tile,
+                    buf: Buffer::Host(now),
+                }],
+            }],
+            attributes: Vec::new(),
+            options: WriteOptions {
+                buffers_may_change: may_change,
+                ..WriteOptions::default()
+            },
+        };
+        let placed = Placed {
+            k: 0,
+            placed_in: PlacedIn::OwnFile,
+            bytes: TileBytes {
+                data_offset: 0,
+                file_size: 0,
+            },
+            summary: Summary::of(Dtype::Float64, then),
+        };
+        (ck, placed)
+    }
+
+    #[test]
+    fn a_tile_changed_while_written_fails_the_write_naming_it_and_the_bytes() {
+        let then: Vec<u8> = (0..3 * BLOCK_BYTES as usize).map(|i| i as u8).collect();
+        let mut now = then.clone();
+        now[BLOCK_BYTES as usize + 5] ^= 1;
+        let (ck, placed) = written(&then, &then, true);
+        assert_eq!(check(&ck, &[placed]), Ok(()), "unchanged");
+        let (ck, placed) = written(&now, &then, true);
+        let e = check(&ck, &[placed]).unwrap_err();
+        assert_eq!(e.status, H5TILE_ERR_INVALID_ARGUMENT);
+        assert!(
+            e.message.starts_with(&format!(
+                "tile 0 {} of '/u' changed while it was being written (bytes 1048576 to 2097152 \
+                 differ)",
+                ck.fields[0].tiles[0].tile
+            )),
+            "{}",
+            e.message
+        );
+        assert!(e.message.ends_with("'ck.h5' is as it was"), "{}", e.message);
+        // A write that owns its buffers (synchronous, or a snapshot's copies) looks once.
+        let (ck, placed) = written(&now, &then, false);
+        assert_eq!(check(&ck, &[placed]), Ok(()));
+    }
+
+    #[test]
+    fn the_hook_runs_once_when_the_buffers_are_read_or_else_when_the_work_ends() {
+        use std::rc::Rc;
+        let calls = Rc::new(std::cell::Cell::new(0));
+        let counted = calls.clone();
+        let seen = when_buffers_read(
+            move || counted.set(counted.get() + 1),
+            || {
+                buffers_read();
+                let seen = calls.get();
+                buffers_read();
+                seen
+            },
+        );
+        assert_eq!((seen, calls.get()), (1, 1));
+        let counted = calls.clone();
+        when_buffers_read(move || counted.set(counted.get() + 10), || ());
+        assert_eq!(calls.get(), 11);
+    }
+}

@@ -1,0 +1,252 @@
+//! Staging memory for snapshot writes (`H5TILE_SNAPSHOT`): host memory the library owns, into
+//! which a caller's tiles are copied so that the caller may change its buffers while the write
+//! runs. One pool per process, bounded by a budget: the memory it holds (in use or kept for the
+//! next snapshot) never exceeds the budget of the call asking for more. Buffers are kept and
+//! reused rather than unmapped, so a solver checkpointing every few steps pays for the page
+//! faults of its first snapshot only (first touch costs 3-5 times the copy itself).
+
+use super::device::local_ranks;
+use super::memory::PageBuffer;
+use parking_lot::{Condvar, Mutex};
+use std::sync::OnceLock;
+
+/// The environment variable giving the budget when the options give none.
+pub const BUDGET_VARIABLE: &str = "H5TILE_STAGING_BYTES";
+
+/// Capacities are whole pages, so that buffers are reused across tiles of nearly equal size.
+const PAGE: usize = 4096;
+
+/// A copy of this many bytes or more is split over the rank's threads.
+const PARALLEL_COPY_BYTES: usize = 32 << 20;
+
+/// A pool of staging buffers; the process has one (`pool`), the tests their own.
+pub struct Pool {
+    state: Mutex<Held>,
+    /// Signalled whenever a staged buffer comes back.
+    returned: Condvar,
+}
+
+struct Held {
+    /// Bytes of every buffer the pool made and has not unmapped, in use or not.
+    bytes: usize,
+    /// Buffers not in use, kept for the next snapshot.
+    free: Vec<PageBuffer>,
+}
+
+/// The process's pool.
+pub fn pool() -> &'static Pool {
+    static POOL: Pool = Pool::new();
+    &POOL
+}
+
+/// A buffer of staging memory in use: its first `len` bytes hold a staged tile. It goes back to
+/// its pool when dropped.
+pub struct Staged(Option<PageBuffer>, &'static Pool);
+
+impl Staged {
+    pub fn bytes(&self) -> &[u8] {
+        self.0.as_deref().unwrap_or_default()
+    }
+
+    pub fn bytes_mut(&mut self) -> &mut [u8] {
+        self.0.as_deref_mut().unwrap_or_default()
+    }
+}
+
+impl Drop for Staged {
+    fn drop(&mut self) {
+        if let Some(buf) = self.0.take() {
+            self.1.state.lock().free.push(buf);
+            self.1.returned.notify_all();
+        }
+    }
+}
+
+/// The budget a write's options ask for: `option` when not 0, else `H5TILE_STAGING_BYTES`,
+/// else the default (`default_budget`). An unreadable variable is an error naming it.
+pub fn budget(option: u64) -> Result<usize, String> {
+    if option != 0 {
+        return Ok(usize::try_from(option).unwrap_or(usize::MAX));
+    }
+    match std::env::var(BUDGET_VARIABLE).as_deref().map(str::trim) {
+        Err(_) | Ok("") => Ok(default_budget()),
+        Ok(v) => parse_bytes(v).ok_or_else(|| {
+            format!("{BUDGET_VARIABLE}={v}: expected a number of bytes (K, M, G suffixes allowed)")
+        }),
+    }
+}
+
+/// A number of bytes, with an optional binary suffix (K, M, G, T; "KiB" and "k" too).
+fn parse_bytes(v: &str) -> Option<usize> {
+    let v = v.trim();
+    let digits = v.find(|c: char| !c.is_ascii_digit()).unwrap_or(v.len());
+    let (number, suffix) = v.split_at(digits);
+    let number: usize = number.parse().ok()?;
+    let shift = match suffix.trim().to_ascii_uppercase().trim_end_matches("IB") {
+        "" | "B" => 0,
+        "K" => 10,
+        "M" => 20,
+        "G" => 30,
+        "T" => 40,
+        _ => return None,
+    };
+    number.checked_mul(1usize << shift)
+}
+
+/// The default budget: a quarter of the memory available when the process first snapshots,
+/// shared among the node's ranks, and at least 64 MiB. A solver's field is usually a fraction
+/// of its node's memory, so this holds a snapshot of it; where it does not, the part that does
+/// not fit is written before the call returns.
+pub fn default_budget() -> usize {
+    static DEFAULT: OnceLock<usize> = OnceLock::new();
+    *DEFAULT.get_or_init(|| {
+        let available = mem_available().unwrap_or(4 << 30);
+        (available / 4 / local_ranks()).max(64 << 20)
+    })
+}
+
+/// `MemAvailable` of /proc/meminfo, in bytes.
+fn mem_available() -> Option<usize> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = info.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: usize = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+impl Pool {
+    const fn new() -> Pool {
+        Pool {
+            state: Mutex::new(Held {
+                bytes: 0,
+                free: Vec::new(),
+            }),
+            returned: Condvar::new(),
+        }
+    }
+
+    /// A staging buffer of `len` bytes under `budget`, for a snapshot that already holds `mine`
+    /// bytes of staging. Waits for other snapshots' buffers to come back where they hold the room;
+    /// None where the buffer cannot fit beside `mine` even once every other snapshot has drained,
+    /// or where the system has no memory for it (the caller then writes that tile from its own
+    /// buffer before returning).
+    pub fn stage(&'static self, len: usize, budget: usize, mine: usize) -> Option<Staged> {
+        let capacity = len.div_ceil(PAGE) * PAGE;
+        if capacity.saturating_add(mine) > budget {
+            return None;
+        }
+        let mut pool = self.state.lock();
+        loop {
+            // The smallest buffer kept that holds it.
+            let kept = (pool.free.iter().enumerate())
+                .filter(|(_, b)| b.capacity() >= capacity)
+                .min_by_key(|(_, b)| b.capacity())
+                .map(|(i, _)| i);
+            if let Some(i) = kept {
+                let mut buf = pool.free.swap_remove(i);
+                buf.set_len(len);
+                return Some(Staged(Some(buf), self));
+            }
+            // Unmap kept buffers too small for it until it fits beside the rest.
+            while pool.bytes + capacity > budget {
+                let Some(small) = pool.free.pop() else { break };
+                pool.bytes -= small.capacity();
+            }
+            if pool.bytes + capacity <= budget {
+                let mut buf = PageBuffer::try_new(capacity).ok()?;
+                pool.bytes += capacity;
+                buf.set_len(len);
+                return Some(Staged(Some(buf), self));
+            }
+            // Every byte held is in use by other snapshots: wait for one to come back.
+            self.returned.wait(&mut pool);
+        }
+    }
+
+    /// Bytes of staging memory the pool holds (in use or kept).
+    #[cfg(test)]
+    pub fn held(&self) -> usize {
+        self.state.lock().bytes
+    }
+}
+
+/// Copies `src` into `dst` (of the same length), over `threads` threads for a large copy: one
+/// core's copy is bound by its own load and store bandwidth, well under the memory's.
+pub fn copy(dst: &mut [u8], src: &[u8], threads: usize) {
+    let threads = threads.min(src.len() / PARALLEL_COPY_BYTES).max(1);
+    if threads == 1 {
+        dst.copy_from_slice(src);
+        return;
+    }
+    let piece = src.len().div_ceil(threads).div_ceil(PAGE) * PAGE;
+    std::thread::scope(|scope| {
+        let mut pieces = dst.chunks_mut(piece).zip(src.chunks(piece));
+        let first = pieces.next();
+        for (d, s) in pieces {
+            scope.spawn(move || d.copy_from_slice(s));
+        }
+        if let Some((d, s)) = first {
+            d.copy_from_slice(s);
+        }
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // One test: the pool is the process's, so its counts cannot be shared between tests.
+    #[test]
+    fn staging_stays_within_its_budget_reuses_buffers_and_waits_for_room() {
+        let mib = 1 << 20;
+        let budget = 8 * mib;
+        let pool: &'static Pool = Box::leak(Box::new(Pool::new()));
+        // A buffer is made once, then reused.
+        let a = pool.stage(3 * mib, budget, 0).unwrap();
+        assert_eq!(a.bytes().len(), 3 * mib);
+        let first = a.bytes().as_ptr();
+        drop(a);
+        let again = pool.stage(3 * mib - 100, budget, 0).unwrap();
+        assert_eq!(again.bytes().as_ptr(), first, "the kept buffer is reused");
+        assert_eq!(pool.held(), 3 * mib);
+        // What cannot fit beside the snapshot's own buffers is refused at once ...
+        assert!(pool.stage(6 * mib, budget, 3 * mib).is_none());
+        assert!(pool.stage(budget + 1, budget, 0).is_none());
+        // ... what fits once others drain waits for them.
+        let waiting = std::thread::spawn(move || {
+            let b = pool.stage(6 * mib, budget, 0).unwrap();
+            (b.bytes().len(), pool.held())
+        });
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert!(
+            !waiting.is_finished(),
+            "6 MiB beside 3 MiB in use exceeds 8 MiB"
+        );
+        drop(again);
+        let (len, held_then) = waiting.join().unwrap();
+        assert_eq!(len, 6 * mib);
+        assert!(held_then <= budget, "{held_then} bytes held");
+        assert!(pool.held() <= budget);
+    }
+
+    #[test]
+    fn a_parallel_copy_copies_every_byte() {
+        let src: Vec<u8> = (0..(70 << 20) + 13).map(|i| (i * 7 % 251) as u8).collect();
+        for threads in [1, 2, 3, 8] {
+            let mut dst = vec![0u8; src.len()];
+            copy(&mut dst, &src, threads);
+            assert!(dst == src, "{threads} threads");
+        }
+    }
+
+    #[test]
+    fn budgets_come_from_the_option_else_the_environment_else_the_default() {
+        assert_eq!(budget(12345), Ok(12345));
+        assert_eq!(parse_bytes("64M"), Some(64 << 20));
+        assert_eq!(parse_bytes("2GiB"), Some(2 << 30));
+        assert_eq!(parse_bytes("4096"), Some(4096));
+        assert_eq!(parse_bytes("1k"), Some(1024));
+        assert_eq!(parse_bytes("lots"), None);
+        assert_eq!(parse_bytes("-5"), None);
+        assert!(default_budget() >= 64 << 20);
+    }
+}
