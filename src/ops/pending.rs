@@ -13,6 +13,7 @@ use crate::ops::checkpoint::{self, SeriesStep};
 use crate::ops::snapshot;
 use crate::ops::write::{self, Checkpoint};
 use crate::platform::comm::Comm;
+use crate::platform::device::leaving_a_core;
 use crate::status::*;
 use parking_lot::Mutex;
 use std::path::{Path, PathBuf};
@@ -79,6 +80,8 @@ struct Job {
     earlier: Vec<Arc<Request>>,
     snapshot: Option<snapshot::Snapshot>,
     released: Arc<Latch>,
+    /// Runs beside the caller, which goes on computing: one core is left to it.
+    background: bool,
 }
 
 // Safety: the duplicate communicator is used by the write's thread alone, which MPI allows at
@@ -95,6 +98,7 @@ impl Job {
             earlier,
             snapshot,
             released,
+            background,
         } = self;
         let opened = released.clone();
         let outcome = write::when_buffers_read(
@@ -102,7 +106,11 @@ impl Job {
             || {
                 // Their outcome is theirs to report; this write only needs them finished.
                 earlier.iter().for_each(|r| drop(r.complete()));
-                catch_panic(|| checkpoint::commit_checked(&comm, &owned.0, owned.1.as_ref()))
+                let commit = || checkpoint::commit_checked(&comm, &owned.0, owned.1.as_ref());
+                catch_panic(|| match background {
+                    true => leaving_a_core(commit),
+                    false => commit(),
+                })
             },
         );
         // The tiles borrow the staged copies: the write goes first.
@@ -159,6 +167,7 @@ pub fn start(comm: Comm, mut owned: OwnedWrite) -> Arc<Request> {
         earlier,
         snapshot,
         released: released.clone(),
+        background,
     };
     let state = if background {
         // The job stays reachable here in case no thread can be made: the other ranks will be
@@ -173,7 +182,10 @@ pub fn start(comm: Comm, mut owned: OwnedWrite) -> Arc<Request> {
             });
         match spawned {
             Ok(thread) => State::Running(thread),
-            Err(_) => State::Done(job.lock().take().map_or(Ok(()), Job::run)),
+            Err(_) => State::Done(job.lock().take().map_or(Ok(()), |mut job| {
+                job.background = false;
+                job.run()
+            })),
         }
     } else {
         State::Done(job.run())

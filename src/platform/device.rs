@@ -67,7 +67,24 @@ impl Route {
 /// at most 8. Worked out once per process (asking for the CPUs reads cgroup files).
 pub fn io_threads() -> usize {
     static THREADS: OnceLock<usize> = OnceLock::new();
-    *THREADS.get_or_init(threads_from_environment)
+    let override_ = BACKGROUND_THREADS.with(|t| t.get());
+    override_.unwrap_or_else(|| *THREADS.get_or_init(threads_from_environment))
+}
+
+thread_local! {
+    static BACKGROUND_THREADS: std::cell::Cell<Option<usize>> = const { std::cell::Cell::new(None) };
+}
+
+/// Runs `work` (a write in the background) on one thread fewer than `io_threads`, at least one:
+/// the caller goes on computing meanwhile, on a core of its own. With one rank on two cores, a
+/// background write's summing thread beside its writing one took a third of the solver's
+/// speed; summed as written, on one thread, the write leaves the solver its core.
+pub fn leaving_a_core<R>(work: impl FnOnce() -> R) -> R {
+    let fewer = io_threads().saturating_sub(1).max(1);
+    let before = BACKGROUND_THREADS.with(|t| t.replace(Some(fewer)));
+    let result = work();
+    BACKGROUND_THREADS.with(|t| t.set(before));
+    result
 }
 
 fn threads_from_environment() -> usize {
