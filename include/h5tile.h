@@ -356,13 +356,15 @@ h5tile_status h5tile_write_tiles(MPI_Comm comm,
 // With `H5TILE_SNAPSHOT` in `opts->flags`, the call returns once this rank's bytes are copied
 // into staging memory the library owns (bounded by `opts->staging_bytes`): `buf` may be
 // changed or freed at once, and the file holds what it held at the call. Without it, `buf`
-// must stay alive and unchanged until the request completes; a buffer changed meanwhile is
-// found (each tile is summed again once written) and fails the write on every rank with
-// `H5TILE_ERR_INVALID_ARGUMENT`, the previous file left as it was, never `H5TILE_OK` for a
-// file that would fail its checksums.
+// must stay alive and unchanged until the request completes. A buffer changed meanwhile never
+// gives `H5TILE_OK` for a file that fails its checksums: each tile is summed again once
+// written, and one that changed while it was being written fails the write on every rank with
+// `H5TILE_ERR_INVALID_ARGUMENT`, the previous file left as it was (a change made before the
+// write read the tile is simply what the file holds).
 //
 // # Safety
-// As `h5tile_write`; `buf` must stay valid until the request completes.
+// As `h5tile_write`; `buf` must stay valid until the request completes (until the call
+// returns with `H5TILE_SNAPSHOT`).
 h5tile_status h5tile_write_async(MPI_Comm comm,
                                  const char *path,
                                  const char *dataset,
@@ -380,7 +382,8 @@ h5tile_status h5tile_write_async(MPI_Comm comm,
 // `H5TILE_SNAPSHOT` copied them.
 //
 // # Safety
-// As `h5tile_write_tiles`; the buffers must stay valid until the request completes.
+// As `h5tile_write_tiles`; the buffers must stay valid until the request completes (until
+// the call returns with `H5TILE_SNAPSHOT`).
 h5tile_status h5tile_write_tiles_async(MPI_Comm comm,
                                        const char *path,
                                        const char *dataset,
