@@ -31,7 +31,10 @@ fn level() -> Level {
 
 fn emit(at: Level, tag: &str, message: &str) {
     if level() >= at {
-        eprintln!("h5tile_gds {tag}: {message}");
+        // One write of the whole line: `eprintln!` writes its pieces apart, and the lines of
+        // ranks sharing a terminal came out cut into each other.
+        let line = format!("h5tile_gds {tag}: {message}\n");
+        let _ = std::io::Write::write_all(&mut std::io::stderr().lock(), line.as_bytes());
     }
 }
 

@@ -7,6 +7,12 @@ rank's part is bad every rank raises. A rank that fails before its commit (a Pyt
 marks its checkpoint failed (`h5tile_checkpoint_fail`) and commits. Every rank's commit then
 fails before anything is written, and the others' exception says which rank failed and why. A
 local abort would instead leave them waiting for ever.
+
+Snapshots. The C library takes H5TILE_SNAPSHOT from the options the checkpoint was begun with,
+while Python chooses per commit (`commit_async(snapshot=True)`). So a checkpoint is begun
+without it, every step made on it (`add`, an attribute, a refusal) is recorded, and a snapshot
+commit begins the checkpoint again with the flag and replays the steps on it: they are local
+and cheap (the arrays are not copied until the commit).
 """
 
 from __future__ import annotations
@@ -15,7 +21,7 @@ import ctypes
 import os
 from concurrent.futures import Future
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
 
 from ._attributes import Attributes, attribute_name, attribute_value
 from ._collective import prepare_together
@@ -25,7 +31,8 @@ from ._errors import H5TileError, InvalidArgumentError
 from ._library import check, failure, last_error, lib
 from ._pending import track
 from ._write import (
-    PlacedTile, WriteKeywords, c_write_options, encode_name, encode_path, place_tile,
+    WriteKeywords, c_write_options, encode_name, encode_path, place_tile, snapshot_options,
+    staging_budget,
 )
 
 if TYPE_CHECKING:
@@ -34,12 +41,18 @@ if TYPE_CHECKING:
 # How the library words a checkpoint marked failed (`h5tile_checkpoint_fail`).
 _FAILED = "the checkpoint failed on this rank before its commit: "
 
+# Begins a C checkpoint into `out` with the options of the checkpoint, made to snapshot when
+# given a staging budget; returns the status.
+Begin = Callable[[Any, Optional[int]], int]
+# One step of assembling a checkpoint, made on a C checkpoint; returns the status.
+Step = Callable[[int], int]
 
-def _refuse(ck: int, error: BaseException) -> None:
-    """Makes the commit of `ck` fail on every rank, naming `error`."""
+
+def _refuse(ck: int, error: BaseException) -> int:
+    """Makes the commit of `ck` fail on every rank, naming `error`; the status."""
     said = str(error)
     text = (type(error).__name__ + (f": {said}" if said else "")).replace("\0", "?")
-    lib.h5tile_checkpoint_fail(ck, text.encode("utf-8", "replace"))
+    return int(lib.h5tile_checkpoint_fail(ck, text.encode("utf-8", "replace")))
 
 
 def _commit_failure(status: int, message: str) -> H5TileError:
@@ -90,31 +103,42 @@ class Checkpoint:
     ) -> None:
         handle = fortran_handle(comm)
 
-        def begin(out: Any) -> int:
+        def begin(out: Any, staging: int | None) -> int:
             opts = c_write_options(write_options, "Checkpoint")
+            if staging is not None:
+                opts = snapshot_options(opts, staging)
             return int(lib.h5tile_checkpoint_begin_f(handle, encode_path(path), ctypes.byref(opts), out))
 
         self._open(path, comm, handle, begin)
 
     @classmethod
-    def _begun(cls, path: Any, comm: Any, handle: int, begin: Callable[[Any], int]) -> Checkpoint:
-        """A checkpoint that `begin(out)` starts (`Series.save`'s `h5tile_series_begin_f`)."""
+    def _begun(cls, path: Any, comm: Any, handle: int, begin: Begin) -> Checkpoint:
+        """A checkpoint that `begin(out, staging)` starts (`Series.save`'s
+        `h5tile_series_begin_f`)."""
         ck = cls.__new__(cls)
         ck._open(path, comm, handle, begin)
         return ck
 
-    def _open(self, path: Any, comm: Any, handle: int, begin: Callable[[Any], int]) -> None:
+    def _open(self, path: Any, comm: Any, handle: int, begin: Begin) -> None:
         self.path = path
         self._comm = comm
+        self._begin = begin
         self._ck: int | None = None
         self._ended = ""  # "committed" or "aborted" once the C checkpoint is freed
         self._refused = False
-        self._keep: list[PlacedTile] = []  # what the commit reads, alive until it completes
+        # Every step made on the C checkpoint, to make again on one begun to snapshot; they
+        # hold what the commit reads (the arrays, their C-order copies) until it no longer does.
+        self._steps: list[Step] = []
         self.attrs = Attributes(self._set_attribute)
         out = ctypes.c_void_p()
-        prepare_together(comm, lambda: check(begin(ctypes.byref(out))),
+        prepare_together(comm, lambda: check(begin(ctypes.byref(out), None)),
                          lambda error: _stand_in_commit(handle, error))
         self._ck = out.value
+
+    def _step(self, ck: int, step: Step) -> int:
+        """Makes `step` on the C checkpoint `ck` and records it; its status."""
+        self._steps.append(step)
+        return step(ck)
 
     def _handle(self, doing: str) -> int:
         if self._ck is None:
@@ -125,7 +149,7 @@ class Checkpoint:
     def _refuse(self, error: BaseException) -> None:
         if not self._refused and self._ck is not None:
             self._refused = True
-            _refuse(self._ck, error)
+            self._step(self._ck, lambda ck: _refuse(ck, error))
 
     def add(self, name: str, array: Any, offset: Sequence[int] | None = None,
             global_shape: Sequence[int] | None = None) -> None:
@@ -143,9 +167,13 @@ class Checkpoint:
             self._refuse(error)
             raise
         b = tile.buffer
-        check(lib.h5tile_checkpoint_add(ck, dataset, b.code, len(b.shape), tile.global_shape,
-                                        tile.offset, tile.shape, b.pointer))
-        self._keep.append(tile)
+
+        def add(ck: int) -> int:  # holds `tile` (the array, or its C-order copy) while recorded
+            return int(lib.h5tile_checkpoint_add(ck, dataset, b.code, len(b.shape),
+                                                 tile.global_shape, tile.offset, tile.shape,
+                                                 b.pointer))
+
+        check(self._step(ck, add))
 
     def _set_attribute(self, owner: str, name: Any, value: Any) -> None:
         ck = self._handle("set an attribute of")
@@ -157,11 +185,14 @@ class Checkpoint:
         except Exception as error:
             self._refuse(error)
             raise
-        if isinstance(stored, bytes):
-            check(lib.h5tile_checkpoint_attr_string(ck, obj, key, stored))
-        else:  # copied by the library now
-            check(lib.h5tile_checkpoint_attr(ck, obj, key, code_of(stored.dtype), stored.size,
-                                             stored.ctypes.data))
+
+        def attr(ck: int) -> int:  # the library copies the value at once
+            if isinstance(stored, bytes):
+                return int(lib.h5tile_checkpoint_attr_string(ck, obj, key, stored))
+            return int(lib.h5tile_checkpoint_attr(ck, obj, key, code_of(stored.dtype), stored.size,
+                                                  stored.ctypes.data))
+
+        check(self._step(ck, attr))
 
     def commit(self) -> None:
         """Writes every dataset and attribute, visible at once; collective. When it returns the
@@ -169,31 +200,62 @@ class Checkpoint:
         rank (nothing written). A checkpoint is committed once."""
         ck = self._end("committed", "commit")
         status = lib.h5tile_checkpoint_commit(ck)
-        self._keep = []
+        self._steps = []
         if status:
             self._ended = "committed, and the commit failed"
             raise _commit_failure(status, last_error())
 
-    def commit_async(self) -> Future[None]:
-        """`commit` that returns at once with a `concurrent.futures.Future` while the write runs
-        in the background, as `to_file_async`; `h5tile.fence` waits for it too. The added
-        arrays are held until it ends: do not modify them meanwhile. Disagreements between
-        ranks raise here."""
+    def commit_async(self, snapshot: bool = True, *, staging_bytes: int = 0) -> Future[None]:
+        """`commit` that returns with a `concurrent.futures.Future` while the write runs in the
+        background, as `to_file_async`; `h5tile.fence` waits for it too. Disagreements between
+        ranks raise here.
+
+        `snapshot=True` (the default): it returns once the library has copied the added arrays
+        into its staging memory (at most `staging_bytes`; 0: the environment's
+        H5TILE_STAGING_BYTES, else the library's default; what does not fit is written before
+        this returns), so they may be changed at once; the file holds them as they were at
+        this call. `snapshot=False`: the Future holds the arrays, which must stay unchanged
+        until the write ends. A bad `staging_bytes` raises here (every rank's commit fails,
+        nothing is written)."""
         ck = self._end("committed", "commit")
+        if snapshot:
+            ck = self._begin_snapshot(ck, staging_bytes)
         request = ctypes.c_void_p()
         status = lib.h5tile_checkpoint_commit_async(ck, ctypes.byref(request))
-        keep, self._keep = self._keep, []
+        # A snapshot no longer reads the arrays once the call has returned.
+        steps, self._steps = self._steps, []
         if status:
             self._ended = "committed, and the commit failed"
             raise _commit_failure(status, last_error())
-        return track(request, keep)
+        return track(request, None if snapshot else steps)
+
+    def _begin_snapshot(self, ck: int, staging_bytes: Any) -> int:
+        """The C checkpoint `ck` begun again to snapshot under `staging_bytes`, with the same
+        steps made on it; `ck` is freed. Where this fails on this rank, its commit is made to
+        fail on every rank (as a failed `add` does) before the error is raised."""
+        again = ctypes.c_void_p()
+        try:
+            check(self._begin(ctypes.byref(again), staging_budget(staging_bytes)))
+        except Exception as error:
+            self._ended = "committed, and the commit failed"
+            self._steps = []
+            if size_and_rank(self._comm)[0] == 1:
+                lib.h5tile_checkpoint_abort(ck)
+            else:
+                _refuse(ck, error)
+                lib.h5tile_checkpoint_commit_async(ck, None)  # fails, on every rank
+            raise
+        for step in self._steps:  # a failed step fails again, and so does the commit
+            step(again.value or 0)
+        lib.h5tile_checkpoint_abort(ck)
+        return again.value or 0
 
     def abort(self) -> None:
         """Drops the checkpoint without writing anything (nothing to do once committed or
         aborted). Not collective: every rank must abort, as a commit waits for all ranks."""
         if self._ck is not None:
             lib.h5tile_checkpoint_abort(self._end("aborted", "abort"))
-        self._keep = []
+        self._steps = []
 
     def _end(self, ended: str, doing: str) -> int:
         ck = self._handle(doing)

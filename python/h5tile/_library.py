@@ -57,6 +57,7 @@ FUNCTIONS: dict[str, tuple[object, tuple[object, ...]]] = {
          POINTER(c_void_p), POINTER(WriteOptions), POINTER(Handle)),
     ),
     "h5tile_wait": (Status, (Handle,)),
+    "h5tile_test": (Status, (Handle, POINTER(c_int))),
     "h5tile_fence_f": (Status, (Fint,)),
     "h5tile_read_f": (
         Status,
@@ -186,6 +187,7 @@ _KEYWORDS = {
     "H5TILE_KEEP_OTHERS": "keep_others=True",
     "H5TILE_ALLOW_PARTIAL": "allow_partial=True",
     "H5TILE_NO_SYNC": "sync=False",
+    "H5TILE_SNAPSHOT": "snapshot=True",
     "H5TILE_READ_NARROWING": "narrowing=True",
     "H5TILE_READ_NO_VERIFY": "verify=False",
 }

@@ -3,12 +3,14 @@ and completion at exit.
 
 Each write started by `h5tile_write_async_f` or `h5tile_checkpoint_commit_async` gets a thread
 of ours that waits for it (`h5tile_wait`, which releases the GIL) and then settles its Future,
-so the Future completes on its own, as `concurrent.futures` users expect, and holds the arrays'
-memory until then.
-Because that wait takes the request away from the C library's own list, `fence` first waits
-for our threads, then calls `h5tile_fence_f` (for writes started by other code in this
-process, and for the agreement over the communicator), and agrees our outcomes over the
-communicator itself.
+so the Future completes on its own, as `concurrent.futures` users expect.
+A snapshot write (H5TILE_SNAPSHOT, the default) has copied the arrays into the library's
+staging memory when its call returns, so nothing of them is held after it; without it, the
+Future holds the arrays' memory until the write ends.
+The library keeps a request in its list until it completes, even while our thread waits for it,
+so a C `h5tile_fence` waits for our writes too. `fence` waits for our threads (to report their
+outcomes), then calls `h5tile_fence_f` (for writes started by other code in this process, and
+for the agreement over the communicator), and agrees our outcomes over the communicator itself.
 """
 
 from __future__ import annotations
@@ -85,26 +87,38 @@ def to_file_async(
     comm: Any = None,
     global_shape: Sequence[int] | None = None,
     offset: Sequence[int] | None = None,
+    snapshot: bool = True,
+    staging_bytes: int = 0,
     **write_options: Unpack[WriteKeywords],
 ) -> Future[None]:
-    """`to_file` that returns at once with a `concurrent.futures.Future`, while the write runs
-    in the background (with a communicator, only where MPI runs at MPI_THREAD_MULTIPLE,
-    mpi4py's default; below it the write completes before this returns). The Future holds
-    `array` until the write ends: do not modify the array meanwhile. Its `result()` raises
-    what `to_file` would have. Arguments a rank can check alone are checked here. Writes to
-    one path run in the order they were started."""
+    """`to_file` that returns with a `concurrent.futures.Future`, while the write runs in the
+    background (with a communicator, only where MPI runs at MPI_THREAD_MULTIPLE, mpi4py's
+    default; below it the write completes before this returns). Its `result()` raises what
+    `to_file` would have. Arguments a rank can check alone are checked here. Writes to one
+    path run in the order they were started.
+
+    `snapshot=True` (the default): it returns once the library has copied `array` into its
+    staging memory, so the array may be changed at once; the file holds it as it was at the
+    call. The staging memory is bounded by `staging_bytes` (0: the environment's
+    H5TILE_STAGING_BYTES, else the library's default); what does not fit is written before
+    this returns. `snapshot=False`: no copy; the Future holds `array`, which must stay
+    unchanged until the write ends (a change while it is written fails the write with
+    `InvalidArgumentError`, the previous file kept)."""
     call = prepare_write(array, path, dataset_name, comm, global_shape, offset, write_options,
-                         lib.h5tile_write_async_f)
+                         lib.h5tile_write_async_f, snapshot=bool(snapshot),
+                         staging_bytes=staging_bytes)
     request = ctypes.c_void_p()
     status = lib.h5tile_write_async_f(*call.args(), ctypes.byref(request))
     if status:
         raise failure(status, last_error())
-    return track(request, call)
+    # A snapshot no longer reads the array once the call has returned: the Future need not hold it.
+    return track(request, call.strings() if snapshot else call)
 
 
 def fence(comm: Any = None) -> None:
     """Waits for every write this process started with `to_file_async` or
-    `Checkpoint.commit_async` since the last fence.
+    `Checkpoint.commit_async` since the last fence, and for those C or Fortran code in this
+    process started (`h5tile_fence`).
     Collective over `comm` (None: this process alone): once it has returned on every rank,
     every file written is complete and visible to any reader. Raises the first failure among
     the writes of any rank, the same on every rank (each write's Future keeps its own)."""

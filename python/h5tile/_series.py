@@ -15,7 +15,7 @@ from ._comm import fortran_handle
 from ._errors import InvalidArgumentError
 from ._library import check, lib
 from ._options import SeriesOptions
-from ._write import WriteKeywords, c_write_options, encode_path
+from ._write import WriteKeywords, c_write_options, encode_path, snapshot_options
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -76,16 +76,18 @@ class Series:
     def save(self, step: int) -> Checkpoint:
         """A `Checkpoint` of `step` (an integer ≥ 0; every rank passes the same). Its commit
         replaces an earlier checkpoint of the same step, records the step as the latest and
-        applies the retention rule. Not collective; its commit is."""
+        applies the retention rule. Not collective; its commit is. `commit_async()` on it
+        snapshots the arrays, as `Checkpoint.commit_async` does."""
         handle = fortran_handle(self.comm)
 
-        def begin(out: Any) -> int:
+        def begin(out: Any, staging: int | None) -> int:
             n = operator.index(step)
             if not 0 <= n < 2**64:
                 raise InvalidArgumentError(f"step {n}: steps are integers from 0 to 2**64 - 1")
+            opts = self._options if staging is None else snapshot_options(self._options, staging)
             return int(lib.h5tile_series_begin_f(handle, encode_path(self.directory), n,
                                                  ctypes.byref(self._retention),
-                                                 ctypes.byref(self._options), out))
+                                                 ctypes.byref(opts), out))
 
         try:
             path = self.path_of(step)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import operator
 import os
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence, TypedDict
@@ -112,6 +113,34 @@ def c_write_options(given: Mapping[str, Any], caller: str) -> WriteOptions:
     return opts
 
 
+def staging_budget(staging_bytes: Any) -> int:
+    """`staging_bytes` as `h5tile_write_options.staging_bytes` takes it: an integer number of
+    bytes, 0 for the environment's H5TILE_STAGING_BYTES (else the library's default)."""
+    if isinstance(staging_bytes, bool):
+        raise TypeError(f"staging_bytes takes an integer number of bytes, not {staging_bytes!r}")
+    try:
+        n = operator.index(staging_bytes)
+    except TypeError:
+        raise TypeError(
+            f"staging_bytes takes an integer number of bytes, not {staging_bytes!r}"
+        ) from None
+    if not 0 <= n < 2**64:
+        raise InvalidArgumentError(
+            f"staging_bytes={n}: give a number of bytes from 0 (H5TILE_STAGING_BYTES, else the "
+            "library's default) to 2**64 - 1"
+        )
+    return n
+
+
+def snapshot_options(opts: WriteOptions, staging_bytes: int) -> WriteOptions:
+    """A copy of `opts` that snapshots (H5TILE_SNAPSHOT) under the budget `staging_bytes`: an
+    asynchronous write then returns once the library has copied the caller's arrays."""
+    copy = WriteOptions.from_buffer_copy(opts)
+    copy.flags |= C.H5TILE_SNAPSHOT
+    copy.staging_bytes = staging_bytes
+    return copy
+
+
 @dataclass
 class WriteCall:
     """The arguments of one `h5tile_write_f`/`h5tile_write_async_f` call, and what keeps their
@@ -130,6 +159,11 @@ class WriteCall:
             self.handle, self.path, self.dataset, b.code, len(b.shape), tile.global_shape,
             tile.offset, tile.shape, b.pointer, ctypes.byref(self.options),
         )
+
+    def strings(self) -> tuple[bytes, bytes]:
+        """What the library may still read once a snapshot's call has returned: its path and
+        dataset name (the header asks that `path` stay untouched until the request ends)."""
+        return self.path, self.dataset
 
 
 @dataclass
@@ -172,19 +206,24 @@ def place_tile(
 def _prepare(
     handle: int, array: Any, path: Any, dataset_name: Any, comm: Any,
     global_shape: Sequence[int] | None, offset: Sequence[int] | None, options: Mapping[str, Any],
-    caller: str,
+    caller: str, snapshot: bool, staging_bytes: Any,
 ) -> WriteCall:
     opts = c_write_options(options, caller)
+    budget = staging_budget(staging_bytes)
+    if snapshot:
+        opts = snapshot_options(opts, budget)
     tile = place_tile(array, comm, global_shape, offset)
     return WriteCall(handle, encode_path(path), encode_name(dataset_name), tile, opts)
 
 
 def prepare_write(
     array: Any, path: Any, dataset_name: Any, comm: Any, global_shape: Sequence[int] | None,
-    offset: Sequence[int] | None, options: Mapping[str, Any], entry: Any,
+    offset: Sequence[int] | None, options: Mapping[str, Any], entry: Any, *,
+    snapshot: bool = False, staging_bytes: Any = 0,
 ) -> WriteCall:
     """The checked arguments of a write through `entry` (the C function the caller will
-    call); a rank that cannot make them calls `entry` refused, so that every rank fails."""
+    call), with H5TILE_SNAPSHOT where `snapshot`; a rank that cannot make them calls `entry`
+    refused, so that every rank fails."""
     handle = fortran_handle(comm)
     is_async = entry is lib.h5tile_write_async_f
     caller = "to_file_async" if is_async else "to_file"
@@ -195,7 +234,8 @@ def prepare_write(
         entry(handle, b"?", b"?", code, ndim, None, None, None, None, None, *extra)
 
     def prepare() -> WriteCall:
-        return _prepare(handle, array, path, dataset_name, comm, global_shape, offset, options, caller)
+        return _prepare(handle, array, path, dataset_name, comm, global_shape, offset, options,
+                        caller, snapshot, staging_bytes)
 
     return prepare_together(comm, prepare, join)
 

@@ -1,12 +1,14 @@
 """Checkpoints and series on one process (comm=None, no MPI): every layout, attributes of every
 kind read back by h5py, the context manager committing on a clean exit and aborting on an
-exception, arrays kept alive until the commit, background commits, exact exception classes
-with nothing written, and a series' retention, `latest` and `latest(verify=True)`."""
+exception, arrays kept alive until the commit, background commits (snapshots by default: the
+fields may change once `commit_async` returns), exact exception classes with nothing written,
+and a series' retention, `latest` and `latest(verify=True)`."""
 
 from __future__ import annotations
 
 import ctypes
 import gc
+import weakref
 from pathlib import Path
 
 import h5py
@@ -346,6 +348,105 @@ def test_a_background_commit_completes_by_itself_and_in_the_fence(scratch: Path)
     h5tile.fence()
 
 
+BIG = np.arange(512 * 1024, dtype=np.float64).reshape(512, 1024)  # 4 MiB
+
+
+def test_a_snapshot_commit_holds_the_fields_as_they_were_at_the_call(scratch: Path) -> None:
+    u, whole = BIG.copy(), BIG.T.copy()
+    v = whole.T  # Fortran order: a C-order copy is what the library gets
+    ck = h5tile.Checkpoint(scratch / "a.h5")
+    ck.add("/u", u)
+    ck.add("/v", v)
+    ck.attrs["step"] = 1
+    future = ck.commit_async()  # snapshot=True by default
+    u[...] = -1  # at once, while the write runs
+    whole[...] = -2
+    alive = weakref.ref(u)
+    del u
+    gc.collect()
+    assert alive() is None  # neither the checkpoint nor the Future holds it
+    assert future.result(timeout=60) is None
+    with h5py.File(scratch / "a.h5") as f:
+        assert np.array_equal(f["u"][...], BIG) and np.array_equal(f["v"][...], BIG)
+    assert attrs_of(scratch / "a.h5")["step"].tolist() == 1
+    h5tile.fence()
+
+
+def test_a_commit_without_snapshot_holds_the_fields_until_it_ends(scratch: Path) -> None:
+    ck = h5tile.Checkpoint(scratch / "a.h5")
+    ck.add("/u", BIG.copy())
+    ck.add("/t", BIG.T.copy().T)  # a C-order copy, held by the checkpoint alone
+    future = ck.commit_async(snapshot=False)
+    gc.collect()
+    assert future.result(timeout=60) is None
+    assert np.array_equal(h5tile.from_file(scratch / "a.h5", "/u"), BIG)
+    assert np.array_equal(h5tile.from_file(scratch / "a.h5", "/t"), BIG)
+    h5tile.fence()
+
+
+def test_a_snapshot_commit_is_made_of_every_step_of_the_checkpoint(scratch: Path) -> None:
+    # The library takes the snapshot flag when a checkpoint begins: the package begins it again
+    # for a snapshot commit and makes the same adds, attributes and refusals on it.
+    ck = h5tile.Checkpoint(scratch / "a.h5", allow_partial=False)
+    ck.add("/u", U[:2], offset=(0, 0), global_shape=U.shape)
+    ck.add("/u", U[2:], offset=(2, 0), global_shape=U.shape)
+    ck.attrs["step"] = 1
+    ck.attrs["step"] = 2
+    ck.attrs["/u"]["units"] = "K"
+    ck.commit_async().result(timeout=60)
+    assert np.array_equal(h5tile.from_file(scratch / "a.h5", "/u"), U)
+    assert attrs_of(scratch / "a.h5")["step"].tolist() == 2
+    assert attrs_of(scratch / "a.h5", "/u") == {"units": "K"}
+    h5tile.fence()
+    before = tree(scratch)
+    ck = h5tile.Checkpoint(scratch / "a.h5")
+    ck.add("/u", U)
+    with pytest.raises(h5tile.InvalidArgumentError, match="added as float64"):
+        ck.add("/u", U.astype(np.int32))
+    with pytest.raises(h5tile.InvalidArgumentError, match="added as float64"):
+        ck.commit_async()
+    ck = h5tile.Checkpoint(scratch / "a.h5")
+    with pytest.raises(h5tile.DtypeError):
+        ck.add("/u", np.zeros(3, dtype=object))
+    with pytest.raises(h5tile.InvalidArgumentError, match="DtypeError"):
+        ck.commit_async()
+    ck = h5tile.Checkpoint(scratch / "a.h5")
+    ck.add("/u", U, offset=(1, 0), global_shape=U.shape)
+    with pytest.raises(h5tile.InvalidArgumentError, match="outside the global shape"):
+        ck.commit_async()
+    with pytest.raises(h5tile.InvalidArgumentError, match="it was committed, and the commit failed"):
+        ck.commit_async()  # once
+    h5tile.fence()
+    assert tree(scratch) == before
+
+
+def test_a_bad_staging_budget_fails_the_commit_and_writes_nothing(
+        scratch: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for bad, error in ((-1, h5tile.InvalidArgumentError), ("1M", TypeError), (2.0, TypeError)):
+        ck = h5tile.Checkpoint(scratch / "a.h5")
+        ck.add("/u", U)
+        with pytest.raises(error, match="staging_bytes"):
+            ck.commit_async(staging_bytes=bad)  # type: ignore[arg-type]
+        with pytest.raises(h5tile.InvalidArgumentError, match="it was committed, and the commit"):
+            ck.commit()
+    assert tree(scratch) == {}
+    # A bad H5TILE_STAGING_BYTES fails snapshot commits only, at the call.
+    monkeypatch.setenv("H5TILE_STAGING_BYTES", "lots")
+    ck = h5tile.Checkpoint(scratch / "a.h5")
+    ck.add("/u", U)
+    with pytest.raises(h5tile.InvalidArgumentError, match="^H5TILE_STAGING_BYTES=lots"):
+        ck.commit_async()
+    assert tree(scratch) == {}
+    commits = (lambda ck: ck.commit(), lambda ck: ck.commit_async(snapshot=False).result(),
+               lambda ck: ck.commit_async(staging_bytes=1 << 20).result())
+    for k, commit in enumerate(commits):
+        ck = h5tile.Checkpoint(scratch / f"{k}.h5")
+        ck.add("/u", U)
+        commit(ck)
+        assert np.array_equal(h5tile.from_file(scratch / f"{k}.h5", "/u"), U)
+    h5tile.fence()
+
+
 def steps_in(folder: Path) -> list[int]:
     return sorted(int(p.name.split(".")[1]) for p in folder.glob("ckpt.*.h5"))
 
@@ -394,6 +495,23 @@ def test_a_failed_step_leaves_the_latest_as_it_was(scratch: Path) -> None:
             ck.add("/u", U)
             raise RuntimeError("stop")
     assert series.latest() == (1, series.path_of(1)) and steps_in(scratch / "run") == [1]
+
+
+def test_a_series_step_committed_in_the_background_is_a_snapshot(scratch: Path) -> None:
+    series = h5tile.Series(scratch / "run", keep_last=1)
+    u = BIG.copy()
+    for step in (1, 2):
+        ck = series.save(step)
+        ck.add("/u", u)
+        ck.attrs["step"] = step
+        future = ck.commit_async()
+        u += 1000  # the next step's field, while this one is written
+        assert future.result(timeout=60) is None
+    h5tile.fence()
+    assert steps_in(scratch / "run") == [2]
+    assert series.latest(verify=True) == (2, series.path_of(2))
+    assert np.array_equal(h5tile.from_file(series.path_of(2), "/u"), BIG + 1000)
+    assert attrs_of(Path(series.path_of(2)))["step"].tolist() == 2
 
 
 def damage(tile_folder: Path, values: np.ndarray) -> Path:

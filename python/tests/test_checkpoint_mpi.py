@@ -1,8 +1,10 @@
 """Checkpoints and series with mpi4py communicators, under mpirun on 1, 2 and 4 ranks: several
 fields committed together and restarted from `Series.latest()` on another decomposition, a
-background commit and the fence, and failing together: one rank raising inside the `with`
-block, one rank's bad `add`, one rank unable to begin, ranks disagreeing on the datasets. Every
-rank raises, nothing is written, and no rank waits for ever (ctest's timeout would end it)."""
+background commit and the fence, snapshot commits (fields changed once `commit_async`
+returns), and failing together: one rank raising inside the `with` block, one rank's bad
+`add`, one rank's bad staging budget, one rank unable to begin, ranks disagreeing on the
+datasets. Every rank raises, nothing is written, and no rank waits for ever (ctest's timeout
+would end it)."""
 
 from __future__ import annotations
 
@@ -96,6 +98,33 @@ def test_a_background_commit_and_the_fence(scratch: Path) -> None:
     world.Barrier()
 
 
+def test_snapshot_commits_hold_every_ranks_fields_as_they_were(scratch: Path) -> None:
+    shape = (1024, 512)  # 4 MiB in all
+    full = np.arange(shape[0] * shape[1], dtype=np.float64).reshape(shape)
+    _, box = block(shape)
+    _, pbox = block(P.shape)
+    u, p = full[box].copy(), P[pbox].copy()
+    series = h5tile.Series(scratch / "run", world)
+    for step in (1, 2):
+        ck = series.save(step)
+        ck.add("/u", u, global_shape=shape)
+        ck.add("/fields/p", p, global_shape=P.shape)
+        future = ck.commit_async()  # snapshot=True by default
+        u += 1  # the next step's fields, while this one is written
+        p += 1
+        assert future.result(timeout=60) is None
+    h5tile.fence(world)
+    assert series.latest(verify=True) == (2, series.path_of(2))
+    for step in (1, 2):
+        path = series.path_of(step)
+        assert np.array_equal(h5tile.from_file(path, "/u", comm=world), full[box] + step - 1)
+        if world.rank == 0:
+            with h5py.File(path) as f:
+                assert np.array_equal(f["u"][...], full + step - 1)
+                assert np.array_equal(f["fields/p"][...], P + step - 1)
+    world.Barrier()
+
+
 def old_file(scratch: Path) -> dict[str, bytes] | None:
     """A committed checkpoint at scratch/a.h5, and (on rank 0) every file's bytes."""
     with h5tile.Checkpoint(scratch / "a.h5", world) as ck:
@@ -163,6 +192,23 @@ def test_one_ranks_bad_add_fails_every_commit(scratch: Path) -> None:
         ck.commit()
     assert set(everyone(e.value)) == {("InvalidArgumentError", 1)}
     assert (f"on rank {last}: " in str(e.value)) == (world.rank != last)
+    nothing_written(scratch, before)
+
+
+@several
+def test_one_ranks_bad_staging_budget_fails_every_snapshot_commit(scratch: Path) -> None:
+    before = old_file(scratch)
+    last = world.size - 1
+    ck = h5tile.Checkpoint(scratch / "a.h5", world)
+    save_fields(ck, 2)
+    with pytest.raises(h5tile.InvalidArgumentError) as e:
+        ck.commit_async(staging_bytes=-1 if world.rank == last else 0)
+    if world.rank == last:
+        assert str(e.value).startswith("staging_bytes=-1: ")  # its own
+    else:
+        assert str(e.value).startswith(f"on rank {last}: the checkpoint failed before its "
+                                        "commit (InvalidArgumentError: staging_bytes=-1: ")
+    h5tile.fence(world)  # nothing started
     nothing_written(scratch, before)
 
 

@@ -1,6 +1,7 @@
 """CuPy arrays in device memory (skipped without CuPy and a GPU; the GPU check runs it):
 written straight from the device, read into new CuPy arrays (`like=`) and into `out=`, a
-producer's stream waited for, DLPack CUDA tensors, non-contiguous arrays, batches."""
+producer's stream waited for, DLPack CUDA tensors, non-contiguous arrays, batches, snapshots
+of device arrays changed as soon as `to_file_async` returns."""
 
 from __future__ import annotations
 
@@ -48,6 +49,17 @@ def test_dlpack_and_non_contiguous_device_arrays(scratch: Path) -> None:
     h5tile.to_file(a.T, scratch / "t.h5", "d")
     assert np.array_equal(h5tile.from_file(scratch / "a.h5", "d"), a.get())
     assert np.array_equal(h5tile.from_file(scratch / "t.h5", "d"), a.get().T)
+
+
+def test_a_snapshot_of_a_device_array_may_change_at_once(scratch: Path) -> None:
+    a = cupy.arange(512 * 1024, dtype=cupy.float64).reshape(512, 1024)  # 4 MiB
+    expected = a.get()
+    futures = [h5tile.to_file_async(a, scratch / "a.h5", "d"),
+               h5tile.to_file_async(DLPackOnly(a), scratch / "b.h5", "d")]
+    a.fill(-1)  # copied to host staging memory before each call returned
+    assert [f.result(timeout=60) for f in futures] == [None, None]
+    for name in ("a.h5", "b.h5"):
+        assert np.array_equal(h5tile.from_file(scratch / name, "d"), expected)
 
 
 def test_device_batches(scratch: Path) -> None:

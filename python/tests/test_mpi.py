@@ -1,5 +1,6 @@
 """h5tile with mpi4py communicators, run under mpirun on 1, 2 and 4 ranks: each rank writes
-and reads its own tile, batches are dealt among ranks, background writes and the fence, and
+and reads its own tile, batches are dealt among ranks, background writes (snapshots of each
+rank's tile by default) and the fence, and
 every rank raising the same exception, also when only one rank's arguments are bad (it must
 not leave the others waiting in a collective call)."""
 
@@ -108,6 +109,38 @@ def test_a_failed_background_write_of_one_rank_fails_every_ranks_fence(scratch: 
     else:
         assert future.result(timeout=60) is None and "on rank 0" in str(e.value)
     h5tile.fence(world)  # reported once
+
+
+def test_a_snapshot_holds_each_ranks_tile_as_it_was_at_the_call(scratch: Path) -> None:
+    shape = (1024, 512)  # 4 MiB in all
+    full = np.arange(shape[0] * shape[1], dtype=np.float64).reshape(shape)
+    _, box = block(shape)
+    tiles = [full[box].copy(), np.asfortranarray(full[box])]
+    futures = [h5tile.to_file_async(t, scratch / f"{k}.h5", "d", comm=world, global_shape=shape)
+               for k, t in enumerate(tiles)]  # snapshot=True by default
+    for t in tiles:
+        t[...] = -1  # at once, while the writes run
+    assert [f.result(timeout=60) for f in futures] == [None, None]
+    h5tile.fence(world)
+    for k in range(2):
+        assert np.array_equal(h5tile.from_file(scratch / f"{k}.h5", "d", comm=world), full[box])
+    if world.rank == 0:
+        for k in range(2):
+            with h5py.File(scratch / f"{k}.h5") as f:
+                assert np.array_equal(f["d"][...], full)
+    world.Barrier()
+
+
+def test_one_ranks_bad_staging_budget_fails_every_rank(scratch: Path) -> None:
+    _, box = block()
+    budget = -1 if world.rank == world.size - 1 else 0
+    with pytest.raises(ValueError) as e:
+        h5tile.to_file_async(FULL[box], scratch / "a.h5", "d", comm=world, global_shape=SHAPE,
+                             staging_bytes=budget)
+    assert set(everyone_raised(e.value)) == {("InvalidArgumentError", 1)}
+    h5tile.fence(world)  # nothing started
+    world.Barrier()
+    assert not (scratch / "a.h5").exists()
 
 
 def test_every_rank_raises_what_the_library_agreed(scratch: Path) -> None:

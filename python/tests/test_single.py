@@ -1,13 +1,21 @@
 """h5tile on one process (comm=None, no MPI): round trips of every element type and kind of
-array, regions, conversions, batches, background writes, and bad input (the exact class and
-status, and no file harmed). h5py reads what h5tile wrote and writes what h5tile reads."""
+array, regions, conversions, batches, background writes (snapshots, their staging budget, fences
+across the C API, arrays changed while a write without a snapshot runs), and bad input (the
+exact class and status, and no file harmed). h5py reads what h5tile wrote and writes what
+h5tile reads."""
 
 from __future__ import annotations
 
 import array
+import ctypes
 import gc
 import inspect
+import os
+import re
+import subprocess
 import sys
+import threading
+import weakref
 from pathlib import Path
 
 import h5py
@@ -16,6 +24,7 @@ import pytest
 
 import h5tile
 from conftest import DLPackOnly, tree
+from h5tile import _comm, _constants, _library
 from h5tile._write import _WRITE_DEFAULTS, WriteKeywords
 
 DTYPES = [np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32,
@@ -358,3 +367,191 @@ def test_async_failures_reach_the_future_and_the_fence(scratch: Path) -> None:
 
 def test_partition_alone_is_the_whole_shape() -> None:
     assert h5tile.partition((10, 3)) == ((0, 0), (10, 3))
+
+
+# ---- Snapshot writes: the array is free when to_file_async returns ---------------------------
+
+MIB4 = (512, 1024)  # float64: 4 MiB, long enough to write that a change lands while it runs
+
+
+def field(shape: tuple[int, ...] = MIB4) -> np.ndarray:
+    return np.arange(int(np.prod(shape)), dtype=np.float64).reshape(shape)
+
+
+def stored(path: Path, name: str = "d") -> np.ndarray:
+    with h5py.File(path) as f:
+        return f[name][...]
+
+
+@pytest.mark.parametrize("kind", ["c_order", "fortran", "view", "dlpack"])
+def test_a_snapshot_holds_the_array_as_it_was_at_the_call(scratch: Path, kind: str) -> None:
+    whole = field((2 * MIB4[0], MIB4[1]))
+    array = {"c_order": field(), "fortran": np.asfortranarray(field()), "view": whole[::2],
+             "dlpack": field()}[kind]
+    expected = array.copy()
+    given = DLPackOnly(array) if kind == "dlpack" else array
+    future = h5tile.to_file_async(given, scratch / "a.h5", "d")  # snapshot=True by default
+    (whole if kind == "view" else array)[...] = -1  # at once, while the write runs
+    assert future.result(timeout=60) is None
+    assert np.array_equal(stored(scratch / "a.h5"), expected)
+    assert np.array_equal(h5tile.from_file(scratch / "a.h5", "d"), expected)
+
+
+def test_a_snapshot_holds_nothing_of_the_array_once_the_call_returned(scratch: Path) -> None:
+    array = field()
+    expected = array.copy()
+    alive = weakref.ref(array)
+    future = h5tile.to_file_async(array, scratch / "a.h5", "d")
+    del array
+    gc.collect()
+    assert alive() is None  # the library has its own copy
+    np.full(MIB4, -2.0)  # memory the freed array might be reused for
+    assert future.result(timeout=60) is None
+    assert np.array_equal(stored(scratch / "a.h5"), expected)
+
+
+def test_without_a_snapshot_an_unchanged_array_is_written(scratch: Path) -> None:
+    array = field()
+    future = h5tile.to_file_async(array, scratch / "a.h5", "d", snapshot=False)
+    del array
+    gc.collect()  # the Future holds it until the write ends
+    assert future.result(timeout=60) is None
+    assert np.array_equal(stored(scratch / "a.h5"), field())
+
+
+def test_a_staging_budget_smaller_than_the_array_still_snapshots(scratch: Path) -> None:
+    array = field()  # 4 MiB: not staged under 1 MiB, written before the call returns
+    future = h5tile.to_file_async(array, scratch / "a.h5", "d", staging_bytes=1 << 20)
+    array[...] = -1
+    assert future.result(timeout=60) is None
+    assert np.array_equal(stored(scratch / "a.h5"), field())
+
+
+@pytest.mark.parametrize("bad, error", [(-1, ValueError), (2**64, ValueError), (1.5, TypeError),
+                                        ("1M", TypeError), (True, TypeError), (None, TypeError)],
+                         ids=repr)
+def test_a_bad_staging_budget_raises_and_writes_nothing(scratch: Path, bad: object,
+                                                        error: type) -> None:
+    with pytest.raises(error, match="staging_bytes") as e:
+        h5tile.to_file_async(field(), scratch / "a.h5", "d",
+                             staging_bytes=bad)  # type: ignore[arg-type]
+    if error is ValueError:
+        assert isinstance(e.value, h5tile.InvalidArgumentError) and e.value.status == 1
+    with pytest.raises(error, match="staging_bytes"):
+        h5tile.to_file_async(field(), scratch / "a.h5", "d", snapshot=False,
+                             staging_bytes=bad)  # type: ignore[arg-type]
+    assert tree(scratch) == {}
+    h5tile.fence()  # nothing started
+
+
+def test_a_bad_staging_variable_fails_snapshots_only(scratch: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("H5TILE_STAGING_BYTES", "lots")
+    with pytest.raises(h5tile.InvalidArgumentError,
+                       match="^H5TILE_STAGING_BYTES=lots: expected a number of bytes"):
+        h5tile.to_file_async(field(), scratch / "a.h5", "d")
+    assert tree(scratch) == {}
+    # An explicit budget does not read it, nor does a write that does not snapshot.
+    h5tile.to_file_async(field(), scratch / "a.h5", "d", staging_bytes=8 << 20).result(timeout=60)
+    h5tile.to_file_async(field(), scratch / "b.h5", "d", snapshot=False).result(timeout=60)
+    h5tile.to_file(field(), scratch / "c.h5", "d")
+    h5tile.fence()
+    for name in ("a.h5", "b.h5", "c.h5"):
+        assert np.array_equal(stored(scratch / name), field())
+
+
+SNAPSHOT_LOG = """
+import sys, numpy as np, h5tile
+folder, a = sys.argv[1], np.zeros((512, 1024))  # 4 MiB
+h5tile.to_file_async(a, f"{folder}/small.h5", "d", staging_bytes=1 << 20).result()
+h5tile.to_file_async(a, f"{folder}/fits.h5", "d", staging_bytes=8 << 20).result()
+h5tile.to_file_async(a, f"{folder}/env.h5", "d").result()
+h5tile.to_file_async(a, f"{folder}/plain.h5", "d", snapshot=False).result()
+"""
+
+
+def test_the_staging_budget_reaches_the_library(scratch: Path) -> None:
+    # H5TILE_LOG=info prints a line per snapshot: what was staged, what was left, the budget.
+    env = dict(os.environ, H5TILE_LOG="info", H5TILE_STAGING_BYTES="6M")
+    run = subprocess.run([sys.executable, "-c", SNAPSHOT_LOG, str(scratch)], env=env,
+                         capture_output=True, text=True, timeout=60)
+    assert run.returncode == 0, run.stderr
+    lines = {Path(m[0]).name: m[1:] for m in re.findall(
+        r"snapshot of '([^']*)': ([\d.]+) MiB staged .* ([\d.]+) MiB left .* \(budget ([\d.]+) MiB\)",
+        run.stderr)}
+    assert lines == {"small.h5": ("0.0", "4.0", "1.0"), "fits.h5": ("4.0", "0.0", "8.0"),
+                     "env.h5": ("4.0", "0.0", "6.0")}, run.stderr
+
+
+def test_python_fence_completes_a_write_started_from_c(scratch: Path) -> None:
+    array = field()
+    shape = (ctypes.c_uint64 * 2)(*MIB4)
+    request = ctypes.c_void_p()
+    lib = _library.lib
+    status = lib.h5tile_write_async_f(_comm.COMM_NULL, str(scratch / "a.h5").encode(), b"d",
+                                      _constants.H5TILE_FLOAT64, 2, shape, (ctypes.c_uint64 * 2)(),
+                                      shape, array.ctypes.data, None, ctypes.byref(request))
+    assert status == 0, _library.last_error()
+    h5tile.fence()
+    done = ctypes.c_int(0)
+    assert lib.h5tile_test(request, ctypes.byref(done)) == 0 and done.value == 1
+    assert lib.h5tile_wait(request) == 0  # completed by the fence: its status at once
+    assert np.array_equal(stored(scratch / "a.h5"), array)
+
+
+def test_c_fence_completes_a_write_started_from_python(scratch: Path) -> None:
+    future = h5tile.to_file_async(field(), scratch / "a.h5", "d", snapshot=False)
+    # The package's thread is waiting for the request meanwhile; the C fence waits for it too.
+    assert _library.lib.h5tile_fence_f(_comm.COMM_NULL) == 0
+    assert np.array_equal(stored(scratch / "a.h5"), field())
+    assert np.array_equal(h5tile.from_file(scratch / "a.h5", "d"), field())
+    assert future.result(timeout=60) is None
+    h5tile.fence()
+
+
+@pytest.mark.parametrize("options", [{"layout": "vds"}, {"layout": "subfiles"},
+                                     {"compression": "zstd"}], ids=["vds", "subfiles", "zstd"])
+def test_an_array_changed_while_written_without_snapshot_fails_or_is_consistent(
+        scratch: Path, options: dict[str, str]) -> None:
+    # A thread rewrites the whole array (numpy releases the GIL to fill it) as the write
+    # starts: the write either holds values the array held, and reads back, or fails naming
+    # the change and leaves the previous file as it was; never a file that fails to read.
+    # Rewriting until the write ends mostly makes it fail; rewriting once or three times
+    # mostly lands before the write reads the array, and it succeeds.
+    import hdf5plugin  # noqa: F401  # h5py reads zstd
+    path, previous = scratch / "a.h5", np.full(MIB4, -1.0)
+    changed_while_running = 0
+    for fills in (None, 1, None, 3):
+        h5tile.to_file(previous, path, "d", **options)
+        before = tree(scratch)
+        array, stop, last = np.zeros(MIB4), threading.Event(), [0]
+
+        def rewrite() -> None:
+            k = 0
+            while not stop.is_set() and k != fills:
+                k += 1
+                array[:] = k
+                last[0] = k
+
+        thread = threading.Thread(target=rewrite)
+        thread.start()
+        future = h5tile.to_file_async(array, path, "d", snapshot=False, **options)
+        at_call = last[0]
+        error = future.exception(timeout=60)
+        stop.set()
+        thread.join()
+        changed_while_running += last[0] > at_call
+        if error is None:
+            got = h5tile.from_file(path, "d", verify=True)
+            assert np.array_equal(stored(path), got)
+            assert (got == np.round(got)).all() and 0 <= got.min() and got.max() <= last[0]
+            h5tile.fence()
+        else:
+            assert type(error) is h5tile.InvalidArgumentError and error.status == 1
+            assert "changed while it was being written" in str(error)
+            assert tree(scratch) == before
+            assert np.array_equal(h5tile.from_file(path, "d", verify=True), previous)
+            assert np.array_equal(stored(path), previous)
+            with pytest.raises(h5tile.InvalidArgumentError, match="changed while"):
+                h5tile.fence()  # the fence reports it too
+    assert changed_while_running  # the race was run

@@ -5,9 +5,10 @@
 //! MPI lets a second thread make calls only at `MPI_THREAD_MULTIPLE`. Below that level, a
 //! write over a communicator runs at once on the caller's thread and its request is born
 //! complete; a write over `MPI_COMM_NULL` makes no MPI call and always runs in the background.
-//! Writes to one path run one after the other, in the order they were started, so that each
-//! finds the file the previous one left (with `H5TILE_KEEP_OTHERS`, several fields of one
-//! checkpoint can be written in the background at once).
+//! Writes to one path (or commits to one series) run one after the other, in the order they
+//! were started, so that each finds the file the previous one left (with
+//! `H5TILE_KEEP_OTHERS`, several fields of one checkpoint can be written in the background at
+//! once).
 
 use crate::ops::checkpoint::{self, SeriesStep};
 use crate::ops::snapshot;
@@ -25,7 +26,7 @@ enum State {
     Done(Result<()>),
 }
 
-/// One write started by `start`, to `path`.
+/// One write started by `start`, to `path` (a file, or a series' folder).
 pub struct Request {
     path: PathBuf,
     state: Mutex<State>,
@@ -147,7 +148,13 @@ impl Latch {
 /// `write::check` has passed: in the background where MPI allows it, else at once. The
 /// request is outstanding until `wait` or `fence`.
 pub fn start(comm: Comm, mut owned: OwnedWrite) -> Arc<Request> {
-    let path = std::path::absolute(owned.path()).unwrap_or_else(|_| owned.path().to_path_buf());
+    // A series' commits run in turn too: each one's record and pruning touch the whole folder
+    // (a step pruned while an older one still drained lost that step's files).
+    let target = owned
+        .1
+        .as_ref()
+        .map_or(owned.path(), |series| series.dir.as_path());
+    let path = std::path::absolute(target).unwrap_or_else(|_| target.to_path_buf());
     let earlier: Vec<Arc<Request>> = OUTSTANDING
         .lock()
         .iter()
@@ -332,6 +339,54 @@ mod tests {
                 "{what}: the file holds the buffers at the call"
             );
         }
+    }
+
+    #[test]
+    fn a_series_commits_started_at_once_run_in_turn_and_each_commits() {
+        use crate::ops::series::{self, SeriesOptions};
+        let d = tempfile::tempdir().unwrap();
+        let dir = d.path().join("run");
+        let options = SeriesOptions {
+            keep_last: 2,
+            keep_every: 0,
+        };
+        let data: Vec<Vec<f64>> = (1..=5)
+            .map(|step| {
+                (0..1 << 16)
+                    .map(|i| (step * 1_000_000 + i) as f64)
+                    .collect()
+            })
+            .collect();
+        let global = [1u64 << 16];
+        let requests: Vec<_> = (1..=5u64)
+            .map(|step| {
+                let path = series::checkpoint_path(&dir, step);
+                let tiles = vec![LocalTile {
+                    tile: Tile::new(vec![0], vec![1 << 16]),
+                    buf: host_bytes(&data[step as usize - 1]),
+                }];
+                let opts = WriteOptions::default();
+                let args = crate::ops::write::tests::f64_args(&path, "/u", &global, tiles, opts);
+                let ck = args.checkpoint();
+                let step = SeriesStep {
+                    dir: dir.clone(),
+                    step,
+                    options,
+                };
+                start(Comm::solo(), unsafe { OwnedWrite::new(ck, Some(step)) })
+            })
+            .collect();
+        // Each step's pruning ran after the commit before it, never during one.
+        for (step, request) in (1..=5).zip(requests) {
+            assert_eq!(wait(request), Ok(()), "step {step}");
+        }
+        let (latest, path) = series::latest(&dir).unwrap();
+        assert_eq!(latest, 5);
+        let all = Tile::new(vec![0], vec![1 << 16]);
+        assert!(read_f64(&path, "/u", &all).unwrap() == data[4]);
+        let kept = series::checkpoint_path(&dir, 4);
+        assert!(read_f64(&kept, "/u", &all).unwrap() == data[3]);
+        assert!(!series::checkpoint_path(&dir, 3).exists(), "pruned");
     }
 
     #[test]

@@ -38,7 +38,9 @@ pub unsafe fn take(ck: &mut Checkpoint<'static>) -> Snapshot {
         staged: Vec::new(),
         whole: true,
     };
-    let (mut mine, mut from_device, mut left) = (0usize, 0usize, 0usize);
+    // Staging held by this snapshot (whole pages), and the bytes staged, copied from device
+    // memory and left in the caller's buffers.
+    let (mut mine, mut staged_bytes, mut from_device, mut left) = (0, 0, 0, 0);
     for field in &mut ck.fields {
         let elem = field.dtype.size();
         for local in &mut field.tiles {
@@ -55,6 +57,7 @@ pub unsafe fn take(ck: &mut Checkpoint<'static>) -> Snapshot {
                 continue;
             };
             mine += staged.bytes().len().next_multiple_of(4096);
+            staged_bytes += len;
             from_device += matches!(local.buf, Buffer::Device(..)) as usize * len;
             // The buffer is an anonymous mapping that does not move while `snapshot` holds it.
             let copy: &'static [u8] = std::slice::from_raw_parts(staged.bytes().as_ptr(), len);
@@ -64,12 +67,11 @@ pub unsafe fn take(ck: &mut Checkpoint<'static>) -> Snapshot {
     }
     let mib = |b: usize| b as f64 / (1 << 20) as f64;
     log::info(&format!(
-        "snapshot of '{}': {:.1} MiB staged in host memory ({:.1} MiB of it copied from device \
-         memory), {:.1} MiB left in the caller's buffers, written before the call returns \
-         (budget {:.1} MiB)",
+        "snapshot of '{}': {:.1} MiB staged in host memory ({staged_bytes} bytes, {from_device} of them \
+         copied from device memory), {:.1} MiB left in the caller's buffers ({left} bytes), \
+         written before the call returns (budget {:.1} MiB)",
         ck.path.display(),
-        mib(mine),
-        mib(from_device),
+        mib(staged_bytes),
         mib(left),
         mib(budget),
     ));
