@@ -35,14 +35,37 @@
  *                                                   of each (one buffer for all)
  *   bench_h5tile fields      FILE ROWS COLS NFIELDS the same fields as NFIELDS h5tile_writes
  *                                                   with H5TILE_KEEP_OTHERS (before checkpoints)
+ *   bench_h5tile solver_memcpy   FILE ROWS COLS N    solver time (MPI_THREAD_MULTIPLE, like all
+ *                                                   solver_ modes): N memcpys of the rank's tile
+ *                                                   into a buffer touched beforehand (FILE unused)
+ *   bench_h5tile solver_snapshot FILE ROWS COLS N    N h5tile_write_async calls with
+ *                                                   H5TILE_SNAPSHOT in a row, to FILE, each timed
+ *                                                   from call to return, then waited (not timed)
+ *   bench_h5tile solver_async    FILE ROWS COLS N    N h5tile_write_async + h5tile_wait, timed
+ *   bench_h5tile solver_write    FILE ROWS COLS N    N h5tile_write, timed
+ *                                                   (these four print "calls_s", each call's time,
+ *                                                   the slowest rank's; "first_s", the first;
+ *                                                   "steady_s", the median of the others)
+ *   bench_h5tile solver_compute  FILE ROWS COLS N    a compute loop in steps of ~10 ms (calibrated
+ *                                                   on rank 0): N steps alone, a snapshot write
+ *                                                   (after one unmeasured, so staging memory is
+ *                                                   there as in a solver's later checkpoints) with
+ *                                                   steps while it drains, polled by h5tile_test
+ *                                                   between steps, then N steps alone again;
+ *                                                   "ratio": mean step alone / mean step while it
+ *                                                   drains, the lowest over the ranks
+ *   bench_h5tile solver_rss      FILE ROWS COLS N    N snapshot writes to FILE in a row, each
+ *                                                   waited before the next; the resident set
+ *                                                   (/proc/self/statm) after the first and the
+ *                                                   last, the largest over the ranks
  *   bench_h5tile scale       DIR ROWS COLS SPEC...   "write" once per SPEC, each to
  *                                                   DIR/SPEC/field.h5 (one launch of many ranks
  *                                                   for every layout); SPEC is LAYOUT[-kK][-nosync]
  *                                                   (-kK: ranks_per_file = K), e.g. vds, single,
  *                                                   subfiles, subfiles-k8, subfiles-k8-nosync
  *
- * Layout and flags of "write", "write_grid", "checkpoint", "fields", "overlap" and
- * "overlap_async" (environment):
+ * Layout and flags of "write", "write_grid", "checkpoint", "fields", "overlap",
+ * "overlap_async" and the solver_ writes (environment):
  *   BENCH_LAYOUT=vds|single|subfiles   h5tile_write_options.layout (default vds; write_grid
  *                                      with NTILES = 1 and write_single: single)
  *   BENCH_NO_SYNC=1                    H5TILE_NO_SYNC in h5tile_write_options.flags
@@ -236,8 +259,207 @@ static double compute(uint64_t sweeps) {
     return total;
 }
 
+/* The median of v[0..n) (sorted in place); 0 for none. */
+static double median_of(double *v, size_t n) {
+    for (size_t i = 1; i < n; i++)
+        for (size_t j = i; j > 0 && v[j - 1] > v[j]; j--) {
+            double t = v[j];
+            v[j] = v[j - 1], v[j - 1] = t;
+        }
+    return n == 0 ? 0 : n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* The resident set of this process now, in bytes (/proc/self/statm's second field). */
+static long long resident_bytes(void) {
+    long long pages = 0, resident = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (!f || fscanf(f, "%lld %lld", &pages, &resident) != 2) die("cannot read /proc/self/statm");
+    fclose(f);
+    return resident * (long long)sysconf(_SC_PAGESIZE);
+}
+
+/* The solver's compute loop: 3-point stencil sweeps over two arrays of STENCIL_N doubles
+ * (512 KiB together: they stay in a core's cache, so a step's pace is the core's, not that of
+ * the memory a drain shares). */
+#define STENCIL_N (32u * 1024u)
+static double *stencil_a, *stencil_b;
+
+static void stencil_step(uint64_t sweeps) {
+    for (uint64_t k = 0; k < sweeps; k++) {
+        for (size_t i = 1; i + 1 < STENCIL_N; i++)
+            stencil_b[i] = 0.25 * stencil_a[i - 1] + 0.5 * stencil_a[i] + 0.25 * stencil_a[i + 1];
+        double *t = stencil_a;
+        stencil_a = stencil_b, stencil_b = t;
+    }
+}
+
+/* Seconds `steps` steps of `sweeps` sweeps take, each step timed alone. */
+static double stencil_steps(uint64_t steps, uint64_t sweeps) {
+    double total = 0;
+    for (uint64_t s = 0; s < steps; s++) {
+        double t = MPI_Wtime();
+        stencil_step(sweeps);
+        total += MPI_Wtime() - t;
+    }
+    return total;
+}
+
+/* solver_compute: the compute loop alone, while a snapshot drains, and alone again. */
+static void solver_compute(const char *mode, const char *path, const uint64_t *global,
+                           const uint64_t *off, const uint64_t *shp, const double *buf,
+                           const h5tile_write_options *snap, uint64_t n, size_t tile_bytes,
+                           int level) {
+    h5tile_request *req;
+    stencil_a = big_alloc(STENCIL_N * sizeof(double));
+    stencil_b = big_alloc(STENCIL_N * sizeof(double));
+    for (size_t i = 0; i < STENCIL_N; i++) stencil_a[i] = stencil_b[i] = (double)(i % 1000);
+    /* The sweeps of a ~10 ms step, measured on rank 0 so that every rank steps alike: the
+     * fastest of 3 timings of at least 20 ms each, as other processes may take the core. */
+    uint64_t sweeps = 16;
+    while (stencil_steps(1, sweeps) < 0.02) sweeps *= 2;
+    double fastest = stencil_steps(1, sweeps);
+    for (int k = 0; k < 2; k++) fastest = fmin(fastest, stencil_steps(1, sweeps));
+    sweeps = (uint64_t)fmax(1.0, (double)sweeps * 0.010 / fastest);
+    MPI_Bcast(&sweeps, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
+    /* One snapshot first, not measured: its staging memory is then there, as for a solver's
+     * later checkpoints (the first one's page faults are in its call, not in its drain). */
+    check(h5tile_write_async(MPI_COMM_WORLD, path, "/data", H5TILE_FLOAT64, 2, global, off, shp,
+                             buf, snap, &req), "write_async");
+    check(h5tile_wait(req), "wait");
+    MPI_Barrier(MPI_COMM_WORLD);
+    double alone = stencil_steps(n, sweeps);
+    MPI_Barrier(MPI_COMM_WORLD);
+    check(h5tile_write_async(MPI_COMM_WORLD, path, "/data", H5TILE_FLOAT64, 2, global, off, shp,
+                             buf, snap, &req), "write_async");
+    const double returned = MPI_Wtime();
+    double during = 0;
+    uint64_t steps = 0;
+    for (int done = 0;;) {
+        check(h5tile_test(req, &done), "test");
+        if (done) break;
+        during += stencil_steps(1, sweeps);
+        steps++;
+    }
+    const double drain = MPI_Wtime() - returned;
+    check(h5tile_wait(req), "wait");
+    MPI_Barrier(MPI_COMM_WORLD);
+    alone += stencil_steps(n, sweeps); /* before and after the drain: the machine's drift cancels */
+    double step = alone / (double)(2 * n), step_during = steps ? during / (double)steps : -1;
+    double ratio = steps ? step / step_during : -1, worst = 0, step_max = 0, during_max = 0,
+           drain_max = 0, mine = stencil_a[STENCIL_N / 2], sums = 0;
+    uint64_t fewest = 0;
+    MPI_Reduce(&ratio, &worst, 1, MPI_DOUBLE, MPI_MIN, 0, MPI_COMM_WORLD);
+    MPI_Reduce(&step, &step_max, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+    MPI_Reduce(&step_during, &during_max, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+    MPI_Reduce(&drain, &drain_max, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+    MPI_Reduce(&steps, &fewest, 1, MPI_UINT64_T, MPI_MIN, 0, MPI_COMM_WORLD);
+    MPI_Reduce(&mine, &sums, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+    if (rank == 0)
+        printf("{\"mode\": \"%s\", \"ranks\": %d, \"seconds\": %.6f, \"step_s\": %.6f, "
+               "\"during_step_s\": %.6f, \"ratio\": %.4f, \"steps_alone\": %llu, "
+               "\"steps_during\": %llu, \"drain_s\": %.6f, \"sweeps_per_step\": %llu, "
+               "\"tile_bytes\": %zu, \"thread_multiple\": %d, \"sum\": %.17g}\n",
+               mode, size, during_max, step_max, during_max, worst, (unsigned long long)(2 * n),
+               (unsigned long long)fewest, drain_max, (unsigned long long)sweeps, tile_bytes,
+               level == MPI_THREAD_MULTIPLE, sums);
+    free(stencil_a), free(stencil_b);
+}
+
+/* The solver_ modes: what a solver's checkpoints cost it (bench/suite.py's solver section).
+ * Each rank times its own calls; a call's time is the slowest rank's. */
+static void solver(const char *mode, const char *path, uint64_t rows, uint64_t cols, uint64_t n) {
+    uint64_t r0, nr;
+    split(rows, size, rank, &r0, &nr);
+    const uint64_t global[2] = {rows, cols}, off[2] = {r0, 0}, shp[2] = {nr, cols};
+    const size_t tile_bytes = (size_t)(nr * cols * sizeof(double));
+    const int memcpy_mode = strcmp(mode, "solver_memcpy") == 0,
+              rss = strcmp(mode, "solver_rss") == 0,
+              snapshot = rss || strcmp(mode, "solver_snapshot") == 0,
+              async = strcmp(mode, "solver_async") == 0,
+              sync_write = strcmp(mode, "solver_write") == 0;
+    if (!memcpy_mode && !snapshot && !async && !sync_write && strcmp(mode, "solver_compute") != 0) {
+        fprintf(stderr, "unknown mode '%s'\n", mode);
+        MPI_Abort(MPI_COMM_WORLD, 2);
+    }
+    if (n == 0) die("the solver_ modes need N > 0");
+    int level;
+    MPI_Query_thread(&level);
+    double *buf = filled(r0 * cols, nr * cols);
+    h5tile_write_options o = options_of(spec_from_env("vds")), snap = o;
+    snap.flags |= H5TILE_SNAPSHOT;
+    if (strcmp(mode, "solver_compute") == 0) {
+        solver_compute(mode, path, global, off, shp, buf, &snap, n, tile_bytes, level);
+        free(buf);
+        return;
+    }
+    h5tile_request *req;
+    double *calls = calloc(n, sizeof *calls), *slowest = calloc(n, sizeof *slowest);
+    double *copy = NULL, touched = 0;
+    long long rss_first = 0, rss_max = 0;
+    if (memcpy_mode) {
+        copy = big_alloc(tile_bytes);
+        memset(copy, 0, tile_bytes); /* touched: page faults are not what is compared */
+    }
+    const double start_all = MPI_Wtime();
+    for (uint64_t i = 0; i < n; i++) {
+        MPI_Barrier(MPI_COMM_WORLD);
+        double t = MPI_Wtime();
+        if (memcpy_mode) {
+            memcpy(copy, buf, tile_bytes);
+            calls[i] = MPI_Wtime() - t;
+            touched += nr * cols != 0 ? copy[(i * 7919) % (nr * cols)] : 0; /* the copy is used */
+        } else if (snapshot) {
+            check(h5tile_write_async(MPI_COMM_WORLD, path, "/data", H5TILE_FLOAT64, 2, global, off,
+                                     shp, buf, &snap, &req), "write_async");
+            calls[i] = MPI_Wtime() - t; /* returned: the caller's buffer is free again */
+            check(h5tile_wait(req), "wait");
+            long long now = resident_bytes();
+            if (i == 0) rss_first = now;
+            if (now > rss_max) rss_max = now;
+        } else if (async) {
+            check(h5tile_write_async(MPI_COMM_WORLD, path, "/data", H5TILE_FLOAT64, 2, global, off,
+                                     shp, buf, &o, &req), "write_async");
+            check(h5tile_wait(req), "wait");
+            calls[i] = MPI_Wtime() - t;
+        } else {
+            check(h5tile_write(MPI_COMM_WORLD, path, "/data", H5TILE_FLOAT64, 2, global, off, shp,
+                               buf, &o), "write");
+            calls[i] = MPI_Wtime() - t;
+        }
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+    const double all_seconds = MPI_Wtime() - start_all;
+    MPI_Reduce(calls, slowest, (int)n, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
+    char extra[256] = "";
+    if (rss) {
+        long long rss_last = resident_bytes(), first = 0, last = 0, most = 0;
+        MPI_Reduce(&rss_first, &first, 1, MPI_LONG_LONG, MPI_MAX, 0, MPI_COMM_WORLD);
+        MPI_Reduce(&rss_last, &last, 1, MPI_LONG_LONG, MPI_MAX, 0, MPI_COMM_WORLD);
+        MPI_Reduce(&rss_max, &most, 1, MPI_LONG_LONG, MPI_MAX, 0, MPI_COMM_WORLD);
+        snprintf(extra, sizeof extra,
+                 ", \"snapshots\": %llu, \"rss_first_bytes\": %lld, \"rss_last_bytes\": %lld, "
+                 "\"rss_max_bytes\": %lld, \"growth_bytes\": %lld",
+                 (unsigned long long)n, first, last, most, last - first);
+    }
+    double touched_all = 0;
+    MPI_Reduce(&touched, &touched_all, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+    if (rank == 0) {
+        printf("{\"mode\": \"%s\", \"ranks\": %d, \"calls_s\": [", mode, size);
+        for (uint64_t i = 0; i < n; i++) printf("%s%.6f", i ? ", " : "", slowest[i]);
+        const double first = slowest[0];
+        const double steady = n > 1 ? median_of(slowest + 1, n - 1) : first;
+        /* "seconds": the steady call; for the RSS loop, the whole loop */
+        printf("], \"first_s\": %.6f, \"steady_s\": %.6f, \"seconds\": %.6f, \"tile_bytes\": %zu, "
+               "\"thread_multiple\": %d, \"sum\": %.17g%s}\n",
+               first, steady, rss ? all_seconds : steady, tile_bytes, level == MPI_THREAD_MULTIPLE,
+               touched_all, extra);
+    }
+    free(calls), free(slowest), free(copy), free(buf);
+}
+
 int main(int argc, char **argv) {
-    if (argc > 1 && strcmp(argv[1], "overlap_async") == 0) {
+    if (argc > 1 &&
+        (strcmp(argv[1], "overlap_async") == 0 || strncmp(argv[1], "solver_", 7) == 0)) {
         int provided;
         MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
         if (provided != MPI_THREAD_MULTIPLE) fprintf(stderr, "no MPI_THREAD_MULTIPLE: no overlap\n");
@@ -293,6 +515,12 @@ int main(int argc, char **argv) {
             fflush(stdout);
         }
         free(buf);
+        MPI_Finalize();
+        return 0;
+    }
+
+    if (strncmp(mode, "solver_", 7) == 0) {
+        solver(mode, path, rows, cols, n);
         MPI_Finalize();
         return 0;
     }
