@@ -27,6 +27,10 @@
 #     and in the single-file layout), with H5TILE_GDS=auto, on and off; then one flipped bit in
 #     each layout's file: where the compat path wrote the bytes (and summed them in its pinned
 #     buffers) the read must be H5TILE_ERR_CORRUPT, where cuFile did it returns the damage;
+#   - snapshot writes (scripts/gpu/snapshot_device.cu): a 1 GiB device tile written with
+#     H5TILE_SNAPSHOT four times, each call timed from call to return against cudaMemcpy of
+#     the same bytes device to device and device to host, the tile overwritten as each call
+#     returns, and each file read back as the tile was at its call;
 #   - the Python package (scripts/gpu/python_device.py), where this machine's python3 has numpy:
 #     memory from cudaMalloc behind __cuda_array_interface__ v3 written while its producer's
 #     stream may still fill it, read back into device memory whole and as a box; with CuPy
@@ -116,6 +120,7 @@ build() {
 : > "$OUT/build.log"
 build plugin_device
 build h5tile_device
+build snapshot_device
 
 export HDF5_PLUGIN_PATH="$CARRY/lib/plugins" H5TILE_LOG=info LD_LIBRARY_PATH="$CARRY/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 # h5tile loads cuFile by the name the CUDA toolkit installs (libcufile.so). Where only the
@@ -254,6 +259,18 @@ for mode in auto on off; do
     H5TILE_GDS=$mode check "h5tile-$mode" $path "$WORK/h5tile_device" "$WORK/h5tile" "$GIB" $path
   fi
 done
+# Snapshots of device memory: the call returns once the tile is staged; the file holds the
+# tile as it was at the call, though a kernel rewrote it as the call returned.
+rm -rf "$WORK/snapshot" && mkdir -p "$WORK/snapshot"
+if timeout "${GPU_CHECK_TIMEOUT:-300}" "$WORK/snapshot_device" "$WORK/snapshot" 1 \
+     >>"$OUT/results.jsonl" 2>"$OUT/log-snapshot.txt" &&
+   grep -q "copied from device memory" "$OUT/log-snapshot.txt"; then
+  echo "ok    snapshot: $(tail -1 "$OUT/results.jsonl")"
+else
+  echo "FAIL  snapshot"; tail -15 "$OUT/log-snapshot.txt" | sed 's/^/      /'
+  failures=$((failures + 1))
+fi
+rm -rf "$WORK/snapshot"
 if [ -z "$GDS" ] && [ -n "${CUFILE_COMPAT:-}" ]; then
   export CUFILE_ENV_PATH_JSON="$WORK/cufile.json" CUFILE_FORCE_COMPAT_MODE=true
   for mib in $SIZES; do
