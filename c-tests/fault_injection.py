@@ -1,8 +1,8 @@
 """Fault injection and durability order of h5tile's writes, with real files and real ranks.
 
 usage: fault_injection.py SHIM FAULT_WRITE LAUNCHER SCRATCH CASE...
-  CASE is LAYOUT-MODE-RANKS[-keep][-root][-nosync][-gK][-after][-CODEC]: LAYOUT vds, single
-  or subfiles, MODE write, async or fence (how the write completes), RANKS the number of
+  CASE is LAYOUT-MODE-RANKS[-keep][-root][-nosync][-gK][-after][-CODEC][-snap]: LAYOUT vds,
+  single or subfiles, MODE write, async or fence (how the write completes), RANKS the number of
   processes (1: no launcher, MPI_COMM_NULL); keep: H5TILE_KEEP_OTHERS beside another dataset;
   root: the faults hit rank 0 (which writes the master and commits) instead of the last rank;
   nosync: H5TILE_NO_SYNC; gK: H5TILE_RANKS_PER_FILE=K for the subfiles' groups (default: all
@@ -23,6 +23,17 @@ usage: fault_injection.py SHIM FAULT_WRITE LAUNCHER SCRATCH CASE...
   killed (SIGKILL, by the shim) at each of those calls in turn; MODE serieskill: runs of 4
   commits killed at random moments, each followed by the restart's commit of the step after
   the latest.
+  snap (the asynchronous modes only: async, fence, kill, ckpt and the series modes): every
+  write is a snapshot (H5TILE_SNAPSHOT, fault_write's FAULT_WRITE_SNAPSHOT=1); kill's writes are
+  then async ones, and checkpoints and series steps are committed with
+  h5tile_checkpoint_commit_async and h5tile_wait. As soon as each call returns, fault_write
+  overwrites the buffers it gave with version 99, before it waits: the checks below (version 1
+  or 2 whole, never a mixture nor another version) then also show that no write read them
+  after its call. Each clean write must log (H5TILE_LOG=info) one snapshot per rank and commit:
+  staged, so the write really ran in the background. Kills fall after the target rank's
+  first snapshot call returned (the timed span too starts there, and shrinks to any run that
+  ended before its kill), and the summary says how many fell while a write drained (its call
+  returned, its wait not yet, as fault_write's marks say).
 
 For each case: version 1 of the dataset is written; a clean write of version 2 is recorded by
 the fault_shim preload (every file creation, write, fsync, rename and removal under the case's
@@ -92,6 +103,8 @@ REASONS = {"ENOSPC": "No space left on device", "EIO": "Input/output error"}
 GEN = re.compile(r"[0-9a-f]{16}")
 KINDS = ("create", "write", "fsync", "rename")
 CODECS = ("zstd", "lz4", "deflate")
+# The modes whose writes fault_write makes asynchronously with -snap (kill: async writes).
+SNAP_MODES = ("async", "fence", "kill", "ckpt", "series", "seriescrash", "serieskill")
 # The series fault_write writes: its retention, the steps committed before the one under test.
 KEEP_LAST, KEEP_EVERY, SERIES_SETUP = 2, 3, 5
 # Commits per run of the random kills of a series, and how many such runs are killed (alone,
@@ -138,6 +151,12 @@ class Case:
         self.codec = next((p for p in parts[3:] if p in CODECS), None)
         if self.codec:
             self.env["FAULT_WRITE_COMPRESSION"] = self.codec
+        self.snap = "snap" in parts[3:]
+        if self.snap:
+            if self.mode not in SNAP_MODES:
+                sys.exit(f"fault_injection: {spec}: -snap needs an asynchronous mode "
+                         f"({', '.join(SNAP_MODES)}); {self.mode} writes synchronously")
+            self.env["FAULT_WRITE_SNAPSHOT"] = "1"
         self.name = spec
         self.shim, self.program, self.launcher = shim, program, launcher
         self.dir = os.path.join(scratch, spec)
@@ -238,10 +257,22 @@ class Case:
         return sorted(names)
 
     def write_ok(self, version, what, env=None):
+        env = dict(env or {})
+        if self.snap:
+            env["H5TILE_LOG"] = "info"
         lines, err = self.run(self.mode, version, env)
         st = self.statuses(lines)
         if len(st) != self.ranks or any(s != "H5TILE_OK" for s, _ in st.values()):
             self.problems.append(f"{what}: write of version {version} failed: {lines} {err}")
+        elif self.snap:
+            # Each rank logs each snapshot it stages: none would mean that the writes ran
+            # before their calls returned, and that the case tested nothing. (Only the message
+            # is counted: the ranks' lines can be cut into each other around it.)
+            calls = int(env.get("FAULT_WRITE_STEPS") or 1)
+            staged = err.count("snapshot of '")
+            if staged != calls * self.ranks:
+                self.problems.append(f"{what}: {staged} snapshots logged, expected one per rank "
+                                     f"and commit ({calls * self.ranks}): {err}")
 
     def execute(self):
         snap = self.dir + ".v1"
@@ -249,7 +280,7 @@ class Case:
             shutil.rmtree(d, ignore_errors=True)
         os.makedirs(self.dir)
         if self.mode == "kill":
-            self.mode = "write"
+            self.mode = "async" if self.snap else "write"
             return self.kills(snap)
         if self.mode == "serieskill":
             return self.series_kills()
@@ -321,7 +352,8 @@ class Case:
               f"{which})")
 
     def kills(self, snap):
-        """Writes of version 2 over version 1 killed at random moments."""
+        """Writes of version 2 over version 1 killed at random moments (with -snap, after the
+        call returned: while the write drains, or once it has)."""
         self.write_ok(1, "setup")
         self.check_compressed("setup")
         shutil.copytree(self.dir, snap, symlinks=True)
@@ -333,6 +365,7 @@ class Case:
         self.check_clean(clean)
         rng = self.rng
         seen = {1: 0, 2: 0}
+        draining = 0
         for k in range(KILLS if self.ranks == 1 else max(1, KILLS // 2)):
             shutil.rmtree(self.dir, ignore_errors=True)
             shutil.copytree(snap, self.dir, symlinks=True)
@@ -342,13 +375,48 @@ class Case:
             self.wait_ready(ready, proc)
             time.sleep(delay)
             self.kill_and_reap(proc, what)
+            draining += bool(self.draining(ready))
+            if self.snap:
+                # The timed drain can be several times a typical one (a cold start, a busy
+                # machine): a write that drained before its kill sets the span the next kills
+                # draw from, so that most fall while a write drains.
+                span = min(span, self.took(ready) or span)
             lines = self.check([1, 2], what)
             for v in (1, 2):
                 seen[v] += f"version {v}" in lines
             self.next_write_cleans(what, clean)
         shutil.rmtree(snap, ignore_errors=True)
+        drain = self.drain_summary(draining)
+        after = " after its call returned" if self.snap else ""
         print(f"{self.name}: {seen[1] + seen[2]} writes killed at random moments (a write takes "
-              f"{span * 1000:.0f} ms): {seen[1]} left version 1, {seen[2]} version 2, all whole")
+              f"{span * 1000:.0f} ms{after}{drain}): {seen[1]} left version 1, {seen[2]} "
+              f"version 2, all whole")
+
+    def took(self, ready):
+        """How long the target rank's run took from its ready mark to its done mark (at least
+        1 ms), None if it did not get there."""
+        marks = [os.path.join(ready, f"{m}.{self.target}") for m in ("ready", "done")]
+        if not all(map(os.path.exists, marks)):
+            return None
+        return max(os.stat(marks[1]).st_mtime - os.stat(marks[0]).st_mtime, 0.001)
+
+    def draining(self, ready):
+        """With -snap, after a kill: the versions (steps) whose snapshot call had returned on
+        the target rank and whose wait had not, its marks in `ready` say: the writes it was
+        killed while they drained in the background."""
+        names = os.listdir(ready) if self.snap and os.path.isdir(ready) else []
+
+        def marked(kind):
+            found = (re.fullmatch(rf"{kind}\.(\d+)\.{self.target}", n) for n in names)
+            return {int(m.group(1)) for m in found if m}
+        return sorted(marked("returned") - marked("drained"))
+
+    def drain_summary(self, draining):
+        """With -snap, for the summary line: how many kills fell while a write drained. (Not
+        checked: a run quicker than the span drawn from ends before its kill, and with a few
+        kills all can by chance; that the writes ran in the background is checked, by the
+        snapshots each clean write logs.)"""
+        return f"; {draining} killed while a snapshot drained" if self.snap else ""
 
     def check_clean(self, clean):
         """What a clean write of the subfiles layout leaves: the master, and in its tile folder
@@ -413,7 +481,7 @@ class Case:
         FAULT_WRITE_STEPS in `more_env` says), which marks its start in the folder `ready`."""
         shutil.rmtree(ready, ignore_errors=True)
         os.makedirs(ready)
-        mode = "series" if self.series else "write"
+        mode = "series" if self.series else self.mode
         cmd = [self.program, mode, self.path, self.layout, str(int(self.keep)), str(version)]
         if self.ranks > 1:
             cmd = [self.launcher, "-n", str(self.ranks)] + cmd
@@ -422,7 +490,8 @@ class Case:
                                 stderr=subprocess.DEVNULL)
 
     def wait_ready(self, ready, proc):
-        """Waits until the target rank is about to write (or the run has ended)."""
+        """Waits until the target rank is about to write (with -snap: until its first snapshot
+        call has returned, the write draining in the background), or the run has ended."""
         mark = os.path.join(ready, f"ready.{self.target}")
         while not os.path.exists(mark) and proc.poll() is None:
             time.sleep(0.0005)
@@ -756,7 +825,7 @@ class Case:
         self.check([SERIES_RUN], "setup")
         latest = SERIES_RUN + 1
         clean = self.series_clean("setup", latest)
-        committed, incomplete, behind = {}, 0, 0
+        committed, incomplete, behind, draining = {}, 0, 0, 0
         kills = SERIES_KILLS[self.ranks > 1]
         for _ in range(kills):
             delay = self.rng.uniform(0, span)
@@ -767,12 +836,10 @@ class Case:
             self.wait_ready(ready, proc)
             time.sleep(delay)
             self.kill_and_reap(proc, what)
+            draining += bool(self.draining(ready))
             # A run that ended before its kill was longer when timed (a busier machine): the
             # next kills draw from its own length.
-            marks = [os.path.join(ready, f"{m}.{self.target}") for m in ("ready", "done")]
-            if all(map(os.path.exists, marks)):
-                took = os.stat(marks[1]).st_mtime - os.stat(marks[0]).st_mtime
-                span = min(span, max(took, 0.001))
+            span = min(span, self.took(ready) or span)
             now = self.after_kill(what, list(range(latest, first + SERIES_RUN)))
             if now is None:
                 return
@@ -783,8 +850,10 @@ class Case:
             self.series_clean(what, now + 1, clean)
             latest = now + 1
         runs = ", ".join(f"{n} committed {k}" for k, n in sorted(committed.items()))
+        drain = self.drain_summary(draining)
         print(f"{self.name}: {kills} runs of {SERIES_RUN} commits killed at random moments "
-              f"(a run takes {span * 1000:.0f} ms at most): {runs}; {incomplete} left an incomplete step, "
+              f"(a run takes {span * 1000:.0f} ms at most{drain}): {runs}; "
+              f"{incomplete} left an incomplete step, "
               f"{behind} the record behind the latest; every latest and master whole, and each "
               f"restart's commit left what the rule keeps")
 

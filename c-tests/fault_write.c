@@ -9,6 +9,10 @@
  *       and H5TILE_SHUFFLE). `async` completes the write
  *       with h5tile_wait, `fence` with h5tile_fence. Prints, per rank,
  *       "rank R: STATUS_NAME: MESSAGE".
+ *       FAULT_WRITE_SNAPSHOT=1 adds H5TILE_SNAPSHOT (async, fence, and ckpt and series, which
+ *       then commit with h5tile_checkpoint_commit_async and h5tile_wait): as soon as the call
+ *       returns, the buffers it was given are overwritten with version 99, before the wait, so
+ *       a file of any other version shows whether the library read them after the call.
  *   fault_write ckpt PATH LAYOUT KEEP VERSION
  *       the same /data and, in the same commit (h5tile_checkpoint_*), the int32 vector
  *       /aux/count (4 elements, v * 10 + i, spread over the ranks) and the file's attribute
@@ -24,6 +28,11 @@
  *       be of version V too. A PATH that is a folder is a series: "latest S" (the step
  *       h5tile_series_latest names, or "latest: STATUS: MESSAGE") and the check of it, then
  *       "step T: " and the check of every other checkpoint whose master is in the folder.
+ * For the kill tests, FAULT_WRITE_READY_DIR=DIR: empty files in DIR mark moments of rank R's
+ * run: ready.R as the write starts (with FAULT_WRITE_SNAPSHOT, once the first snapshot call has
+ * returned: the kills then fall while writes drain in the background), done.R once it has
+ * ended; with FAULT_WRITE_SNAPSHOT also returned.V.R once the snapshot call of version V
+ * returned, drained.V.R once its wait (or fence) did.
  * Under an MPI launcher it runs over MPI_COMM_WORLD (MPI_THREAD_MULTIPLE, so that background
  * writes run in the background); alone, with MPI_COMM_NULL and no MPI_Init. */
 #include "check.h"
@@ -32,6 +41,33 @@
 static uint64_t G[2] = {8, 6};
 
 static double value(int v, uint64_t i) { return (double)v * 1000.0 + (double)i * 0.25; }
+
+/* The empty file DIR/NAME.RANK, where DIR (FAULT_WRITE_READY_DIR) is set. */
+static void mark(const char *dir, const char *name, int rank) {
+    if (!dir) return;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s.%d", dir, name, rank);
+    write_text_file(path, "");
+}
+
+/* The mark DIR/KIND.V.RANK of the snapshot write of version v. */
+static void mark_version(const char *dir, const char *kind, int v, int rank) {
+    char name[64];
+    snprintf(name, sizeof name, "%s.%d", kind, v);
+    mark(dir, name, rank);
+}
+
+/* Right after the snapshot call of version v returned: this rank's buffers (`n` values of
+ * /data from element `first`, `naux` of /aux/count, as add_aux wrote them) become version 99,
+ * which the file must not get; then the marks (ready at the first such call). */
+static void scribble(const char *ready, int rank, int v, double *data, uint64_t n,
+                     uint64_t first, int32_t *aux, uint64_t naux, int *marked) {
+    for (uint64_t k = 0; k < n; k++) data[k] = value(99, first + k);
+    for (uint64_t i = 0; i < naux; i++) aux[i] += (99 - v) * 10;
+    mark_version(ready, "returned", v, rank);
+    if (!*marked) mark(ready, "ready", rank);
+    *marked = 1;
+}
 
 static int launched(void) {
     return getenv("OMPI_COMM_WORLD_SIZE") != NULL || getenv("PMI_SIZE") != NULL;
@@ -209,6 +245,9 @@ int main(int argc, char **argv) {
         }
         opts.flags |= H5TILE_SHUFFLE;
     }
+    const char *snap_env = getenv("FAULT_WRITE_SNAPSHOT");
+    int snap = snap_env && strcmp(snap_env, "1") == 0;
+    if (snap) opts.flags |= H5TILE_SNAPSHOT;
 
     if (strcmp(mode, "check") == 0) {
         const char *fields = getenv("FAULT_WRITE_FIELDS");
@@ -232,16 +271,15 @@ int main(int argc, char **argv) {
         double *data = (double *)xmalloc(rows * G[1] * sizeof(double));
         for (uint64_t k = 0; k < rows * G[1]; k++) data[k] = value(version, first * G[1] + k);
         const void *bufs[2] = {data, data + half * G[1]};
-        /* For the kill tests: when the write starts and ends, as files ready.<rank> and done.<rank>
-         * in FAULT_WRITE_READY_DIR. */
+        /* For the kill tests (see the marks above). */
         const char *ready = getenv("FAULT_WRITE_READY_DIR");
-        if (ready) {
-            char name[4096];
-            snprintf(name, sizeof name, "%s/ready.%d", ready, rank);
-            write_text_file(name, "");
-        }
+        int marked = 0;
+        if (!snap) mark(ready, "ready", rank);
         h5tile_status s;
         int32_t aux[4];
+        /* This rank's part of /aux/count (see add_aux). */
+        const uint64_t naux = 4 * (uint64_t)(rank + 1) / (uint64_t)size -
+                              4 * (uint64_t)rank / (uint64_t)size;
         if (strcmp(mode, "ckpt") == 0 || strcmp(mode, "series") == 0) {
             const char *steps = getenv("FAULT_WRITE_STEPS");
             int n = steps ? atoi(steps) : 1, series = strcmp(mode, "series") == 0;
@@ -259,7 +297,17 @@ int main(int argc, char **argv) {
                                               shps + 2 * t, bufs[t]);
                 if (s == H5TILE_OK) s = add_aux(ck, rank, size, v, aux);
                 /* A failed add fails the commit on every rank (ck is freed either way). */
-                if (ck) {
+                if (ck && snap) {
+                    h5tile_request *req = NULL;
+                    h5tile_status c = h5tile_checkpoint_commit_async(ck, &req);
+                    if (c == H5TILE_OK) {
+                        scribble(ready, rank, v, data, rows * G[1], first * G[1], aux, naux,
+                                 &marked);
+                        c = h5tile_wait(req);
+                        mark_version(ready, "drained", v, rank);
+                    }
+                    if (s == H5TILE_OK) s = c;
+                } else if (ck) {
                     h5tile_status c = h5tile_checkpoint_commit(ck);
                     if (s == H5TILE_OK) s = c;
                 }
@@ -272,13 +320,14 @@ int main(int argc, char **argv) {
             int fence = strcmp(mode, "fence") == 0;
             s = h5tile_write_tiles_async(comm, path, "/data", H5TILE_FLOAT64, 2, G, 2, offs, shps,
                                          bufs, &opts, fence ? NULL : &req);
-            if (s == H5TILE_OK) s = fence ? h5tile_fence(comm) : h5tile_wait(req);
+            if (s == H5TILE_OK && snap)
+                scribble(ready, rank, version, data, rows * G[1], first * G[1], aux, 0, &marked);
+            if (s == H5TILE_OK) {
+                s = fence ? h5tile_fence(comm) : h5tile_wait(req);
+                if (snap) mark_version(ready, "drained", version, rank);
+            }
         }
-        if (ready) {
-            char name[4096];
-            snprintf(name, sizeof name, "%s/done.%d", ready, rank);
-            write_text_file(name, "");
-        }
+        mark(ready, "done", rank);
         report(comm, rank, size, s);
         free(data);
     }

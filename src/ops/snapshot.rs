@@ -56,7 +56,7 @@ pub unsafe fn take(ck: &mut Checkpoint<'static>) -> Snapshot {
                 left += len;
                 continue;
             };
-            mine += staged.bytes().len().next_multiple_of(4096);
+            mine += staged.capacity();
             staged_bytes += len;
             from_device += matches!(local.buf, Buffer::Device(..)) as usize * len;
             // The buffer is an anonymous mapping that does not move while `snapshot` holds it.

@@ -29,6 +29,8 @@ pub struct Pool {
 struct Held {
     /// Bytes of every buffer the pool made and has not unmapped, in use or not.
     bytes: usize,
+    /// Bytes of the buffers in use.
+    in_use: usize,
     /// Buffers not in use, kept for the next snapshot.
     free: Vec<PageBuffer>,
 }
@@ -51,12 +53,20 @@ impl Staged {
     pub fn bytes_mut(&mut self) -> &mut [u8] {
         self.0.as_deref_mut().unwrap_or_default()
     }
+
+    /// The staging memory it holds, counted against the budget (a kept buffer reused may be
+    /// larger than the tile).
+    pub fn capacity(&self) -> usize {
+        self.0.as_ref().map_or(0, |b| b.capacity())
+    }
 }
 
 impl Drop for Staged {
     fn drop(&mut self) {
         if let Some(buf) = self.0.take() {
-            self.1.state.lock().free.push(buf);
+            let mut held = self.1.state.lock();
+            held.in_use -= buf.capacity();
+            held.free.push(buf);
             self.1.returned.notify_all();
         }
     }
@@ -118,6 +128,7 @@ impl Pool {
         Pool {
             state: Mutex::new(Held {
                 bytes: 0,
+                in_use: 0,
                 free: Vec::new(),
             }),
             returned: Condvar::new(),
@@ -125,7 +136,7 @@ impl Pool {
     }
 
     /// A staging buffer of `len` bytes under `budget`, for a snapshot that already holds `mine`
-    /// bytes of staging. Waits for other snapshots' buffers to come back where they hold the room;
+    /// bytes of staging (the `capacity` of its buffers). Waits for other snapshots' buffers to come back where they hold the room;
     /// None where the buffer cannot fit beside `mine` even once every other snapshot has drained,
     /// or where the system has no memory for it (the caller then writes that tile from its own
     /// buffer before returning).
@@ -135,31 +146,38 @@ impl Pool {
             return None;
         }
         let mut pool = self.state.lock();
-        loop {
-            // The smallest buffer kept that holds it.
-            let kept = (pool.free.iter().enumerate())
-                .filter(|(_, b)| b.capacity() >= capacity)
-                .min_by_key(|(_, b)| b.capacity())
-                .map(|(i, _)| i);
-            if let Some(i) = kept {
-                let mut buf = pool.free.swap_remove(i);
-                buf.set_len(len);
-                return Some(Staged(Some(buf), self));
-            }
-            // Unmap kept buffers too small for it until it fits beside the rest.
-            while pool.bytes + capacity > budget {
-                let Some(small) = pool.free.pop() else { break };
-                pool.bytes -= small.capacity();
-            }
-            if pool.bytes + capacity <= budget {
-                let mut buf = PageBuffer::try_new(capacity).ok()?;
-                pool.bytes += capacity;
-                buf.set_len(len);
-                return Some(Staged(Some(buf), self));
-            }
-            // Every byte held is in use by other snapshots: wait for one to come back.
+        // Wait while the buffers in use leave no room (budgets may differ from call to call:
+        // a buffer kept from a larger one is reused only where it fits this one).
+        while pool.in_use + capacity > budget {
             self.returned.wait(&mut pool);
         }
+        let room = budget - pool.in_use;
+        // The smallest buffer kept that holds it and fits the room.
+        let kept = (pool.free.iter().enumerate())
+            .filter(|(_, b)| (capacity..=room).contains(&b.capacity()))
+            .min_by_key(|(_, b)| b.capacity())
+            .map(|(i, _)| i);
+        let mut buf = match kept {
+            Some(i) => pool.free.swap_remove(i),
+            None => {
+                // Unmap kept buffers until a new one fits beside the rest.
+                while pool.bytes + capacity > budget {
+                    let Some(kept) = pool.free.pop() else { break };
+                    pool.bytes -= kept.capacity();
+                }
+                let buf = PageBuffer::try_new(capacity).ok()?;
+                pool.bytes += capacity;
+                buf
+            }
+        };
+        pool.in_use += buf.capacity();
+        // Kept buffers beyond this call's budget go (a smaller budget than an earlier call's).
+        while pool.bytes > budget {
+            let Some(kept) = pool.free.pop() else { break };
+            pool.bytes -= kept.capacity();
+        }
+        buf.set_len(len);
+        Some(Staged(Some(buf), self))
     }
 
     /// Bytes of staging memory the pool holds (in use or kept).
@@ -226,6 +244,28 @@ mod tests {
         assert_eq!(len, 6 * mib);
         assert!(held_then <= budget, "{held_then} bytes held");
         assert!(pool.held() <= budget);
+    }
+
+    #[test]
+    fn buffers_kept_under_a_larger_budget_never_let_a_smaller_one_be_exceeded() {
+        let mib = 1 << 20;
+        let pool: &'static Pool = Box::leak(Box::new(Pool::new()));
+        let (a, b) = (
+            pool.stage(4 * mib, 64 * mib, 0),
+            pool.stage(4 * mib, 64 * mib, 0),
+        );
+        drop((a, b));
+        assert_eq!(pool.held(), 8 * mib, "both kept");
+        // Under 6 MiB: one kept buffer is reused, the other unmapped ...
+        let first = pool.stage(4 * mib, 6 * mib, 0).unwrap();
+        assert_eq!((first.capacity(), pool.held()), (4 * mib, 4 * mib));
+        // ... and a second snapshot of 4 MiB waits for the first to drain.
+        let second = std::thread::spawn(move || pool.stage(4 * mib, 6 * mib, 0).is_some());
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        assert!(!second.is_finished(), "8 MiB in use under a budget of 6");
+        drop(first);
+        assert!(second.join().unwrap());
+        assert!(pool.held() <= 6 * mib);
     }
 
     #[test]

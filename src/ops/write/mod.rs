@@ -295,11 +295,12 @@ fn run<W: LayoutWriter>(comm: &Comm, ck: &Checkpoint, plan: &Plan, writer: W) ->
     let dir = layout::tile_dir(&ck.path);
     let mut written: Vec<PathBuf> = Vec::new();
     let commit = Commit { comm, ck, plan };
+    let before = unchanged::before(ck);
     let result = writer.write_tiles(&commit, &mut written);
     // Agreed already: every rank takes the same branch into the check's agreement.
     let result = match result {
         Ok(placed) => comm
-            .agree_on(|| unchanged::check(ck, &placed))
+            .agree_on(|| unchanged::check(ck, &before, &placed))
             .map(|()| placed),
         Err(e) => Err(e),
     };

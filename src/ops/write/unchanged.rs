@@ -4,34 +4,59 @@
 //! A write that did not snapshot reads the caller's buffers on its own thread while the caller
 //! goes on. Its tiles' checksums are taken beside their write, so a buffer changed meanwhile
 //! would give a file whose checksums are not those of its bytes: written, and never readable.
-//! Such a write sums each host tile again once it is written; the bytes written lie between
-//! the two sums in time, so where both agree the file holds the bytes summed. A tile that
-//! changed fails the write on every rank before its commit, and the previous file stays.
-//! Device tiles need no second look: their checksums are taken from the very pieces written.
-
+//! Such a write sums each host tile before it is written and again once it is: the bytes
+//! written, and those its checksums were taken from, were read between the two sums, so where
+//! both agree (a solver's field does not come back to its old bytes) the file holds the bytes
+//! summed. A tile that changed fails the write on every rank before its commit, and the
+//! previous file stays. Device tiles need no second look: their checksums are taken from the
+//! very pieces written.
 use super::messages::Placed;
-use super::Checkpoint;
+use super::{Checkpoint, LocalTile};
 use crate::layout::checksums::{block_sum, BLOCK_BYTES};
 use crate::platform::device::Buffer;
 use crate::status::*;
 use std::cell::RefCell;
 
-/// Fails where a host tile of `ck` that this rank wrote (`placed`) no longer holds the bytes
-/// its checksums were taken from, with the caller's buffers allowed to change.
-pub fn check(ck: &Checkpoint, placed: &[Placed]) -> Result<()> {
+/// The block checksums of each of this rank's host tiles of `ck` (by `k`), taken before the
+/// write reads them, where the caller's buffers may change; nothing otherwise.
+pub fn before(ck: &Checkpoint) -> Vec<Option<Vec<u64>>> {
     if !ck.options.buffers_may_change {
+        return Vec::new();
+    }
+    (ck.local_tiles())
+        .map(|(_, f, local)| match local.buf {
+            Buffer::Host(bytes) => Some(block_sums(ck, f, local, bytes)),
+            Buffer::Device(..) => None,
+        })
+        .collect()
+}
+
+fn block_sums(ck: &Checkpoint, f: usize, local: &LocalTile, bytes: &[u8]) -> Vec<u64> {
+    let len = local.tile.volume() as usize * ck.fields[f].dtype.size();
+    bytes[..len]
+        .chunks(BLOCK_BYTES as usize)
+        .map(block_sum)
+        .collect()
+}
+
+/// Fails where a host tile of `ck` that this rank wrote (`placed`) no longer holds the bytes it
+/// held `before` the write, or its recorded checksums are not theirs.
+pub fn check(ck: &Checkpoint, before: &[Option<Vec<u64>>], placed: &[Placed]) -> Result<()> {
+    if before.is_empty() {
         return Ok(());
     }
     let tiles: Vec<_> = ck.local_tiles().collect();
     for p in placed {
         let (_, f, local) = tiles[p.k];
-        let (Buffer::Host(bytes), Some(sums)) = (local.buf, &p.summary.sums) else {
+        let (Buffer::Host(bytes), Some(then)) = (local.buf, &before[p.k]) else {
             continue;
         };
-        let field = &ck.fields[f];
-        let len = local.tile.volume() as usize * field.dtype.size();
-        let now = bytes[..len].chunks(BLOCK_BYTES as usize).map(block_sum);
-        if let Some(block) = now.zip(sums).position(|(now, then)| now != *then) {
+        let now = block_sums(ck, f, local, bytes);
+        let recorded = p.summary.sums.as_ref().unwrap_or(then);
+        let differs = (0..then.len()).find(|&b| now[b] != then[b] || recorded[b] != then[b]);
+        if let Some(block) = differs {
+            let field = &ck.fields[f];
+            let len = local.tile.volume() as u64 * field.dtype.size() as u64;
             let from = block as u64 * BLOCK_BYTES;
             return fail(
                 H5TILE_ERR_INVALID_ARGUMENT,
@@ -43,7 +68,7 @@ pub fn check(ck: &Checkpoint, placed: &[Placed]) -> Result<()> {
                     p.k,
                     local.tile,
                     field.dataset,
-                    (from + BLOCK_BYTES).min(len as u64),
+                    (from + BLOCK_BYTES).min(len),
                     ck.path.display(),
                 ),
             );
@@ -121,23 +146,29 @@ mod tests {
         let mut now = then.clone();
         now[BLOCK_BYTES as usize + 5] ^= 1;
         let (ck, placed) = written(&then, &then, true);
-        assert_eq!(check(&ck, &[placed]), Ok(()), "unchanged");
-        let (ck, placed) = written(&now, &then, true);
-        let e = check(&ck, &[placed]).unwrap_err();
-        assert_eq!(e.status, H5TILE_ERR_INVALID_ARGUMENT);
-        assert!(
-            e.message.starts_with(&format!(
-                "tile 0 {} of '/u' changed while it was being written (bytes 1048576 to 2097152 \
-                 differ)",
-                ck.fields[0].tiles[0].tile
-            )),
-            "{}",
-            e.message
-        );
-        assert!(e.message.ends_with("'ck.h5' is as it was"), "{}", e.message);
-        // A write that owns its buffers (synchronous, or a snapshot's copies) looks once.
+        let sums = before(&ck);
+        assert_eq!(check(&ck, &sums, &[placed]), Ok(()), "unchanged");
+        // Changed after the sums before it (`then`), whatever the write recorded.
+        for recorded in [&then, &now] {
+            let (ck, placed) = written(&now, recorded, true);
+            let e = check(&ck, &sums, &[placed]).unwrap_err();
+            assert_eq!(e.status, H5TILE_ERR_INVALID_ARGUMENT);
+            let tile = &ck.fields[0].tiles[0].tile;
+            let head = format!(
+                "tile 0 {tile} of '/u' changed while it was being written (bytes 1048576 to \
+                 2097152 differ)"
+            );
+            assert!(e.message.starts_with(&head), "{}", e.message);
+            assert!(e.message.ends_with("'ck.h5' is as it was"), "{}", e.message);
+        }
+        // The buffer as it was before and after, but summed as it was in between: the write
+        // read other bytes than those it summed.
+        let (ck, placed) = written(&then, &now, true);
+        assert!(check(&ck, &sums, &[placed]).is_err());
+        // A write that owns its buffers (synchronous, or a snapshot's copies) takes no sums.
         let (ck, placed) = written(&now, &then, false);
-        assert_eq!(check(&ck, &[placed]), Ok(()));
+        assert!(before(&ck).is_empty());
+        assert_eq!(check(&ck, &before(&ck), &[placed]), Ok(()));
     }
 
     #[test]
