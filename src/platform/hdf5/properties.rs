@@ -41,6 +41,49 @@ impl Plist {
         Ok(fcpl)
     }
 
+    /// `file_with_user_block` for a file that only grows while it is written (a subfile): space
+    /// is never looked for among free sections. HDF5's free-space manager keeps the gaps that
+    /// aligned allocations leave behind, and searched them for every new dataset: 16,384
+    /// tiles of 2 KiB in one subfile took 292 s, against 6 s as separate files (1.2 s now).
+    /// With `pack_metadata`, HDF5's aggregators still gather small metadata into blocks of
+    /// their own (where only large allocations are aligned, the gaps before them would
+    /// otherwise stay empty); without it every allocation is taken at the end of the file,
+    /// twice as fast where every allocation is aligned anyway.
+    pub fn file_growing_only(user_block: u64, pack_metadata: bool) -> Result<Plist> {
+        use hdf5_sys::h5f::H5F_fspace_strategy_t::*;
+        let fcpl = Plist::file_with_user_block(user_block)?;
+        let _l = super::lock();
+        let strategy = match pack_metadata {
+            true => H5F_FSPACE_STRATEGY_AGGR,
+            false => H5F_FSPACE_STRATEGY_NONE,
+        };
+        check(
+            unsafe { H5Pset_file_space_strategy(fcpl.id(), strategy, 0, 1) },
+            || "cannot set the file-space strategy".into(),
+        )?;
+        Ok(fcpl)
+    }
+
+    /// The file-space strategy recorded in the file at `path` (`H5F_fspace_strategy_t`).
+    #[cfg(test)]
+    pub fn file_space_strategy(path: &std::path::Path) -> Result<u32> {
+        let file = super::File::open_read(path)?;
+        let _l = super::lock();
+        let fcpl = Plist::from_id(
+            unsafe { hdf5_sys::h5f::H5Fget_create_plist(file.id()) },
+            || "cannot get file creation properties".into(),
+        )?;
+        let mut strategy = hdf5_sys::h5f::H5F_fspace_strategy_t::H5F_FSPACE_STRATEGY_FSM_AGGR;
+        let (mut persist, mut threshold) = (0, 0);
+        check(
+            unsafe {
+                H5Pget_file_space_strategy(fcpl.id(), &mut strategy, &mut persist, &mut threshold)
+            },
+            || "cannot read the file-space strategy".into(),
+        )?;
+        Ok(strategy as u32)
+    }
+
     /// File-access properties (HDF5's default driver) placing every allocation of `threshold`
     /// bytes or more at a multiple of `alignment` bytes from the end of the user block.
     pub fn file_access_aligned(threshold: u64, alignment: u64) -> Result<Plist> {
