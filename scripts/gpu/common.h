@@ -20,6 +20,19 @@
         }                                                                               \
     } while (0)
 
+#ifdef H5TILE_H
+/* An h5tile call that must succeed: otherwise its status and message, and exit 3. */
+#define H5TILE(call)                                                                    \
+    do {                                                                                \
+        h5tile_status s_ = (call);                                                      \
+        if (s_ != H5TILE_OK) {                                                          \
+            fprintf(stderr, "%s:%d: %s: %s: %s\n", __FILE__, __LINE__, #call,           \
+                    h5tile_status_name(s_), h5tile_last_error());                       \
+            exit(3);                                                                    \
+        }                                                                               \
+    } while (0)
+#endif
+
 static double now(void) {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);

@@ -22,8 +22,8 @@
  * from PATH. Prints one JSON line; exit status 0 only if every element and status matched.
  *
  *   h5tile_device DIR GIB PATH */
+#include <h5tile.h> /* before common.h, which then checks h5tile calls too */
 #include "common.h"
-#include <h5tile.h>
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -31,16 +31,6 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-
-#define H5TILE(call)                                                                    \
-    do {                                                                                \
-        h5tile_status s_ = (call);                                                      \
-        if (s_ != H5TILE_OK) {                                                          \
-            fprintf(stderr, "%s:%d: %s: %s: %s\n", __FILE__, __LINE__, #call,           \
-                    h5tile_status_name(s_), h5tile_last_error());                       \
-            exit(3);                                                                    \
-        }                                                                               \
-    } while (0)
 
 /* The field: element (r, c) of a global rows x cols array. */
 __host__ __device__ inline double value(uint64_t r, uint64_t c, uint64_t cols) {

@@ -11,20 +11,10 @@
  * host buffer already touched (pageable, then pinned). The first call pays for mapping the
  * staging memory; the others reuse it. Prints one JSON line; exit status 0 only if every
  * element and status matched. */
+#include <h5tile.h> /* before common.h, which then checks h5tile calls too */
 #include "common.h"
-#include <h5tile.h>
 #include <stdint.h>
 #include <string.h>
-
-#define H5TILE(call)                                                                    \
-    do {                                                                                \
-        h5tile_status s_ = (call);                                                      \
-        if (s_ != H5TILE_OK) {                                                          \
-            fprintf(stderr, "%s:%d: %s: %s: %s\n", __FILE__, __LINE__, #call,           \
-                    h5tile_status_name(s_), h5tile_last_error());                       \
-            exit(3);                                                                    \
-        }                                                                               \
-    } while (0)
 
 enum { CALLS = 4 };
 
