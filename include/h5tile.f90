@@ -34,10 +34,11 @@ module h5tile
     H5TILE_UINT32 = 7, H5TILE_UINT64 = 8, H5TILE_FLOAT16 = 9, H5TILE_FLOAT32 = 10, &
     H5TILE_FLOAT64 = 11, H5TILE_COMPLEX64 = 12, H5TILE_COMPLEX128 = 13
   ! Layouts (h5tile_write_options%layout): a virtual dataset over one file per tile in the
-  ! folder <path>.tiles (the default), one self-contained file, or a virtual dataset over one
-  ! file per group of ranks (per node, or ranks_per_file ranks of a node).
+  ! folder <path>.tiles, one self-contained file, or a virtual dataset over one file per group
+  ! of ranks (per node, or ranks_per_file ranks of a node); AUTO (the default) chooses VDS
+  ! where every rank is on one node, SUBFILES where they span nodes.
   integer(c_int), parameter, public :: H5TILE_LAYOUT_VDS = 0, H5TILE_LAYOUT_SINGLE = 1, &
-    H5TILE_LAYOUT_SUBFILES = 2
+    H5TILE_LAYOUT_SUBFILES = 2, H5TILE_LAYOUT_AUTO = 3
   ! Write flags (h5tile_write_options%flags), combined with ior.
   integer(c_int), parameter, public :: H5TILE_NO_OVERWRITE = 1, H5TILE_ALLOW_PARTIAL = 2, &
     H5TILE_KEEP_OTHERS = 4, H5TILE_NO_SYNC = 8, H5TILE_SHUFFLE = 16, H5TILE_SNAPSHOT = 32

@@ -149,7 +149,8 @@ typedef struct {
   // `sizeof(h5tile_write_options)` as the caller compiled it; set by
   // `h5tile_write_options_default()` (do not change it).
   size_t size;
-  // `H5TILE_LAYOUT_VDS` (default), `H5TILE_LAYOUT_SINGLE` or `H5TILE_LAYOUT_SUBFILES`.
+  // `H5TILE_LAYOUT_AUTO` (default: VDS on one node, subfiles across nodes),
+  // `H5TILE_LAYOUT_VDS`, `H5TILE_LAYOUT_SINGLE` or `H5TILE_LAYOUT_SUBFILES`.
   h5tile_layout layout;
   // Bitwise OR of `H5TILE_NO_OVERWRITE`, `H5TILE_ALLOW_PARTIAL`, `H5TILE_KEEP_OTHERS`,
   // `H5TILE_NO_SYNC`, `H5TILE_SHUFFLE`, `H5TILE_SNAPSHOT` (default 0).
@@ -259,6 +260,13 @@ typedef struct {
 // environment variable `H5TILE_RANKS_PER_FILE`, cuts a node's ranks into groups of that many.
 // A group never spans nodes: its first rank syncs the subfile once for all of them.
 #define H5TILE_LAYOUT_SUBFILES 2
+
+// The default (what `h5tile_write_options_default()` gives and NULL options mean): chosen by
+// scale at each write, `H5TILE_LAYOUT_VDS` where every rank of the communicator is on one
+// node, `H5TILE_LAYOUT_SUBFILES` where they span nodes (files grow with nodes, not ranks).
+// `H5TILE_RANKS_PER_NODE=K` in the environment makes runs of K ranks count as nodes, so one
+// machine can stand in for several (the tests do).
+#define H5TILE_LAYOUT_AUTO 3
 
 // The default: tiles are not compressed, unless the environment variable
 // `H5TILE_COMPRESSION` names a codec (`zstd`, `zstd:LEVEL`, `lz4`, `deflate:LEVEL`, `none`;

@@ -54,6 +54,7 @@ CODECS = {
 }
 
 LAYOUTS = {
+    "auto": C.H5TILE_LAYOUT_AUTO,
     "vds": C.H5TILE_LAYOUT_VDS,
     "single": C.H5TILE_LAYOUT_SINGLE,
     "subfiles": C.H5TILE_LAYOUT_SUBFILES,

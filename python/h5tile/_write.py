@@ -81,7 +81,7 @@ class WriteKeywords(TypedDict, total=False):
 
 # `to_file`'s defaults, for the callers that take the write options as `**write_options`.
 _WRITE_DEFAULTS: WriteKeywords = {
-    "layout": "vds", "overwrite": True, "sync": True, "keep_others": False,
+    "layout": "auto", "overwrite": True, "sync": True, "keep_others": False,
     "allow_partial": False, "ranks_per_file": 0, "compression": None, "shuffle": False,
 }
 
@@ -248,7 +248,7 @@ def to_file(
     comm: Any = None,
     global_shape: Sequence[int] | None = None,
     offset: Sequence[int] | None = None,
-    layout: str = "vds",
+    layout: str = "auto",
     overwrite: bool = True,
     sync: bool = True,
     keep_others: bool = False,
@@ -264,7 +264,8 @@ def to_file(
     dataset of `global_shape` (default offset: this rank's block of `h5tile.partition`); tiles
     must cover the shape without overlapping unless `allow_partial`.
 
-    `layout`: "vds" (one file per tile and a master, the default), "single" (one file),
+    `layout`: "auto" (the default: "vds" where every rank is on one node, "subfiles" where
+    they span nodes), "vds" (one file per tile and a master), "single" (one file),
     "subfiles" (one file per node or per `ranks_per_file` ranks). An existing file is replaced
     atomically unless `overwrite=False` (then `FileExistsError`); `keep_others` keeps the
     file's other datasets; `sync=False` skips fsync. Missing parent folders are created.

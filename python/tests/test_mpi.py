@@ -62,6 +62,26 @@ def test_each_rank_writes_its_tile_and_h5py_reads_the_whole(scratch: Path, layou
     world.Barrier()
 
 
+def test_the_default_layout_is_chosen_by_the_nodes_the_ranks_span(
+        scratch: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _, box = block()
+    names = {}
+    for nodes, per_node in (("one", None), ("each rank its own", "1")):
+        if per_node:
+            monkeypatch.setenv("H5TILE_RANKS_PER_NODE", per_node)
+        path = scratch / f"{len(names)}.h5"
+        h5tile.to_file(FULL[box], path, "/field", comm=world, global_shape=SHAPE)
+        names[nodes] = sorted(p.name for p in (scratch / f"{path.name}.tiles").iterdir())
+        assert np.array_equal(h5tile.from_file(path, "field", comm=world), FULL[box])
+    # One node: a tile file a rank (name.<generation>.r<rank>.t<k>.h5); each rank on a node
+    # of its own: a subfile a node (name.<generation>.s<first rank>.h5), where there are two
+    # nodes or more.
+    def kinds(listing: list[str]) -> list[str]:
+        return [n.split(".")[2][0] for n in listing]
+    assert kinds(names["one"]) == ["r"] * world.size
+    assert kinds(names["each rank its own"]) == ["s" if world.size > 1 else "r"] * world.size
+
+
 def test_explicit_offsets_and_a_communicator_of_one(scratch: Path) -> None:
     # A band of rows per rank, placed by hand; then each rank alone with its own file.
     n, r = world.size, world.rank

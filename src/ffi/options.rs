@@ -33,6 +33,12 @@ pub const H5TILE_LAYOUT_SINGLE: h5tile_layout = 1;
 /// environment variable `H5TILE_RANKS_PER_FILE`, cuts a node's ranks into groups of that many.
 /// A group never spans nodes: its first rank syncs the subfile once for all of them.
 pub const H5TILE_LAYOUT_SUBFILES: h5tile_layout = 2;
+/// The default (what `h5tile_write_options_default()` gives and NULL options mean): chosen by
+/// scale at each write, `H5TILE_LAYOUT_VDS` where every rank of the communicator is on one
+/// node, `H5TILE_LAYOUT_SUBFILES` where they span nodes (files grow with nodes, not ranks).
+/// `H5TILE_RANKS_PER_NODE=K` in the environment makes runs of K ranks count as nodes, so one
+/// machine can stand in for several (the tests do).
+pub const H5TILE_LAYOUT_AUTO: h5tile_layout = 3;
 
 /// `h5tile_write_options.flags`: fail with `H5TILE_ERR_EXISTS` if `path` exists.
 pub const H5TILE_NO_OVERWRITE: u32 = 1;
@@ -103,7 +109,8 @@ pub struct h5tile_write_options {
     /// `sizeof(h5tile_write_options)` as the caller compiled it; set by
     /// `h5tile_write_options_default()` (do not change it).
     pub size: usize,
-    /// `H5TILE_LAYOUT_VDS` (default), `H5TILE_LAYOUT_SINGLE` or `H5TILE_LAYOUT_SUBFILES`.
+    /// `H5TILE_LAYOUT_AUTO` (default: VDS on one node, subfiles across nodes),
+    /// `H5TILE_LAYOUT_VDS`, `H5TILE_LAYOUT_SINGLE` or `H5TILE_LAYOUT_SUBFILES`.
     pub layout: h5tile_layout,
     /// Bitwise OR of `H5TILE_NO_OVERWRITE`, `H5TILE_ALLOW_PARTIAL`, `H5TILE_KEEP_OTHERS`,
     /// `H5TILE_NO_SYNC`, `H5TILE_SHUFFLE`, `H5TILE_SNAPSHOT` (default 0).
@@ -199,7 +206,7 @@ impl h5tile_write_options {
     fn defaults() -> h5tile_write_options {
         h5tile_write_options {
             size: std::mem::size_of::<h5tile_write_options>(),
-            layout: H5TILE_LAYOUT_VDS,
+            layout: H5TILE_LAYOUT_AUTO,
             flags: 0,
             gds: H5TILE_GDS_FROM_ENVIRONMENT,
             ranks_per_file: 0,
@@ -220,6 +227,9 @@ impl h5tile_write_options {
             H5TILE_LAYOUT_VDS => Layout::Vds,
             H5TILE_LAYOUT_SINGLE => Layout::Single,
             H5TILE_LAYOUT_SUBFILES => Layout::Subfiles,
+            // Resolved over the communicator by the write; the VDS layout's rules meanwhile
+            // (the subfiled layout's are the same for what a rank checks alone).
+            H5TILE_LAYOUT_AUTO => Layout::Vds,
             other => {
                 return fail(
                     H5TILE_ERR_INVALID_ARGUMENT,
@@ -246,10 +256,13 @@ impl h5tile_write_options {
             keep_others: o.flags & H5TILE_KEEP_OTHERS != 0,
             no_sync: o.flags & H5TILE_NO_SYNC != 0,
             // Read only where it means something: a bad value never fails another layout.
-            ranks_per_file: match layout {
-                Layout::Subfiles => ranks_per_file(o.ranks_per_file, || {
-                    std::env::var("H5TILE_RANKS_PER_FILE").ok()
-                })?,
+            by_scale: o.layout == H5TILE_LAYOUT_AUTO,
+            ranks_per_file: match (layout, o.layout) {
+                (Layout::Subfiles, _) | (_, H5TILE_LAYOUT_AUTO) => {
+                    ranks_per_file(o.ranks_per_file, || {
+                        std::env::var("H5TILE_RANKS_PER_FILE").ok()
+                    })?
+                }
                 _ => None,
             },
             gds: mode_from_options(o.gds)?,

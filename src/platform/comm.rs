@@ -2,7 +2,7 @@
 //! MPI call at all, MPI need not be initialised) or a private duplicate of the caller's
 //! communicator, freed when dropped. Collectives here never run while the HDF5 lock is held.
 
-use crate::status::{fail, Error, Result, H5TILE_ERR_MPI};
+use crate::status::{fail, Error, Result, H5TILE_ERR_INVALID_ARGUMENT, H5TILE_ERR_MPI};
 use mpi::collective::SystemOperation;
 use mpi::ffi::MPI_Comm;
 use mpi::raw::FromRaw;
@@ -155,7 +155,7 @@ impl Comm {
         let Comm::Mpi(c) = self else {
             return Ok((Comm::solo(), 0));
         };
-        let node = c.split_shared(c.rank());
+        let node = self.node_of(c)?;
         let key = c.rank();
         let group = match per_file {
             Some(k) if k >= 1 && (k as i32) < node.size() => {
@@ -168,6 +168,14 @@ impl Comm {
         let mut first = [c.rank() as u64];
         group.process_at_rank(0).broadcast_into(&mut first[..]);
         Ok((Comm::Mpi(group), first[0] as usize))
+    }
+
+    /// Whether the ranks span several nodes (`node_of`). Collective.
+    pub fn spans_nodes(&self) -> Result<bool> {
+        match self {
+            Comm::Solo => Ok(false),
+            Comm::Mpi(c) => Ok(self.node_of(c)?.size() < c.size()),
+        }
     }
 
     /// Every rank's `local` (all of the same length), concatenated in rank order on rank 0;
@@ -445,6 +453,41 @@ fn loaded_mpi_libraries() -> Vec<String> {
         )
     };
     out
+}
+
+/// The environment variable making runs of that many consecutive ranks count as nodes.
+pub const RANKS_PER_NODE_VARIABLE: &str = "H5TILE_RANKS_PER_NODE";
+
+/// `H5TILE_RANKS_PER_NODE` read: None where unset or empty.
+fn pretended_node_size() -> Result<Option<i32>> {
+    let value = std::env::var(RANKS_PER_NODE_VARIABLE).ok();
+    let Some(v) = value.as_deref().map(str::trim).filter(|v| !v.is_empty()) else {
+        return Ok(None);
+    };
+    match v.parse::<i32>() {
+        Ok(k) if k >= 1 => Ok(Some(k)),
+        _ => fail(
+            H5TILE_ERR_INVALID_ARGUMENT,
+            format!("{RANKS_PER_NODE_VARIABLE}={v}: expected a number of ranks, 1 or more"),
+        ),
+    }
+}
+
+impl Comm {
+    /// The ranks of this communicator (`c`) on this rank's node: those that can share memory
+    /// (`MPI_COMM_TYPE_SHARED`), or, with `H5TILE_RANKS_PER_NODE=K`, runs of K consecutive
+    /// ranks, so that one machine stands in for several nodes. Collective; a bad value fails
+    /// on every rank.
+    fn node_of(&self, c: &SimpleCommunicator) -> Result<SimpleCommunicator> {
+        match self.agree(pretended_node_size())? {
+            None => Ok(c.split_shared(c.rank())),
+            Some(k) => {
+                let color = mpi::topology::Color::with_value(c.rank() / k);
+                c.split_by_color_with_key(color, c.rank())
+                    .ok_or_else(|| Error::new(H5TILE_ERR_MPI, "MPI_Comm_split gave no node"))
+            }
+        }
+    }
 }
 
 #[cfg(test)]

@@ -80,6 +80,9 @@ impl Layout {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct WriteOptions {
     pub layout: Layout,
+    /// `H5TILE_LAYOUT_AUTO`: the layout is chosen over the communicator as the write starts
+    /// (`by_scale`), `layout` until then the VDS layout.
+    pub by_scale: bool,
     /// Fail with `H5TILE_ERR_EXISTS` instead of replacing an existing file.
     pub no_overwrite: bool,
     /// Tiles may leave gaps, which read back as zero.
@@ -111,6 +114,7 @@ impl Default for WriteOptions {
     fn default() -> Self {
         WriteOptions {
             layout: Layout::Vds,
+            by_scale: false,
             no_overwrite: false,
             allow_partial: false,
             keep_others: false,
@@ -255,7 +259,11 @@ pub fn check(ck: &Checkpoint) -> Result<()> {
 
 /// `commit` after every rank's `check` has passed.
 pub fn commit_checked(comm: &Comm, ck: &Checkpoint) -> Result<()> {
-    let ck = &ck.sorted();
+    let mut ck = ck.sorted();
+    if ck.options.by_scale {
+        ck.options.layout = by_scale(comm)?;
+    }
+    let ck = &ck;
     agree::same_arguments(comm, ck)?;
     let plan = plan::plan(comm, ck)?;
     match ck.options.layout {
@@ -263,6 +271,17 @@ pub fn commit_checked(comm: &Comm, ck: &Checkpoint) -> Result<()> {
         Layout::Subfiles => run(comm, ck, &plan, subfiles::Subfiles),
         Layout::Single => run(comm, ck, &plan, single::SingleFile),
     }
+}
+
+/// `H5TILE_LAYOUT_AUTO`'s choice: one file per tile where every rank is on one node (few
+/// files, each read on its own), one subfile per node where the ranks span nodes (files grow
+/// with nodes, not ranks). Collective; every rank makes the same choice (a node smaller than
+/// the communicator means every node is).
+fn by_scale(comm: &Comm) -> Result<Layout> {
+    Ok(match comm.spans_nodes()? {
+        true => Layout::Subfiles,
+        false => Layout::Vds,
+    })
 }
 
 /// How one layout writes a commit's tiles and the master that finds them.
