@@ -18,6 +18,7 @@ use crate::platform::device::leaving_a_core;
 use crate::status::*;
 use parking_lot::Mutex;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
@@ -30,6 +31,9 @@ enum State {
 pub struct Request {
     path: PathBuf,
     state: Mutex<State>,
+    /// Set once the write has ended, whoever completes it (`test` never waits for the lock a
+    /// waiting `wait` or `fence` holds).
+    ended: Arc<AtomicBool>,
 }
 
 /// Requests not yet completed by `wait` or `fence`, oldest first.
@@ -168,6 +172,7 @@ pub fn start(comm: Comm, mut owned: OwnedWrite) -> Arc<Request> {
     owned.0.options.buffers_may_change = background && snapshot.is_none();
     let caller_waits = snapshot.as_ref().is_some_and(|s| !s.whole);
     let released = Arc::new(Latch::default());
+    let ended = Arc::new(AtomicBool::new(false));
     let job = Job {
         comm,
         owned,
@@ -180,12 +185,14 @@ pub fn start(comm: Comm, mut owned: OwnedWrite) -> Arc<Request> {
         // The job stays reachable here in case no thread can be made: the other ranks will be
         // in this write's collectives, so it must run, on this thread if need be.
         let job = Arc::new(Mutex::new(Some(job)));
-        let theirs = job.clone();
+        let (theirs, ends) = (job.clone(), ended.clone());
         let spawned = std::thread::Builder::new()
             .name("h5tile-write".into())
             .spawn(move || {
                 let job = theirs.lock().take();
-                job.map_or(Ok(()), Job::run)
+                let outcome = job.map_or(Ok(()), Job::run);
+                ends.store(true, Ordering::Release);
+                outcome
             });
         match spawned {
             Ok(thread) => State::Running(thread),
@@ -197,9 +204,13 @@ pub fn start(comm: Comm, mut owned: OwnedWrite) -> Arc<Request> {
     } else {
         State::Done(job.run())
     };
+    if let State::Done(_) = state {
+        ended.store(true, Ordering::Release);
+    }
     let request = Arc::new(Request {
         path,
         state: Mutex::new(state),
+        ended,
     });
     OUTSTANDING.lock().push(request.clone());
     // A snapshot staged in part: the rest is written from the caller's buffers before it
@@ -220,12 +231,7 @@ pub fn wait(request: Arc<Request>) -> Result<()> {
 
 /// Whether `request` has completed, without waiting for it (`h5tile_test`).
 pub fn test(request: &Request) -> bool {
-    match request.state.try_lock().as_deref() {
-        Some(State::Running(thread)) => thread.is_finished(),
-        Some(State::Done(_)) => true,
-        // Being completed by a wait or a fence: not yet complete as far as the caller knows.
-        None => false,
-    }
+    request.ended.load(Ordering::Acquire)
 }
 
 /// Completes every outstanding request of this process, then agrees over `comm`: the first
@@ -402,6 +408,16 @@ mod tests {
         assert!(test(&request), "still complete when asked again");
         assert_eq!(wait(request), Ok(()));
         assert_eq!(read_back_as(&path, "/t").unwrap(), data);
+        // While another thread waits for it (Python's waiter does), polling still answers.
+        let request = start_write_as(&path, "/t", &data, WriteOptions::default());
+        let waiter = std::thread::spawn({
+            let request = request.clone();
+            move || wait(request)
+        });
+        while !test(&request) {
+            std::thread::yield_now();
+        }
+        assert_eq!(waiter.join().unwrap(), Ok(()));
     }
 
     fn read_back(path: &Path) -> Result<Vec<f64>> {
