@@ -53,14 +53,14 @@ int main(int argc, char **argv) {
     /* The defaults fill in this program's size. */
     h5tile_write_options now = h5tile_write_options_default();
     CHECK(now.size == sizeof(h5tile_write_options));
-    CHECK(now.layout == H5TILE_LAYOUT_VDS && now.flags == 0);
+    CHECK(now.layout == H5TILE_LAYOUT_AUTO && now.flags == 0);
     h5tile_read_options rnow = h5tile_read_options_default();
     CHECK(rnow.size == sizeof(h5tile_read_options) && rnow.dtype == H5TILE_AS_STORED);
 
     /* A 0.2 program: its own struct, filled by init at its own size, then set by hand. */
     write_options_v02 old;
     EXPECT_OK(h5tile_write_options_init((h5tile_write_options *)&old, sizeof old));
-    CHECK(old.size == sizeof old && old.layout == H5TILE_LAYOUT_VDS);
+    CHECK(old.size == sizeof old && old.layout == H5TILE_LAYOUT_AUTO);
     old.layout = H5TILE_LAYOUT_SINGLE;
     EXPECT_OK(write_with(path, &old));
     CHECK(is_regular_file(path));

@@ -252,7 +252,7 @@ static void version_and_names(void) {
     CHECK(strcmp(h5tile_status_name(-1), "unknown status") == 0);
 
     h5tile_write_options w = h5tile_write_options_default();
-    CHECK(w.layout == H5TILE_LAYOUT_VDS && w.flags == 0);
+    CHECK(w.layout == H5TILE_LAYOUT_AUTO && w.flags == 0);
     h5tile_read_options r = h5tile_read_options_default();
     CHECK(r.flags == 0);
 }

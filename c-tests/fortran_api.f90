@@ -72,7 +72,7 @@ contains
   subroutine test_option_defaults()
     wo = h5tile_write_options_default()
     ro = h5tile_read_options_default()
-    call check(wo%size == c_sizeof(wo) .and. wo%layout == H5TILE_LAYOUT_VDS .and. &
+    call check(wo%size == c_sizeof(wo) .and. wo%layout == H5TILE_LAYOUT_AUTO .and. &
       wo%flags == 0 .and. wo%gds == H5TILE_GDS_FROM_ENVIRONMENT, "write options defaults")
     call check(ro%size == c_sizeof(ro) .and. ro%flags == 0 .and. &
       ro%dtype == H5TILE_AS_STORED .and. ro%gds == H5TILE_GDS_FROM_ENVIRONMENT, &

@@ -260,8 +260,15 @@ pub fn check(ck: &Checkpoint) -> Result<()> {
 /// `commit` after every rank's `check` has passed.
 pub fn commit_checked(comm: &Comm, ck: &Checkpoint) -> Result<()> {
     let mut ck = ck.sorted();
-    if ck.options.by_scale {
-        ck.options.layout = by_scale(comm)?;
+    // Collective where any rank asks for it, so that ranks that disagree on the layout make
+    // the same calls, and are then told they disagree.
+    let mut asked = [!ck.options.by_scale as u64];
+    comm.all_min(&mut asked);
+    if asked[0] == 0 {
+        let chosen = by_scale(comm)?;
+        if ck.options.by_scale {
+            ck.options.layout = chosen;
+        }
     }
     let ck = &ck;
     agree::same_arguments(comm, ck)?;
