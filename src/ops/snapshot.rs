@@ -22,8 +22,8 @@ pub struct Snapshot {
     pub whole: bool,
 }
 
-/// One snapshot stages at a time in a process: two taking turns at a full budget could each
-/// hold part of it and wait for the other's.
+/// One snapshot stages at a time in a process: two staging at once under a full budget could
+/// each hold part of it and wait for the other's part for ever.
 static TURN: Mutex<()> = Mutex::new(());
 
 /// Copies each of this rank's tiles of `ck` into staging memory, under the budget its options
@@ -67,9 +67,9 @@ pub unsafe fn take(ck: &mut Checkpoint<'static>) -> Snapshot {
     }
     let mib = |b: usize| b as f64 / (1 << 20) as f64;
     log::info(&format!(
-        "snapshot of '{}': {:.1} MiB staged in host memory ({staged_bytes} bytes, {from_device} of them \
-         copied from device memory), {:.1} MiB left in the caller's buffers ({left} bytes), \
-         written before the call returns (budget {:.1} MiB)",
+        "snapshot of '{}': {:.1} MiB staged in host memory ({staged_bytes} bytes, \
+         {from_device} of them copied from device memory), {:.1} MiB left in the caller's \
+         buffers ({left} bytes), written before the call returns (budget {:.1} MiB)",
         ck.path.display(),
         mib(staged_bytes),
         mib(left),

@@ -10,6 +10,7 @@ pub use h5tile_gds::{device_memory, DevicePtr};
 /// memory on the compat path, host memory written as raw data on one thread.
 pub use h5tile_gds::{watching_host_writes, watching_staged_writes, Watch};
 pub use h5tile_gds::{Config, Gds};
+use std::cell::Cell;
 use std::ffi::c_void;
 use std::sync::OnceLock;
 
@@ -72,7 +73,8 @@ pub fn io_threads() -> usize {
 }
 
 thread_local! {
-    static BACKGROUND_THREADS: std::cell::Cell<Option<usize>> = const { std::cell::Cell::new(None) };
+    /// `leaving_a_core`'s thread count, on the thread of a write in the background.
+    static BACKGROUND_THREADS: Cell<Option<usize>> = const { Cell::new(None) };
 }
 
 /// Runs `work` (a write in the background) on one thread fewer than `io_threads`, at least one:

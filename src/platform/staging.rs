@@ -136,10 +136,10 @@ impl Pool {
     }
 
     /// A staging buffer of `len` bytes under `budget`, for a snapshot that already holds `mine`
-    /// bytes of staging (the `capacity` of its buffers). Waits for other snapshots' buffers to come back where they hold the room;
-    /// None where the buffer cannot fit beside `mine` even once every other snapshot has drained,
-    /// or where the system has no memory for it (the caller then writes that tile from its own
-    /// buffer before returning).
+    /// bytes of staging (the `capacity` of its buffers). Waits for other snapshots' buffers to
+    /// come back where they hold the room; None where the buffer cannot fit beside `mine` even
+    /// once every other snapshot has drained, or where the system has no memory for it (the
+    /// caller then writes that tile from its own buffer before returning).
     pub fn stage(&'static self, len: usize, budget: usize, mine: usize) -> Option<Staged> {
         let capacity = len.div_ceil(PAGE) * PAGE;
         if capacity.saturating_add(mine) > budget {
