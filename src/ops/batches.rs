@@ -20,8 +20,9 @@ use crate::ops::read::byte_reads::ReadCounts;
 use crate::ops::read::source::Source;
 use crate::ops::read::{check_conversion, on_one_version, open_dataset, OpenDataset, ReadOptions};
 use crate::platform::comm::Comm;
+use crate::platform::device::io_threads;
 use crate::platform::hdf5::{self, Dataset, Plist, Storage};
-use crate::platform::memory::PageBuffer;
+use crate::platform::memory::{copy_in_pieces, PageBuffer};
 use crate::status::*;
 use std::ops::Range;
 use std::path::Path;
@@ -325,7 +326,7 @@ impl Batches {
         let straight = self.requested == self.next && (buf.as_ptr() as usize).is_multiple_of(16);
         if !straight || self.next_bytes().is_none_or(|need| room < need) {
             return self.next_into(room, |chunk| {
-                copy_in_pieces(&mut buf[..chunk.len()], chunk);
+                copy_in_pieces(&mut buf[..chunk.len()], chunk, io_threads());
                 Ok(())
             });
         }
@@ -463,37 +464,6 @@ impl Drop for Batches {
             let _ = handle.join();
         }
     }
-}
-
-/// Copies `src` into `dst` (of the same length); a large chunk in pieces over `io_threads()`
-/// workers, since one thread copying into a caller's fresh buffer (a page fault per 4 KiB) is
-/// slower than the reads it follows.
-fn copy_in_pieces(dst: &mut [u8], src: &[u8]) {
-    const PIECE: usize = 8 << 20;
-    let threads = match src.len() >= 4 * PIECE {
-        true => crate::platform::device::io_threads(),
-        false => 1,
-    };
-    if threads <= 1 {
-        dst.copy_from_slice(src);
-        return;
-    }
-    let pieces = std::sync::Mutex::new(
-        dst.chunks_mut(PIECE)
-            .zip(src.chunks(PIECE))
-            .collect::<Vec<_>>(),
-    );
-    let work = || loop {
-        let piece = pieces.lock().unwrap_or_else(|p| p.into_inner()).pop();
-        let Some((to, from)) = piece else { return };
-        to.copy_from_slice(from);
-    };
-    std::thread::scope(|scope| {
-        for _ in 1..threads {
-            scope.spawn(work);
-        }
-        work();
-    });
 }
 
 /// The reader thread: for each chunk of `range`, waits to be told where to read it, reads it

@@ -11,6 +11,7 @@
 
 use super::write::Checkpoint;
 use crate::platform::device::{copy_to_host, io_threads, log, Buffer};
+use crate::platform::memory::copy_in_pieces;
 use crate::platform::staging::{self, Staged};
 use parking_lot::Mutex;
 
@@ -82,7 +83,7 @@ pub unsafe fn take(ck: &mut Checkpoint<'static>) -> Snapshot {
 /// copied (the tile is then written from the caller's buffer, which the write reports on).
 fn copied(mut staged: Staged, buf: Buffer, len: usize) -> Option<Staged> {
     match buf {
-        Buffer::Host(bytes) => staging::copy(staged.bytes_mut(), &bytes[..len], io_threads()),
+        Buffer::Host(bytes) => copy_in_pieces(staged.bytes_mut(), &bytes[..len], io_threads()),
         Buffer::Device(ptr, _) => {
             if let Err(why) = copy_to_host(staged.bytes_mut(), ptr) {
                 log::warn(&format!(

@@ -16,9 +16,6 @@ pub const BUDGET_VARIABLE: &str = "H5TILE_STAGING_BYTES";
 /// Capacities are whole pages, so that buffers are reused across tiles of nearly equal size.
 const PAGE: usize = 4096;
 
-/// A copy of this many bytes or more is split over the rank's threads.
-const PARALLEL_COPY_BYTES: usize = 32 << 20;
-
 /// A pool of staging buffers; the process has one (`pool`), the tests their own.
 pub struct Pool {
     state: Mutex<Held>,
@@ -187,27 +184,6 @@ impl Pool {
     }
 }
 
-/// Copies `src` into `dst` (of the same length), over `threads` threads for a large copy: one
-/// core's copy is bound by its own load and store bandwidth, well under the memory's.
-pub fn copy(dst: &mut [u8], src: &[u8], threads: usize) {
-    let threads = threads.min(src.len() / PARALLEL_COPY_BYTES).max(1);
-    if threads == 1 {
-        dst.copy_from_slice(src);
-        return;
-    }
-    let piece = src.len().div_ceil(threads).div_ceil(PAGE) * PAGE;
-    std::thread::scope(|scope| {
-        let mut pieces = dst.chunks_mut(piece).zip(src.chunks(piece));
-        let first = pieces.next();
-        for (d, s) in pieces {
-            scope.spawn(move || d.copy_from_slice(s));
-        }
-        if let Some((d, s)) = first {
-            d.copy_from_slice(s);
-        }
-    });
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -266,16 +242,6 @@ mod tests {
         drop(first);
         assert!(second.join().unwrap());
         assert!(pool.held() <= 6 * mib);
-    }
-
-    #[test]
-    fn a_parallel_copy_copies_every_byte() {
-        let src: Vec<u8> = (0..(70 << 20) + 13).map(|i| (i * 7 % 251) as u8).collect();
-        for threads in [1, 2, 3, 8] {
-            let mut dst = vec![0u8; src.len()];
-            copy(&mut dst, &src, threads);
-            assert!(dst == src, "{threads} threads");
-        }
     }
 
     #[test]
