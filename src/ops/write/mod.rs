@@ -260,10 +260,15 @@ pub fn check(ck: &Checkpoint) -> Result<()> {
 /// `commit` after every rank's `check` has passed.
 pub fn commit_checked(comm: &Comm, ck: &Checkpoint) -> Result<()> {
     let mut ck = ck.sorted();
-    // Collective where any rank asks for it, so that ranks that disagree on the layout make
-    // the same calls, and are then told they disagree.
-    let mut asked = [!ck.options.by_scale as u64];
+    // What any rank asks of every rank, in one allreduce: the layout chosen by scale (so that
+    // ranks that disagree on the layout make the same calls, and are then told they
+    // disagree), and a second look at buffers that may change (`unchanged`).
+    let mut asked = [
+        !ck.options.by_scale as u64,
+        !ck.options.buffers_may_change as u64,
+    ];
     comm.all_min(&mut asked);
+    let recheck = asked[1] == 0;
     if asked[0] == 0 {
         let chosen = by_scale(comm)?;
         if ck.options.by_scale {
@@ -274,9 +279,9 @@ pub fn commit_checked(comm: &Comm, ck: &Checkpoint) -> Result<()> {
     agree::same_arguments(comm, ck)?;
     let plan = plan::plan(comm, ck)?;
     match ck.options.layout {
-        Layout::Vds => run(comm, ck, &plan, tile_files::TileFiles),
-        Layout::Subfiles => run(comm, ck, &plan, subfiles::Subfiles),
-        Layout::Single => run(comm, ck, &plan, single::SingleFile),
+        Layout::Vds => run(comm, ck, &plan, tile_files::TileFiles, recheck),
+        Layout::Subfiles => run(comm, ck, &plan, subfiles::Subfiles, recheck),
+        Layout::Single => run(comm, ck, &plan, single::SingleFile, recheck),
     }
 }
 
@@ -317,7 +322,14 @@ struct Commit<'a> {
 }
 
 /// Steps 3 to 5 with `writer`. A failure before the commit removes what was written.
-fn run<W: LayoutWriter>(comm: &Comm, ck: &Checkpoint, plan: &Plan, writer: W) -> Result<()> {
+/// With `recheck` (some rank's buffers may change), every rank agrees on `unchanged::check`.
+fn run<W: LayoutWriter>(
+    comm: &Comm,
+    ck: &Checkpoint,
+    plan: &Plan,
+    writer: W,
+    recheck: bool,
+) -> Result<()> {
     let dir = layout::tile_dir(&ck.path);
     let mut written: Vec<PathBuf> = Vec::new();
     let commit = Commit { comm, ck, plan };
@@ -325,10 +337,10 @@ fn run<W: LayoutWriter>(comm: &Comm, ck: &Checkpoint, plan: &Plan, writer: W) ->
     let result = writer.write_tiles(&commit, &mut written);
     // Agreed already: every rank takes the same branch into the check's agreement.
     let result = match result {
-        Ok(placed) => comm
+        Ok(placed) if recheck => comm
             .agree_on(|| unchanged::check(ck, &before, &placed))
             .map(|()| placed),
-        Err(e) => Err(e),
+        other => other,
     };
     unchanged::buffers_read();
     let placed_by_rank = match &result {
