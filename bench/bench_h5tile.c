@@ -18,6 +18,9 @@
  *                                                   them, with MPI_COMM_NULL)
  *   bench_h5tile write_single FILE ROWS COLS         one process writes one contiguous file
  *   bench_h5tile read_whole  FILE ROWS COLS          one process opens and reads it all, sums it
+ *   bench_h5tile read_tile   FILE ROWS COLS NTILES   one process reads the middle tile of
+ *                                                   write_grid's grid (after HDF5 has started,
+ *                                                   as for "open")
  *   bench_h5tile open        FILE ROWS COLS          one process opens the dataset (h5tile_inspect)
  *                                                   and checks its shape, after a first
  *                                                   h5tile_inspect of a file that is not HDF5
@@ -675,6 +678,23 @@ int main(int argc, char **argv) {
               "read");
         read_seconds = MPI_Wtime() - t0;
         total = sum(buf, rows * cols);
+    } else if (strcmp(mode, "read_tile") == 0 && n > 0) {
+        /* One process reads the middle tile of write_grid's g x g grid: what finding one tile
+         * among N costs (opening the dataset included). */
+        uint64_t g = (uint64_t)llround(sqrt((double)n)), toff[2], tshp[2];
+        split(rows, (int)g, (int)(g / 2), &toff[0], &tshp[0]);
+        split(cols, (int)g, (int)(g / 2), &toff[1], &tshp[1]);
+        buf = malloc(tshp[0] * tshp[1] * sizeof *buf);
+        tile_bytes = (size_t)(tshp[0] * tshp[1] * sizeof(double));
+        h5tile_dtype dt;
+        size_t nd = 0;
+        uint64_t got[32];
+        (void)h5tile_inspect("/proc/self/exe", "/data", &dt, &nd, got);
+        t0 = MPI_Wtime();
+        check(h5tile_read(MPI_COMM_NULL, path, "/data", H5TILE_FLOAT64, 2, toff, tshp, buf, NULL),
+              "read");
+        read_seconds = MPI_Wtime() - t0;
+        total = sum(buf, tshp[0] * tshp[1]);
     } else if (strcmp(mode, "open") == 0) {
         /* HDF5 starts on its first use in a process: an h5tile_inspect of a file that is not
          * HDF5 (this program) pays for that, the one timed opens the dataset alone. */

@@ -89,7 +89,7 @@ pub mod internals {
     pub mod hdf5 {
         pub use crate::platform::hdf5::gds;
         pub use crate::platform::hdf5::{
-            cstr, error, lock, take_error_stack, Dataset, File, Plist, Space,
+            cstr, error, lock, take_error_stack, work, Attributes, Dataset, File, Plist, Space,
         };
     }
 }

@@ -28,7 +28,7 @@
 
 use super::extremes::{Accumulator, Extremes};
 use crate::dtype::Dtype;
-use crate::platform::hdf5::Dataset;
+use crate::platform::hdf5::{Attributes, Dataset};
 use crate::platform::xxh3;
 use crate::status::Result;
 
@@ -303,7 +303,11 @@ struct Lists {
 impl Lists {
     /// The lists `dset` records under these names for `count` tiles; None when absent or
     /// when they do not hang together.
-    fn read(dset: &Dataset, (first_name, sums_name): (&str, &str), count: usize) -> Option<Lists> {
+    fn read(
+        dset: &impl Attributes,
+        (first_name, sums_name): (&str, &str),
+        count: usize,
+    ) -> Option<Lists> {
         let (_, first) = dset.u64_attribute(first_name)?;
         let sums = dset.u64_attribute(sums_name).map_or(Vec::new(), |(_, v)| v);
         let consistent = first.len() == count + 1
@@ -324,7 +328,7 @@ impl Recorded {
     /// or a record that does not hang together (then nothing is checked, as for a dataset
     /// without). Chunk checksums that do not hang together are left out: the blocks are then
     /// checked.
-    pub fn read(dset: &Dataset, count: usize) -> Option<Recorded> {
+    pub fn read(dset: &impl Attributes, count: usize) -> Option<Recorded> {
         let (_, block) = dset.u64_attribute(BLOCK_BYTES_ATTRIBUTE)?;
         let block = *block.first()?;
         let blocks = Lists::read(dset, (FIRST_ATTRIBUTE, CHECKSUMS_ATTRIBUTE), count)?;

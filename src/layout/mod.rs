@@ -18,6 +18,7 @@
 pub mod checksums;
 pub mod chunks;
 pub mod extremes;
+pub mod index;
 pub mod keep;
 pub mod placement;
 pub mod runs;

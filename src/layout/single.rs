@@ -12,7 +12,7 @@ use super::runs::tile_runs;
 use crate::dtype::Dtype;
 use crate::geometry::tile::Tile;
 use crate::platform::device::Buffer;
-use crate::platform::hdf5::{self, Dataset, File, Plist, Space};
+use crate::platform::hdf5::{self, Attributes, Dataset, File, Plist, Space};
 use crate::platform::tile_bytes::{write_runs, Durability, Gaps, Run};
 use crate::status::{fail, Result, H5TILE_ERR_HDF5};
 use std::path::Path;
@@ -61,7 +61,7 @@ pub const TILES_ATTRIBUTE: &str = "h5tile_tiles";
 
 /// The tiles `TILES_ATTRIBUTE` records on `dset` (of shape `global`), None when it records
 /// none or boxes that do not fit the dataset (then it is read as any contiguous dataset).
-pub fn recorded_tiles(dset: &Dataset, global: &[u64]) -> Option<Vec<Tile>> {
+pub fn recorded_tiles(dset: &impl Attributes, global: &[u64]) -> Option<Vec<Tile>> {
     let (dims, boxes) = dset.u64_attribute(TILES_ATTRIBUTE)?;
     let ndim = global.len();
     if dims.len() != 3 || dims[1] != 2 || dims[2] != ndim as u64 || ndim == 0 {
@@ -85,14 +85,23 @@ pub fn record(file: &File, dataset: &str, dtype: Dtype, tiles: &[(Tile, Summary)
     }
     let _l = hdf5::lock();
     let dset = Dataset::open(file, dataset)?;
-    let ndim = tiles[0].0.ndim() as u64;
-    let boxes: Vec<u64> = tiles
-        .iter()
-        .flat_map(|(t, _)| t.offset.iter().chain(&t.shape).copied())
-        .collect();
-    dset.write_u64_attribute(TILES_ATTRIBUTE, &[tiles.len() as u64, 2, ndim], &boxes)?;
+    write_boxes(&dset, tiles[0].0.ndim(), tiles.iter().map(|(t, _)| t))?;
     let summaries: Vec<Summary> = tiles.iter().map(|(_, s)| s.clone()).collect();
     super::checksums::record(&dset, dtype, &summaries)
+}
+
+/// Records on `dset` each of `tiles` (of rank `ndim`): its offset then its shape
+/// (`TILES_ATTRIBUTE`).
+pub fn write_boxes<'a>(
+    dset: &Dataset,
+    ndim: usize,
+    tiles: impl ExactSizeIterator<Item = &'a Tile>,
+) -> Result<()> {
+    let count = tiles.len() as u64;
+    let boxes: Vec<u64> = tiles
+        .flat_map(|t| t.offset.iter().chain(&t.shape).copied())
+        .collect();
+    dset.write_u64_attribute(TILES_ATTRIBUTE, &[count, 2, ndim as u64], &boxes)
 }
 
 /// Opens the new file `path` to record its tiles.

@@ -184,6 +184,10 @@ pub fn add_virtual_dataset(
     }
     let space = Space::simple(global)?;
     let dset = Dataset::create(file, dataset, &t, &space, &dcpl)?;
+    let index = sources
+        .iter()
+        .map(|s| (&s.tile, s.file.as_str(), s.dataset.as_str()));
+    super::index::write(&dset, &t, global, index)?;
     if !sources.is_empty() {
         let bytes: Vec<u64> = sources
             .iter()

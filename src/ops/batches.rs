@@ -18,7 +18,7 @@ use crate::dtype::Dtype;
 use crate::geometry::tile::Tile;
 use crate::ops::read::byte_reads::ReadCounts;
 use crate::ops::read::source::Source;
-use crate::ops::read::{check_conversion, on_one_version, open_dataset, OpenDataset, ReadOptions};
+use crate::ops::read::{check_conversion, on_one_version, open_to_read, OpenDataset, ReadOptions};
 use crate::platform::comm::Comm;
 use crate::platform::device::io_threads;
 use crate::platform::hdf5::{self, Dataset, Plist, Storage};
@@ -219,14 +219,14 @@ impl Batches {
         // need, so later writes replacing the dataset do not disturb the iteration.
         let opened = on_one_version(comm, path, || {
             let _l = hdf5::lock();
-            let open = open_dataset(path, dataset)?;
-            let shape = open.dataset.space()?.dims()?;
+            let open = open_to_read(path, dataset)?;
+            let shape = open.dims()?;
             let grid = ChunkGrid::new(&shape, chunk)?;
+            let file_type = open.dtype()?;
             let dtype = match dtype {
                 Some(d) => d,
-                None => Dtype::of_hdf5(&open.dataset.dtype()?)?,
+                None => Dtype::of_hdf5(&file_type)?,
             };
-            let file_type = open.dataset.dtype()?;
             check_conversion(&file_type, dtype, path, dataset, options.narrowing)?;
             let range = grid.share(rank, size);
             let region = grid.bounds(&range);

@@ -9,13 +9,14 @@
 use crate::dtype::Dtype;
 use crate::geometry::tile::Tile;
 use crate::layout::checksums::{self, Recorded};
+use crate::layout::index::{self, Index};
 use crate::layout::placement::Placement;
 use crate::layout::single::recorded_tiles;
-use crate::layout::vds::{NO_OFFSET, TILE_DATASET};
+use crate::layout::vds::{TileBytes, NO_OFFSET, TILE_DATASET};
 use crate::layout::{generation_of, subfile_generation, subfiles::is_tile_dataset};
 use crate::ops::read::mappings::{read_tile_bytes, resolve_source, unescape_source_name};
 use crate::platform::codecs::{Compression, Pipeline};
-use crate::platform::hdf5::{self, Dataset, File, Storage};
+use crate::platform::hdf5::{self, Attributes, Dataset, File, Storage};
 use crate::status::*;
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -384,12 +385,142 @@ fn describe_as(path: &Path, dataset: Option<&str>, stored: bool) -> Result<Vec<D
     names
         .iter()
         .map(|name| {
-            let dset = Dataset::open(&file, name)?;
-            describe_dataset(path, &file, name, &dset, stored).map_err(|e| {
+            // A dataset h5tile indexed is described from its master's records alone, without
+            // HDF5 opening it (which decodes every mapping).
+            let described = match index::read(&file.named(name)) {
+                Some(index) => describe_indexed(path, &file, name, index, stored),
+                None => Dataset::open(&file, name)
+                    .and_then(|dset| describe_dataset(path, &file, name, &dset, stored)),
+            };
+            described.map_err(|e| {
                 e.context(&format!("cannot describe '{name}' in '{}'", path.display()))
             })
         })
         .collect()
+}
+
+/// What the master records of each of its `count` tiles, by mapping: where its bytes are,
+/// their checksums and the tile's extremes.
+struct TileRecords {
+    bytes: Option<Vec<TileBytes>>,
+    recorded: Option<Recorded>,
+    extremes: Option<Vec<Option<TileExtremes>>>,
+}
+
+impl TileRecords {
+    fn read(dset: &impl Attributes, element: Option<Dtype>, count: usize) -> TileRecords {
+        TileRecords {
+            bytes: read_tile_bytes(dset, count),
+            recorded: Recorded::read(dset, count),
+            extremes: element.and_then(|d| read_extremes(dset, d, count)),
+        }
+    }
+
+    /// Tile `i` (its box `region`, from `file` and `dataset` found at `path` or not) with what
+    /// is recorded of it.
+    fn tile(&self, i: usize, region: Option<Tile>, names: (String, String, bool)) -> TileInfo {
+        let (file, dataset, pattern) = names;
+        let record = self.bytes.as_ref().map(|b| b[i]);
+        let recorded = self.recorded.as_ref();
+        TileInfo {
+            region,
+            file,
+            dataset,
+            pattern,
+            source_offset: None,
+            source_whole: false,
+            path: PathBuf::new(),
+            found: false,
+            data_offset: record.map(|r| r.data_offset).filter(|&o| o != NO_OFFSET),
+            file_size: record.map(|r| r.file_size),
+            sums: recorded.and_then(|r| r.tile(i)).map(<[u64]>::to_vec),
+            chunk_sums: recorded.and_then(|r| r.chunks(i)).map(<[u64]>::to_vec),
+            extremes: self.extremes.as_ref().and_then(|e| e[i]),
+            within: None,
+            stored: None,
+        }
+    }
+}
+
+/// Where the source file `file` of a tile of `master` is, and whether it is there (the master
+/// itself for "."; a pattern is nowhere).
+fn locate(master: &Path, file: &str, pattern: bool) -> (PathBuf, bool) {
+    match (file, pattern) {
+        (".", _) => (master.to_path_buf(), true),
+        (_, true) => (PathBuf::from(file), false),
+        _ => resolve_source(master, file),
+    }
+}
+
+/// Virtual dataset `name` of `master` (open as `file`) from the `index` its master keeps, the
+/// dataset not opened; each distinct source file looked up once.
+fn describe_indexed(
+    master: &Path,
+    file: &File,
+    name: &str,
+    index: Index,
+    with_stored: bool,
+) -> Result<DatasetInfo> {
+    let element = Dtype::of_hdf5(&index.dtype).ok();
+    let count = index.tiles.len();
+    let records = TileRecords::read(&file.named(name), element, count);
+    let mut places: HashMap<String, (PathBuf, bool)> = HashMap::new();
+    let mut tiles = Vec::with_capacity(count);
+    for (i, t) in index.tiles.into_iter().enumerate() {
+        let (path, found) = places
+            .entry(t.file.clone())
+            .or_insert_with(|| locate(master, &t.file, false))
+            .clone();
+        let mut tile = records.tile(i, Some(t.region), (t.file, t.dataset, false));
+        (tile.path, tile.found, tile.source_whole) = (path, found, true);
+        tiles.push(tile);
+    }
+    let mut info = DatasetInfo {
+        name: name.to_string(),
+        dtype: index.dtype.describe(),
+        element,
+        element_bytes: index.dtype.size(),
+        shape: index.shape,
+        storage: StorageKind::Virtual,
+        virtual_info: None,
+        single: None,
+        stored: None,
+    };
+    let master_file = with_stored.then_some(file);
+    info.virtual_info = Some(virtual_info(
+        master_file,
+        tiles,
+        &records,
+        info.element_bytes,
+    ));
+    info.stored = match with_stored {
+        true => stored_of_tiles(&info.virtual_info.as_ref().expect("set").tiles),
+        false => None,
+    };
+    Ok(info)
+}
+
+/// The `VirtualInfo` of `tiles` (of elements of `elem` bytes), with how each is stored when
+/// `master_file` is given (the file their "." names).
+fn virtual_info(
+    master_file: Option<&File>,
+    mut tiles: Vec<TileInfo>,
+    records: &TileRecords,
+    elem: usize,
+) -> VirtualInfo {
+    if let Some(master_file) = master_file {
+        let stored = stored_of_sources(master_file, &tiles, elem);
+        for (t, stored) in tiles.iter_mut().zip(stored) {
+            t.stored = stored;
+        }
+    }
+    let (layout, generation) = h5tile_layout(&tiles);
+    VirtualInfo {
+        layout,
+        generation,
+        tiles,
+        checksum_block: records.recorded.as_ref().map(|r| r.block),
+    }
 }
 
 fn describe_dataset(
@@ -471,22 +602,30 @@ fn stored_of_tiles(tiles: &[TileInfo]) -> Option<Stored> {
     Some(all)
 }
 
-/// How each tile's source dataset is stored (None where it cannot be opened), each source file
-/// opened once; `master` is the file the tiles' "." names.
-fn stored_of_sources(master: &File, tiles: &[TileInfo]) -> Vec<Option<Stored>> {
-    let mut files: HashMap<&Path, Option<File>> = HashMap::new();
+/// How each tile's source dataset is stored (None where it cannot be opened); `master` is the
+/// file the tiles' "." names. A tile whose bytes the master places (h5tile's uncompressed
+/// tiles) is stored as it is, and its file is not opened; the others' files are opened one at
+/// a time (each open HDF5 file holds half a MiB), once for the tiles of a subfile.
+fn stored_of_sources(master: &File, tiles: &[TileInfo], elem: usize) -> Vec<Option<Stored>> {
+    let mut last: Option<(&Path, Option<File>)> = None;
     tiles
         .iter()
         .map(|t| {
             if t.pattern || !t.found {
                 return None;
             }
+            if t.data_offset.is_some() && t.file != "." {
+                return Some(Stored::plain(t.data_bytes(elem)));
+            }
             let file = match t.file.as_str() {
                 "." => master,
-                _ => files
-                    .entry(t.path.as_path())
-                    .or_insert_with(|| File::open_read(&t.path).ok())
-                    .as_ref()?,
+                _ => {
+                    if last.as_ref().is_none_or(|(p, _)| *p != t.path.as_path()) {
+                        let file = File::open_read_evicting(&t.path).ok();
+                        last = Some((t.path.as_path(), file));
+                    }
+                    last.as_ref()?.1.as_ref()?
+                }
             };
             let dset = Dataset::open(file, &t.dataset).ok()?;
             let bytes = dset.space().ok()?.points().ok()? * dset.dtype().ok()?.size() as u64;
@@ -550,11 +689,8 @@ fn describe_virtual(
     ndim: usize,
 ) -> Result<VirtualInfo> {
     let stored = dset.create_plist()?.virtual_mappings()?;
-    let count = stored.len();
-    let bytes = read_tile_bytes(dset, count);
-    let recorded = Recorded::read(dset, count);
-    let extremes = element.and_then(|d| read_extremes(dset, d, count));
-    let mut tiles = Vec::with_capacity(count);
+    let records = TileRecords::read(dset, element, stored.len());
+    let mut tiles = Vec::with_capacity(stored.len());
     for (i, m) in stored.into_iter().enumerate() {
         let literal = (
             unescape_source_name(&m.file),
@@ -577,49 +713,18 @@ fn describe_virtual(
             (Some(r), Some((offset, shape))) if !source_whole && shape == r.shape => Some(offset),
             _ => None,
         };
-        let (path, found) = match (file.as_str(), pattern) {
-            (".", _) => (master.to_path_buf(), true),
-            (_, true) => (PathBuf::from(&file), false),
-            _ => resolve_source(master, &file),
-        };
-        let record = bytes.as_ref().map(|b| b[i]);
-        tiles.push(TileInfo {
-            region,
-            file,
-            dataset,
-            pattern,
-            source_offset,
-            source_whole,
-            path,
-            found,
-            data_offset: record.map(|r| r.data_offset).filter(|&o| o != NO_OFFSET),
-            file_size: record.map(|r| r.file_size),
-            sums: recorded
-                .as_ref()
-                .and_then(|r| r.tile(i))
-                .map(<[u64]>::to_vec),
-            chunk_sums: recorded
-                .as_ref()
-                .and_then(|r| r.chunks(i))
-                .map(<[u64]>::to_vec),
-            extremes: extremes.as_ref().and_then(|e| e[i]),
-            within: None,
-            stored: None,
-        });
+        let (path, found) = locate(master, &file, pattern);
+        let mut tile = records.tile(i, region, (file, dataset, pattern));
+        (tile.path, tile.found) = (path, found);
+        (tile.source_whole, tile.source_offset) = (source_whole, source_offset);
+        tiles.push(tile);
     }
-    if let Some(master_file) = master_file {
-        let stored = stored_of_sources(master_file, &tiles);
-        for (t, stored) in tiles.iter_mut().zip(stored) {
-            t.stored = stored;
-        }
-    }
-    let (layout, generation) = h5tile_layout(&tiles);
-    Ok(VirtualInfo {
-        layout,
-        generation,
+    Ok(virtual_info(
+        master_file,
         tiles,
-        checksum_block: recorded.map(|r| r.block),
-    })
+        &records,
+        dset.dtype()?.size(),
+    ))
 }
 
 /// Whether every tile is one of h5tile's (a tile file or a subfile, named for the write that
@@ -658,7 +763,11 @@ fn h5tile_layout(tiles: &[TileInfo]) -> (VirtualLayout, Option<u64>) {
 
 /// Each tile's recorded extremes (None where none was recorded), read in a type wide enough
 /// for the dataset's element type `dtype`; None when the master records none.
-fn read_extremes(dset: &Dataset, dtype: Dtype, count: usize) -> Option<Vec<Option<TileExtremes>>> {
+fn read_extremes(
+    dset: &impl Attributes,
+    dtype: Dtype,
+    count: usize,
+) -> Option<Vec<Option<TileExtremes>>> {
     use Dtype::*;
     let (_, nan) = dset.u64_attribute(checksums::NAN_ATTRIBUTE)?;
     let wide = match dtype {

@@ -123,6 +123,7 @@ pub fn point_at_tile_folder(master: &Path, from: &str, to: &str) -> Result<usize
     for name in file.dataset_paths()? {
         if Dataset::open(&file, &name)?.storage()? == Storage::Virtual {
             changed += file.rename_virtual_sources(&name, &rename)?;
+            crate::layout::index::rename_sources(&file, &name, &rename)?;
         }
     }
     file.close()?;

@@ -182,7 +182,7 @@ fn check_tile_source(
     // Even where h5tile reads the recorded bytes directly, HDF5, h5py and h5dump read
     // the file's own metadata: a damaged superblock or object header fails them.
     let file = source.hdf5.get_or_insert_with(|| {
-        File::open_read(&tile.path)
+        File::open_read_evicting(&tile.path)
             .map_err(|e| format!("cannot be opened with HDF5 ({})", e.message))
     });
     match file {

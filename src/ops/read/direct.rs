@@ -12,12 +12,13 @@ use super::mappings::{
 use crate::dtype::Dtype;
 use crate::geometry::tile::Tile;
 use crate::layout::checksums::Recorded;
+use crate::layout::index::Index;
 use crate::layout::placement::Placement;
 use crate::layout::runs::box_rows;
 use crate::layout::subfiles::check_stamp;
 use crate::layout::vds::{TileBytes, NO_OFFSET, TILE_DATASET};
 use crate::platform::device::{DeviceFile, DevicePtr, Route};
-use crate::platform::hdf5::{self, Dataset, File, Plist, Space, Type};
+use crate::platform::hdf5::{self, Attributes, Dataset, File, Plist, Space, Type};
 use crate::status::{Error, Result, H5TILE_ERR_CUDA};
 use std::path::{Path, PathBuf};
 
@@ -34,7 +35,8 @@ pub struct DirectReader {
     mappings: Vec<BlockMapping>,
     /// Element of the dataset's fill value, per element type asked for.
     fill: Vec<(Dtype, Vec<u8>)>,
-    dcpl: Plist,
+    /// The dataset's creation properties, where it was opened (None: the fill value is zero).
+    dcpl: Option<Plist>,
     /// Recently used sources, most recent first: (mapping index, file, dataset).
     open: Vec<(usize, File, Dataset)>,
     /// For a master h5tile wrote: where each mapping's tile keeps its bytes.
@@ -113,6 +115,8 @@ fn gather(plan: &mut ByteReads, f: usize, at: u64, row: usize, dsts: Vec<usize>)
 }
 
 impl DirectReader {
+    /// The reader of virtual dataset `dataset` of `master`, opened as `dset`, whose mappings
+    /// are `mappings`.
     pub fn new(
         master: &Path,
         dataset: &str,
@@ -120,7 +124,45 @@ impl DirectReader {
         mappings: Vec<BlockMapping>,
         verify: bool,
     ) -> Result<DirectReader> {
-        let file_type = dset.dtype()?;
+        let dcpl = dset.create_plist()?;
+        let records = (dset, Some(dcpl));
+        DirectReader::with(master, dataset, records, dset.dtype()?, mappings, verify)
+    }
+
+    /// The reader of virtual dataset `dataset` of `master` (open as `file`) from its `index`,
+    /// the dataset not opened: its records are read by name, and it has no fill value but zero
+    /// (h5tile's masters set none).
+    pub fn indexed(
+        master: &Path,
+        (file, dataset): (&File, &str),
+        index: Index,
+        verify: bool,
+    ) -> Result<DirectReader> {
+        let _l = hdf5::lock();
+        let mappings = index
+            .tiles
+            .into_iter()
+            .map(|t| BlockMapping {
+                source_offset: vec![0; t.region.ndim()],
+                region: t.region,
+                file: t.file,
+                dataset: t.dataset,
+            })
+            .collect();
+        let records = (&file.named(dataset), None);
+        DirectReader::with(master, dataset, records, index.dtype, mappings, verify)
+    }
+
+    /// The reader, with the master's records of each tile read from `records.0` and the fill
+    /// value from the creation properties `records.1` (None: zero).
+    fn with(
+        master: &Path,
+        dataset: &str,
+        (dset, dcpl): (&impl Attributes, Option<Plist>),
+        file_type: Type,
+        mappings: Vec<BlockMapping>,
+        verify: bool,
+    ) -> Result<DirectReader> {
         let stored = Dtype::of_hdf5(&file_type).ok().map(|d| (d, file_type));
         let elem = stored.as_ref().map_or(0, |(d, _)| d.size() as u128);
         let tile_bytes = read_tile_bytes(dset, mappings.len())
@@ -159,7 +201,7 @@ impl DirectReader {
             dataset: dataset.to_string(),
             mappings,
             fill: Vec::new(),
-            dcpl: dset.create_plist()?,
+            dcpl,
             open: Vec::new(),
             tile_bytes,
             stored,
@@ -400,6 +442,7 @@ impl DirectReader {
         let (f, len) = match plan.file_at(&path) {
             Some(known) => known,
             None => {
+                hdf5::work::count(|w| w.tile_files_read += 1);
                 let file = match &self.held[i] {
                     Some((held, _)) => held.try_clone(),
                     None => std::fs::File::open(&path),
@@ -645,7 +688,9 @@ impl DirectReader {
         let size = dtype.size();
         if !self.fill.iter().any(|(d, _)| *d == dtype) {
             let mem_type = dtype.hdf5_type()?;
-            let element = self.dcpl.fill_value(&mem_type).unwrap_or(vec![0u8; size]);
+            let element = (self.dcpl.as_ref())
+                .and_then(|dcpl| dcpl.fill_value(&mem_type))
+                .unwrap_or(vec![0u8; size]);
             self.fill.push((dtype, element));
         }
         let element = &self

@@ -5,7 +5,7 @@
 use crate::geometry::tile::Tile;
 use crate::layout::runs::box_runs;
 use crate::layout::vds::{TileBytes, TILE_BYTES_ATTRIBUTE};
-use crate::platform::hdf5::{self, Dataset, File};
+use crate::platform::hdf5::{self, Attributes, Dataset, File};
 use crate::status::{h5tile_status, Error, Result, H5TILE_ERR_CORRUPT, H5TILE_ERR_MISSING_TILE};
 use std::path::{Path, PathBuf};
 
@@ -277,7 +277,7 @@ pub fn block_mappings(dset: &Dataset, ndim: usize) -> Result<Option<Vec<BlockMap
 }
 
 /// The `[data_offset, file_size]` records of an h5tile master, one per mapping, if present.
-pub(crate) fn read_tile_bytes(dset: &Dataset, count: usize) -> Option<Vec<TileBytes>> {
+pub(crate) fn read_tile_bytes(dset: &impl Attributes, count: usize) -> Option<Vec<TileBytes>> {
     let (dims, values) = dset.u64_attribute(TILE_BYTES_ATTRIBUTE)?;
     if dims != [count as u64, 2] {
         return None;

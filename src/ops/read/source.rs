@@ -8,7 +8,7 @@ use super::byte_reads::ReadCounts;
 use super::direct::DirectReader;
 use super::mappings::{block_mappings, check_sources};
 use super::tile_checks::TileChecks;
-use super::{OpenDataset, ReadOptions};
+use super::{OpenDataset, Opened, ReadOptions};
 use crate::dtype::Dtype;
 use crate::geometry::tile::Tile;
 use crate::layout::runs::tile_runs;
@@ -32,16 +32,23 @@ impl Source {
     pub fn open(
         path: &Path,
         dataset: &str,
-        open: OpenDataset,
+        open: Opened,
         ndim: usize,
         options: &ReadOptions,
         region: Option<&Tile>,
     ) -> Result<Source> {
         let fill_missing = options.fill_missing;
+        let verify = !options.no_verify;
         let _l = hdf5::lock();
+        let open = match open {
+            Opened::Dataset(open) => open,
+            Opened::Indexed(index, file) => {
+                let direct = DirectReader::indexed(path, (&file, dataset), *index, verify)?;
+                return Ok(Source::Direct(Box::new(direct)));
+            }
+        };
         if open.dataset.storage()? == Storage::Virtual {
             if let Some(mappings) = block_mappings(&open.dataset, ndim)? {
-                let verify = !options.no_verify;
                 let direct = DirectReader::new(path, dataset, &open.dataset, mappings, verify)?;
                 return Ok(Source::Direct(Box::new(direct)));
             }

@@ -25,8 +25,7 @@ pub enum AttributeValue {
 }
 
 impl File {
-    /// Removes attribute `name` of `object` (a group or dataset path): for tests that make the
-    /// files earlier versions wrote.
+    /// Removes attribute `name` of `object` (a group or dataset path).
     #[cfg(any(test, feature = "internals"))]
     pub fn delete_attribute(&self, object: &str, name: &str) -> Result<()> {
         let _l = lock();

@@ -725,6 +725,7 @@ impl Dataset {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::platform::hdf5::Attributes;
 
     #[test]
     fn links_groups_attributes_and_a_contiguous_stand_in_are_copied() {

@@ -12,6 +12,7 @@ mod properties;
 #[cfg(any(test, feature = "internals"))]
 mod relocate;
 mod types;
+pub mod work;
 
 #[cfg(test)]
 pub(crate) use attributes::read_text;
@@ -19,6 +20,7 @@ pub use attributes::AttributeValue;
 #[cfg(any(test, feature = "internals"))]
 pub use copy::{Link, LinkTarget, NamedTypes, ObjectKey};
 pub use handle::{is_hdf5, Attribute, Dataset, File, ObjectKind, Plist, Space, Storage, Type};
+pub use properties::Attributes;
 
 use crate::status::{
     h5tile_status, Error, Result, H5TILE_ERR_CUDA, H5TILE_ERR_HDF5, H5TILE_ERR_IO,

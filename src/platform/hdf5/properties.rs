@@ -1,17 +1,19 @@
 //! Typed access to what h5tile sets and reads in HDF5 beyond handles: dataset creation and
 //! access properties, virtual-dataset mappings, fill values, and `u64` attributes.
 
-use super::{check, cstr, Dataset, Plist, Space, Type};
+use super::{check, cstr, Dataset, File, Plist, Space, Type};
 use crate::status::Result;
 use hdf5_sys::h5::HADDR_UNDEF;
-use hdf5_sys::h5a::{H5Acreate2, H5Aexists, H5Aget_space, H5Aopen, H5Aread, H5Awrite};
+use hdf5_sys::h5a::{
+    H5Acreate2, H5Aexists_by_name, H5Aget_space, H5Aget_type, H5Aopen_by_name, H5Aread, H5Awrite,
+};
 use hdf5_sys::h5d::{H5D_alloc_time_t, H5D_fill_time_t, H5D_layout_t, H5Dget_offset};
 use hdf5_sys::h5f::H5F_libver_t;
 use hdf5_sys::h5i::hid_t;
 use hdf5_sys::h5p::*;
 use hdf5_sys::h5s::{H5S_sel_type, H5Sget_select_type};
 use hdf5_sys::h5t::{H5Tget_size, H5T_NATIVE_UINT64};
-use std::ffi::c_char;
+use std::ffi::{c_char, CStr, CString};
 
 /// One mapping of a virtual dataset as stored: the selection of the virtual dataset it fills,
 /// the source file and dataset names (as HDF5 keeps them, patterns included), and the selection
@@ -96,6 +98,17 @@ impl Plist {
         Ok(fapl)
     }
 
+    /// File-access properties that evict each object's metadata from HDF5's cache when it is
+    /// closed (`File::open_read_evicting`).
+    pub fn file_access_evicting() -> Result<Plist> {
+        let _l = super::lock();
+        let fapl = Plist::create(*H5P_CLS_FILE_ACCESS)?;
+        check(unsafe { H5Pset_evict_on_close(fapl.id(), 1) }, || {
+            "cannot set evict-on-close".into()
+        })?;
+        Ok(fapl)
+    }
+
     /// File-access properties for a master: objects in the HDF5 1.8 to 1.10 formats, so an
     /// attribute too large for an object header (a record per tile, thousands of tiles) goes
     /// to dense storage instead of failing, and HDF5 1.10's tools still read the file.
@@ -171,6 +184,7 @@ impl Plist {
             unsafe { H5Pget_virtual_count(self.id(), &mut count) },
             || "cannot count VDS mappings".into(),
         )?;
+        super::work::count(|w| w.mappings_decoded += count as u64);
         let id = self.id();
         (0..count)
             .map(|i| {
@@ -284,17 +298,30 @@ impl Dataset {
         )
         .map(|_| ())
     }
+}
+
+/// An object whose attributes h5tile reads by name: an open one, or one named in an open file
+/// and never opened (opening a virtual dataset decodes every mapping it holds, which for
+/// 65,536 tiles takes a second and a gigabyte; reading its attributes by name takes neither).
+pub trait Attributes {
+    /// The location the object is named from and its name there ("." for the location).
+    fn attribute_location(&self) -> (hid_t, &CStr);
 
     /// Attribute `name` as elements of `mem_type` (HDF5 converting them) with its extents, None
     /// when there is none or it cannot be read as such.
-    pub fn attribute_as(&self, name: &str, mem_type: &Type) -> Option<(Vec<u64>, Vec<u8>)> {
-        self.attribute_raw(name, mem_type.id(), mem_type.size())
+    fn attribute_as(&self, name: &str, mem_type: &Type) -> Option<(Vec<u64>, Vec<u8>)> {
+        attribute_raw(
+            self.attribute_location(),
+            name,
+            mem_type.id(),
+            mem_type.size(),
+        )
     }
 
     /// Attribute `name` as `uint64` values with its extents, None when there is none or it
     /// cannot be read as such.
-    pub fn u64_attribute(&self, name: &str) -> Option<(Vec<u64>, Vec<u64>)> {
-        let (dims, bytes) = self.attribute_raw(name, *H5T_NATIVE_UINT64, 8)?;
+    fn u64_attribute(&self, name: &str) -> Option<(Vec<u64>, Vec<u64>)> {
+        let (dims, bytes) = attribute_raw(self.attribute_location(), name, *H5T_NATIVE_UINT64, 8)?;
         let values = bytes
             .chunks_exact(8)
             .map(|b| u64::from_ne_bytes(b.try_into().expect("8 bytes")))
@@ -302,31 +329,77 @@ impl Dataset {
         Some((dims, values))
     }
 
-    /// Attribute `name` read as elements of HDF5 type `mem_type` (`size` bytes each).
-    fn attribute_raw(
-        &self,
-        name: &str,
-        mem_type: hid_t,
-        size: usize,
-    ) -> Option<(Vec<u64>, Vec<u8>)> {
+    /// The element type attribute `name` is stored as, None when there is none.
+    fn attribute_type(&self, name: &str) -> Option<Type> {
         let _l = super::lock();
-        let c = cstr(name);
-        if unsafe { H5Aexists(self.id(), c.as_ptr()) } <= 0 {
-            super::take_error_stack();
-            return None;
-        }
-        let attr = super::Attribute::from_id(
-            unsafe { H5Aopen(self.id(), c.as_ptr(), H5P_DEFAULT) },
-            String::new,
-        )
-        .ok()?;
-        let space = Space::from_id(unsafe { H5Aget_space(attr.id()) }, String::new).ok()?;
-        let dims = space.dims().ok()?;
-        let mut bytes = vec![0u8; dims.iter().product::<u64>() as usize * size];
-        if unsafe { H5Aread(attr.id(), mem_type, bytes.as_mut_ptr().cast()) } < 0 {
-            super::take_error_stack();
-            return None;
-        }
-        Some((dims, bytes))
+        let attr = open_attribute(self.attribute_location(), name)?;
+        Type::from_id(unsafe { H5Aget_type(attr.id()) }, String::new).ok()
     }
+}
+
+impl Attributes for Dataset {
+    fn attribute_location(&self) -> (hid_t, &CStr) {
+        (self.id(), c".")
+    }
+}
+
+/// An object named in an open file, whose attributes are read without opening it.
+pub struct NamedObject<'a> {
+    file: &'a File,
+    name: CString,
+}
+
+impl Attributes for NamedObject<'_> {
+    fn attribute_location(&self) -> (hid_t, &CStr) {
+        (self.file.id(), &self.name)
+    }
+}
+
+impl File {
+    /// `object` (a path in this file), to read its attributes without opening it.
+    pub fn named(&self, object: &str) -> NamedObject<'_> {
+        NamedObject {
+            file: self,
+            name: cstr(object),
+        }
+    }
+}
+
+/// Attribute `name` of the object at `(location, object)`, None when there is none.
+fn open_attribute((location, object): (hid_t, &CStr), name: &str) -> Option<super::Attribute> {
+    let c = cstr(name);
+    if unsafe { H5Aexists_by_name(location, object.as_ptr(), c.as_ptr(), H5P_DEFAULT) } <= 0 {
+        super::take_error_stack();
+        return None;
+    }
+    let id = unsafe {
+        H5Aopen_by_name(
+            location,
+            object.as_ptr(),
+            c.as_ptr(),
+            H5P_DEFAULT,
+            H5P_DEFAULT,
+        )
+    };
+    super::Attribute::from_id(id, String::new).ok()
+}
+
+/// Attribute `name` of the object at `at` read as elements of HDF5 type `mem_type` (`size`
+/// bytes each).
+fn attribute_raw(
+    at: (hid_t, &CStr),
+    name: &str,
+    mem_type: hid_t,
+    size: usize,
+) -> Option<(Vec<u64>, Vec<u8>)> {
+    let _l = super::lock();
+    let attr = open_attribute(at, name)?;
+    let space = Space::from_id(unsafe { H5Aget_space(attr.id()) }, String::new).ok()?;
+    let dims = space.dims().ok()?;
+    let mut bytes = vec![0u8; dims.iter().product::<u64>() as usize * size];
+    if unsafe { H5Aread(attr.id(), mem_type, bytes.as_mut_ptr().cast()) } < 0 {
+        super::take_error_stack();
+        return None;
+    }
+    Some((dims, bytes))
 }

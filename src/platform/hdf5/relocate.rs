@@ -202,6 +202,7 @@ pub(super) fn copy_attribute(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::platform::hdf5::Attributes;
 
     #[test]
     fn sources_are_renamed_and_everything_else_kept() {
