@@ -9,7 +9,9 @@
  *   3. an explicit layout wins (VDS asked: tile files, whatever the nodes);
  *   4. H5TILE_RANKS_PER_NODE=lots: H5TILE_ERR_INVALID_ARGUMENT on every rank naming it, and
  *      the file written before untouched.
- * Every file reads back on another decomposition.
+ * Every file reads back on another decomposition, and its master records what the choice saw
+ * (attribute h5tile_chosen_on: the ranks, then the nodes; none where the layout was named),
+ * which `h5tile ls` shows.
  *   mpi_auto_layout SCRATCH_DIR */
 #include "check.h"
 
@@ -51,6 +53,18 @@ static int files_with(const char *path, const char *part) {
     return found;
 }
 
+/* The master of `path` records that H5TILE_LAYOUT_AUTO chose its layout over `ranks` ranks on
+ * `nodes` nodes. */
+static void check_chosen_on(const char *path, uint64_t ranks, uint64_t nodes) {
+    uint64_t seen[2] = {0, 0};
+    EXPECT_OK(h5tile_attr_read(MPI_COMM_WORLD, path, "/x", "h5tile_chosen_on", H5TILE_UINT64, 2,
+                               seen));
+    CHECK_MSG(seen[0] == ranks && seen[1] == nodes,
+              "%s: chosen on %llu ranks and %llu nodes, expected %llu and %llu", path,
+              (unsigned long long)seen[0], (unsigned long long)seen[1], (unsigned long long)ranks,
+              (unsigned long long)nodes);
+}
+
 int main(int argc, char **argv) {
     const char *scratch = mpi_test_start(&argc, &argv, MPI_THREAD_SINGLE, &rank, &size);
     char one[4096], spread[4096], pairs[4096], explicit_vds[4096];
@@ -70,6 +84,7 @@ int main(int argc, char **argv) {
     EXPECT_OK(write_version(one, 2, NULL));
     CHECK(files_with(one, ".r") == size && files_with(one, ".s") == 0);
     check_version(one, 2);
+    check_chosen_on(one, (uint64_t)size, 1);
 
     /* 2. Ranks pretended to span nodes: a subfile a node. */
     setenv("H5TILE_RANKS_PER_NODE", "1", 1);
@@ -78,12 +93,14 @@ int main(int argc, char **argv) {
     CHECK_MSG(files_with(spread, ".s") == want, "%s: %d subfiles, expected %d", spread,
               files_with(spread, ".s"), want);
     check_version(spread, 1);
+    check_chosen_on(spread, (uint64_t)size, (uint64_t)size);
     setenv("H5TILE_RANKS_PER_NODE", "2", 1);
     EXPECT_OK(write_version(pairs, 1, &defaults));
     want = size > 2 ? (size + 1) / 2 : 0;
     CHECK_MSG(files_with(pairs, ".s") == want, "%s: %d subfiles, expected %d", pairs,
               files_with(pairs, ".s"), want);
     check_version(pairs, 1);
+    check_chosen_on(pairs, (uint64_t)size, (uint64_t)(size + 1) / 2);
 
     /* 3. An explicit layout wins. */
     setenv("H5TILE_RANKS_PER_NODE", "1", 1);
@@ -92,6 +109,10 @@ int main(int argc, char **argv) {
     EXPECT_OK(write_version(explicit_vds, 1, &vds));
     CHECK(files_with(explicit_vds, ".r") == size && files_with(explicit_vds, ".s") == 0);
     check_version(explicit_vds, 1);
+    uint64_t none[2];
+    EXPECT_STATUS(h5tile_attr_read(MPI_COMM_WORLD, explicit_vds, "/x", "h5tile_chosen_on",
+                                   H5TILE_UINT64, 2, none),
+                  H5TILE_ERR_NOT_FOUND);
 
     /* 4. A bad value fails on every rank, naming it, and the file stays. */
     dataset_snapshot before = snapshot(one);

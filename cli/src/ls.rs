@@ -16,7 +16,8 @@ use std::path::PathBuf;
 pub const LONG_ABOUT: &str = "\
 List every dataset of FILE, or only DATASET: its path, element type, shape, storage
 (contiguous, chunked, compact or virtual) and size in bytes. For a virtual dataset also: its
-layout (h5tile VDS, h5tile subfiles, or other virtual, such as h5py's and Legate's), the
+layout (h5tile VDS, h5tile subfiles, or other virtual, such as h5py's and Legate's; where
+the default, H5TILE_LAYOUT_AUTO, chose it, how many ranks on how many nodes it saw), the
 write that made it (its generation, from h5tile's tile names), its number of tiles (mappings)
 and of distinct source files, and whether its tiles are checksummed (else how many are not);
 where its tiles are compressed, whether their stored chunks are checksummed too (a master
@@ -29,14 +30,15 @@ A compressed (or otherwise filtered) dataset also shows its codec and its compre
 virtual dataset, those of its tiles' datasets together; with -l or -D, each tile's. Nothing is
 shown for a dataset stored as it is.
 
-Nothing is read but metadata: the file's and, for a virtual dataset, its tiles' files' (their
-filters and sizes on disk). The tiles' smallest and largest values and NaN counts shown by -l
+Nothing is read but metadata: the file's and, for a virtual dataset h5tile wrote, what its
+master records (its tiles' files are not opened, except to learn how compressed tiles are
+stored); for other virtual datasets, its tiles' files' (their filters and sizes on disk). The tiles' smallest and largest values and NaN counts shown by -l
 are those h5tile recorded in the master when it wrote them (\"-\" where nothing was recorded).
 
 Output: one line per dataset; with -l or -D one more line per tile, indented. With --json, one
 document {\"file\", \"datasets\": [{\"name\", \"dtype\", \"shape\", \"storage\", \"chunks\",
 \"bytes\", \"compression\", \"filters\", \"stored_bytes\", \"ratio\", \"virtual\": {\"layout\",
-\"generation\", \"tiles\", \"files\", \"checksummed\", \"not_checksummed\",
+\"chosen_by_auto\" ({\"ranks\", \"nodes\"} or null), \"generation\", \"tiles\", \"files\", \"checksummed\", \"not_checksummed\",
 \"chunks_checksummed\", \"chunks_not_checksummed\", \"tile_list\"},
 \"single\": {the same, layout \"h5tile-single\"}}]} (\"virtual\" and \"single\" only where they
 apply); \"compression\" is {\"codec\", \"level\", \"shuffle\"} or null (not compressed),
@@ -165,7 +167,15 @@ fn summary_row(info: &DatasetInfo, filtered: bool) -> Vec<String> {
 /// "h5tile VDS, generation 0123456789abcdef, 4 tiles in 4 files, checksummed" ("h5tile
 /// single-file, 4 tiles, checksummed").
 fn virtual_summary(vds: &VirtualInfo) -> String {
-    let mut parts = vec![vds.layout.name().to_string()];
+    let mut parts = vec![match vds.chosen_on {
+        Some((ranks, nodes)) => format!(
+            "{} (chosen by H5TILE_LAYOUT_AUTO: {ranks} rank{} on {nodes} node{})",
+            vds.layout.name(),
+            plural(ranks as usize),
+            plural(nodes as usize)
+        ),
+        None => vds.layout.name().to_string(),
+    }];
     if let Some(g) = vds.generation {
         parts.push(format!("generation {g:016x}"));
     }
@@ -317,6 +327,9 @@ impl StoredJson {
 #[derive(Serialize)]
 struct VirtualJson {
     layout: &'static str,
+    /// Where H5TILE_LAYOUT_AUTO chose the layout: {"ranks", "nodes"}; null where the writer
+    /// named it.
+    chosen_by_auto: Option<ChosenJson>,
     /// 16 hex digits, or null.
     generation: Option<String>,
     tiles: usize,
@@ -381,6 +394,12 @@ impl DatasetJson {
     }
 }
 
+#[derive(Serialize)]
+struct ChosenJson {
+    ranks: u64,
+    nodes: u64,
+}
+
 impl VirtualJson {
     fn of(vds: &VirtualInfo, per_tile: bool) -> VirtualJson {
         let with_data = vds.tiles.iter().filter(|t| t.region.is_some()).count();
@@ -388,6 +407,9 @@ impl VirtualJson {
         let (compressed, chunks_not_checksummed) = vds.chunks_not_checksummed();
         VirtualJson {
             layout: vds.layout.key(),
+            chosen_by_auto: vds
+                .chosen_on
+                .map(|(ranks, nodes)| ChosenJson { ranks, nodes }),
             generation: vds.generation.map(|g| format!("{g:016x}")),
             tiles: vds.tiles.len(),
             files: vds.files().len(),

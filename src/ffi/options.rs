@@ -257,6 +257,7 @@ impl h5tile_write_options {
             no_sync: o.flags & H5TILE_NO_SYNC != 0,
             // Read only where it means something: a bad value never fails another layout.
             by_scale: o.layout == H5TILE_LAYOUT_AUTO,
+            chosen_on: None,
             ranks_per_file: match (layout, o.layout) {
                 (Layout::Subfiles, _) | (_, H5TILE_LAYOUT_AUTO) => {
                     ranks_per_file(o.ranks_per_file, || {

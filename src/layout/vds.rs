@@ -153,16 +153,21 @@ pub struct Source {
     pub bytes: TileBytes,
 }
 
+/// Name of the attribute recording, where `H5TILE_LAYOUT_AUTO` chose the layout, the ranks
+/// and the nodes they were on.
+pub const CHOSEN_ON_ATTRIBUTE: &str = "h5tile_chosen_on";
+
 /// Adds to the new master `file` the virtual dataset `dataset` of `global` shape whose
-/// elements come from `sources` (`summaries[i]` recording what `sources[i]`'s bytes were);
-/// elements no source covers read as zero.
+/// elements come from `sources` (`summaries[i]` recording what `sources[i]`'s bytes were),
+/// with its index (`layout::index`) and, where `H5TILE_LAYOUT_AUTO` chose the layout, the
+/// ranks and nodes it saw (`chosen_on`); elements no source covers read as zero.
 pub fn add_virtual_dataset(
     file: &File,
     dataset: &str,
     dtype: Dtype,
     global: &[u64],
     sources: &[Source],
-    summaries: &[Summary],
+    (summaries, chosen_on): (&[Summary], Option<(usize, usize)>),
 ) -> Result<()> {
     let _l = hdf5::lock();
     let t = dtype.hdf5_type()?;
@@ -188,6 +193,9 @@ pub fn add_virtual_dataset(
         .iter()
         .map(|s| (&s.tile, s.file.as_str(), s.dataset.as_str()));
     super::index::write(&dset, &t, global, index)?;
+    if let Some((ranks, nodes)) = chosen_on {
+        write_u64_attribute(&dset, CHOSEN_ON_ATTRIBUTE, &[ranks as u64, nodes as u64])?;
+    }
     if !sources.is_empty() {
         let bytes: Vec<u64> = sources
             .iter()

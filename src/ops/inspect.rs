@@ -12,7 +12,7 @@ use crate::layout::checksums::{self, Recorded};
 use crate::layout::index::{self, Index};
 use crate::layout::placement::Placement;
 use crate::layout::single::recorded_tiles;
-use crate::layout::vds::{TileBytes, NO_OFFSET, TILE_DATASET};
+use crate::layout::vds::{TileBytes, CHOSEN_ON_ATTRIBUTE, NO_OFFSET, TILE_DATASET};
 use crate::layout::{generation_of, subfile_generation, subfiles::is_tile_dataset};
 use crate::ops::read::mappings::{read_tile_bytes, resolve_source, unescape_source_name};
 use crate::platform::codecs::{Compression, Pipeline};
@@ -241,6 +241,9 @@ pub struct VirtualInfo {
     pub tiles: Vec<TileInfo>,
     /// Block size of the recorded checksums (None: none recorded).
     pub checksum_block: Option<u64>,
+    /// Where `H5TILE_LAYOUT_AUTO` chose the layout: the ranks and the nodes they were on (None:
+    /// the writer named the layout, or the master does not say).
+    pub chosen_on: Option<(u64, u64)>,
 }
 
 impl VirtualInfo {
@@ -405,14 +408,20 @@ struct TileRecords {
     bytes: Option<Vec<TileBytes>>,
     recorded: Option<Recorded>,
     extremes: Option<Vec<Option<TileExtremes>>>,
+    chosen_on: Option<(u64, u64)>,
 }
 
 impl TileRecords {
     fn read(dset: &impl Attributes, element: Option<Dtype>, count: usize) -> TileRecords {
+        let chosen_on = match dset.u64_attribute(CHOSEN_ON_ATTRIBUTE) {
+            Some((_, v)) if v.len() == 2 => Some((v[0], v[1])),
+            _ => None,
+        };
         TileRecords {
             bytes: read_tile_bytes(dset, count),
             recorded: Recorded::read(dset, count),
             extremes: element.and_then(|d| read_extremes(dset, d, count)),
+            chosen_on,
         }
     }
 
@@ -520,6 +529,7 @@ fn virtual_info(
         generation,
         tiles,
         checksum_block: records.recorded.as_ref().map(|r| r.block),
+        chosen_on: records.chosen_on,
     }
 }
 
@@ -678,6 +688,7 @@ fn describe_single(
         generation: None,
         tiles,
         checksum_block: recorded.map(|r| r.block),
+        chosen_on: None,
     })
 }
 

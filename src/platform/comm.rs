@@ -170,11 +170,16 @@ impl Comm {
         Ok((Comm::Mpi(group), first[0] as usize))
     }
 
-    /// Whether the ranks span several nodes (`node_of`). Collective.
-    pub fn spans_nodes(&self) -> Result<bool> {
+    /// How many nodes the ranks are on (`node_of`). Collective.
+    pub fn nodes(&self) -> Result<usize> {
         match self {
-            Comm::Solo => Ok(false),
-            Comm::Mpi(c) => Ok(self.node_of(c)?.size() < c.size()),
+            Comm::Solo => Ok(1),
+            Comm::Mpi(c) => {
+                let leader = u64::from(self.node_of(c)?.rank() == 0);
+                let mut sum = 0u64;
+                c.all_reduce_into(&leader, &mut sum, SystemOperation::sum());
+                Ok(sum as usize)
+            }
         }
     }
 

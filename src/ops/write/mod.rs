@@ -83,6 +83,9 @@ pub struct WriteOptions {
     /// `H5TILE_LAYOUT_AUTO`: the layout is chosen over the communicator as the write starts
     /// (`by_scale`), `layout` until then the VDS layout.
     pub by_scale: bool,
+    /// Where `by_scale` chose `layout`: the ranks and the nodes they were on (the masters
+    /// record it, and `h5tile ls` tells it).
+    pub chosen_on: Option<(usize, usize)>,
     /// Fail with `H5TILE_ERR_EXISTS` instead of replacing an existing file.
     pub no_overwrite: bool,
     /// Tiles may leave gaps, which read back as zero.
@@ -115,6 +118,7 @@ impl Default for WriteOptions {
         WriteOptions {
             layout: Layout::Vds,
             by_scale: false,
+            chosen_on: None,
             no_overwrite: false,
             allow_partial: false,
             keep_others: false,
@@ -270,9 +274,10 @@ pub fn commit_checked(comm: &Comm, ck: &Checkpoint) -> Result<()> {
     comm.all_min(&mut asked);
     let recheck = asked[1] == 0;
     if asked[0] == 0 {
-        let chosen = by_scale(comm)?;
+        let nodes = comm.nodes()?;
         if ck.options.by_scale {
-            ck.options.layout = chosen;
+            ck.options.layout = by_scale(nodes);
+            ck.options.chosen_on = Some((comm.size(), nodes));
         }
     }
     let ck = &ck;
@@ -285,15 +290,14 @@ pub fn commit_checked(comm: &Comm, ck: &Checkpoint) -> Result<()> {
     }
 }
 
-/// `H5TILE_LAYOUT_AUTO`'s choice: one file per tile where every rank is on one node (few
-/// files, each read on its own), one subfile per node where the ranks span nodes (files grow
-/// with nodes, not ranks). Collective; every rank makes the same choice (a node smaller than
-/// the communicator means every node is).
-fn by_scale(comm: &Comm) -> Result<Layout> {
-    Ok(match comm.spans_nodes()? {
+/// `H5TILE_LAYOUT_AUTO`'s choice for ranks on `nodes` nodes: one file per tile where every
+/// rank is on one node (few files, each read on its own), one subfile per node where the ranks
+/// span nodes (files grow with nodes, not ranks).
+fn by_scale(nodes: usize) -> Layout {
+    match nodes > 1 {
         true => Layout::Subfiles,
         false => Layout::Vds,
-    })
+    }
 }
 
 /// How one layout writes a commit's tiles and the master that finds them.

@@ -95,7 +95,7 @@ pub fn master_of_sources(
             field.dtype,
             &field.global,
             &sources,
-            &summaries,
+            (&summaries, ck.options.chosen_on),
         )?;
     }
     Ok(file)
