@@ -155,7 +155,9 @@ pub unsafe extern "C" fn h5tile_checkpoint_add(
 /// group is created) to `count` (1 or more) values of `dtype` at `values`, copied now; one
 /// value is stored as a scalar (h5py reads a number), more as a one-dimensional array. Every
 /// rank passes the same attributes; rank 0's values are stored. Setting a name again replaces
-/// it. Not collective; failures as for `h5tile_checkpoint_add`.
+/// it. Names starting `h5tile_` on a dataset the checkpoint writes are h5tile's own records
+/// (the master's index, checksums): the commit refuses them (`H5TILE_ERR_INVALID_ARGUMENT`).
+/// Not collective; failures as for `h5tile_checkpoint_add`.
 ///
 /// # Safety
 /// Pointers must be NULL or valid for the lengths given.

@@ -105,6 +105,9 @@ fn validate_field(field: &super::Field) -> Result<()> {
     Ok(())
 }
 
+/// What the names of h5tile's own attributes on the datasets it writes start with.
+const OWN_PREFIX: &str = "h5tile_";
+
 /// An attribute's object, name and value, against the datasets written (`datasets`).
 fn validate_attribute(a: &super::Attribute, datasets: &[&str]) -> Result<()> {
     let bad = |why: String| fail(H5TILE_ERR_INVALID_ARGUMENT, why);
@@ -114,6 +117,13 @@ fn validate_attribute(a: &super::Attribute, datasets: &[&str]) -> Result<()> {
     if a.name.is_empty() || a.name.contains('\0') {
         return bad(format!(
             "attribute name {:?} of '{}' is empty or holds a NUL",
+            a.name, a.object
+        ));
+    }
+    if a.name.starts_with(OWN_PREFIX) && datasets.contains(&a.object.as_str()) {
+        return bad(format!(
+            "attribute '{}' of '{}': names starting '{OWN_PREFIX}' on a dataset h5tile writes are \
+             its own records (the master's index, checksums, extremes); choose another name",
             a.name, a.object
         ));
     }

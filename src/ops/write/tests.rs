@@ -764,6 +764,15 @@ fn a_checkpoint_with_bad_fields_or_attributes_is_refused_and_writes_nothing() {
         &|ck| ck.attributes.push(ck.attributes[0].clone()),
         "attribute 'step' of '/' is given twice",
     );
+    // The master's index and records are h5tile's: a user's attribute of the same name would
+    // replace them.
+    refused(
+        &|ck| {
+            ck.attributes
+                .push(attribute::<u8>("/u", "h5tile_sources", Dtype::UInt8, &[0]))
+        },
+        "attribute 'h5tile_sources' of '/u': names starting 'h5tile_'",
+    );
     refused(
         &|ck| {
             ck.attributes
