@@ -4,13 +4,15 @@ float16, complex64, complex128), shape (5, 7) and exactly the values of dtype_fo
 a virtual dataset whose sources are relative paths to files in <name>.h5.tiles/ holding
 /tile; it reads the same from another working directory. <name>_single.h5 (the single-file
 layout) holds the same as a contiguous dataset; <name>_subfiles.h5 (the subfiled layout,
-written by one process) the same as a virtual dataset whose two sources are the datasets
-/tile.r0.t0 and /tile.r0.t1 of one file <name>_subfiles.h5.tiles/data.<generation>.s0.h5,
-named by a relative path, each holding its tile contiguously. Also nested.h5:/a/b/c (3-D
-float64).
-In both tiled layouts the master's checksums are checked as the README says a user would
-(xxhash.xxh3_64_intdigest of each 1 MiB block of each tile's bytes, where h5tile_tile_bytes
-places them), and its h5tile_tile_min/max/nan against numpy on each tile (none for complex).
+written by one process) the same as a virtual dataset whose one source is the dataset /box.f0
+of one file <name>_subfiles.h5.tiles/data.<generation>.s0.h5, named by a relative path: the
+two tiles (rows 0-1 and 2-4) fill the dataset, so the subfile holds them as one contiguous
+box (coalesced), mapped once. Also nested.h5:/a/b/c (3-D float64).
+In both tiled layouts the master's checksums are checked as the README says a user would:
+each tile from the master's index (h5tile_tiles, h5tile_sources, h5tile_source_boxes), its
+bytes where h5tile_tile_bytes places them (one run, or its rows within a coalesced box),
+xxhash.xxh3_64_intdigest of each 1 MiB block of them; and its h5tile_tile_min/max/nan against
+numpy on each tile (none for complex).
 Exits non-zero on any mismatch, listing them all.
 
 usage: h5py_check_interop.py DIR
@@ -115,20 +117,18 @@ def check_subfiles_file(d, name):
         check_values(name + "_subfiles [1:4, 2:6]", ds[1:4, 2:6], want[1:4, 2:6])
         if not expect(ds.is_virtual, f"{name}_subfiles: /data is not a virtual dataset"):
             return
-        sources = sorted(ds.virtual_sources(), key=lambda s: s.dset_name)
-        expect([s.dset_name.lstrip("/") for s in sources] == ["tile.r0.t0", "tile.r0.t1"],
+        sources = ds.virtual_sources()
+        expect([s.dset_name.lstrip("/") for s in sources] == ["box.f0"],
                f"{name}_subfiles: VDS sources {[s.dset_name for s in sources]}")
         expect(all(s.file_name == f"{tiles}/{subfiles[0]}" for s in sources),
                f"{name}_subfiles: VDS source files {[s.file_name for s in sources]}")
-    # the subfile itself: one contiguous dataset per tile, rows 0-1 and rows 2-4
+    # the subfile itself: the two tiles (rows 0-1 and 2-4) as one contiguous box
     with h5py.File(os.path.join(d, tiles, subfiles[0]), "r") as t:
-        expect(sorted(t.keys()) == ["tile.r0.t0", "tile.r0.t1"],
-               f"{name}_subfiles: the subfile holds {sorted(t.keys())}")
-        for key, rows in (("tile.r0.t0", slice(0, 2)), ("tile.r0.t1", slice(2, 5))):
-            if key in t:
-                expect(t[key].chunks is None and not t[key].is_virtual,
-                       f"{name}_subfiles: {key} is not contiguous")
-                check_values(f"{name}_subfiles {key}", t[key][...], want[rows])
+        expect(sorted(t.keys()) == ["box.f0"], f"{name}_subfiles: the subfile holds {sorted(t.keys())}")
+        if "box.f0" in t:
+            expect(t["box.f0"].chunks is None and not t["box.f0"].is_virtual,
+                   f"{name}_subfiles: box.f0 is not contiguous")
+            check_values(f"{name}_subfiles box.f0", t["box.f0"][...], want)
 
 
 def check_checksums(path, label, name):
@@ -143,23 +143,33 @@ def check_checksums(path, label, name):
         block = int(attrs["h5tile_checksum_block_bytes"][0])
         first, sums = attrs["h5tile_checksum_first"], attrs["h5tile_checksums"]
         places = attrs["h5tile_tile_bytes"]
-        sources = ds.virtual_sources()
-        expect(len(first) == len(sources) + 1, f"{label}: {len(first)} checksum starts")
+        # The index: each tile's box, its file (empty: the previous tile's) and dataset, and
+        # where tiles are coalesced, the box its dataset holds.
+        boxes = attrs["h5tile_tiles"]
+        names = bytes(attrs["h5tile_sources"]).split(b"\0")[:-1]
+        files = []
+        for f_name in names[0::2]:
+            files.append(f_name.decode() if f_name else files[-1])
+        within = attrs["h5tile_source_boxes"] if "h5tile_source_boxes" in attrs else boxes
+        expect(len(first) == len(boxes) + 1, f"{label}: {len(first)} checksum starts")
         itemsize = np.dtype(F.NUMPY[name]).itemsize
-        for i, s in enumerate(sources):
-            (r0, c0), (r1, c1) = s.vspace.get_select_bounds()
-            n = (r1 - r0 + 1) * (c1 - c0 + 1) * itemsize
+        for i, ((r0, c0), (h, w)) in enumerate(boxes):
+            n = h * w * itemsize
             offset = int(places[i][0])
-            with open(os.path.join(os.path.dirname(path), s.file_name), "rb") as t:
-                t.seek(offset)
-                data = t.read(n)
+            (b0, bc0), (_, bw) = within[i]
+            with open(os.path.join(os.path.dirname(path), files[i]), "rb") as t:
+                # the tile's rows, within its box (the tile itself when not coalesced)
+                data = b""
+                for r in range(h):
+                    t.seek(offset + ((r0 - b0 + r) * bw + (c0 - bc0)) * itemsize)
+                    data += t.read(w * itemsize)
             got = [xxhash.xxh3_64_intdigest(data[k:k + block]) for k in range(0, n, block)]
             expect(got == [int(x) for x in sums[first[i]:first[i + 1]]],
                    f"{label}: tile {i}'s checksums {got} differ from the master's")
             if name.startswith("complex"):
                 expect("h5tile_tile_min" not in attrs, f"{label}: min/max recorded for complex")
                 continue
-            tile = ds[r0:r1 + 1, c0:c1 + 1]
+            tile = ds[r0:r0 + h, c0:c0 + w]
             values = tile.astype(np.float64) if name == "bool" else tile
             for a, want in (("h5tile_tile_min", np.nanmin(values)), ("h5tile_tile_max", np.nanmax(values)),
                             ("h5tile_tile_nan", int(np.isnan(values).sum()) if values.dtype.kind == "f" else 0)):

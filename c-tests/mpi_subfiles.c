@@ -3,7 +3,9 @@
  * be set). The ranks of a node are cut into groups of k consecutive node-local ranks (k from
  * the write option ranks_per_file, else the variable, else the whole node); each group writes
  * one subfile <master>.tiles/<key>.<generation>.s<global rank of its first rank>.h5 holding
- * /tile.r<rank>.t<k> per non-empty tile of its ranks, and the master maps them. Each case
+ * /tile.r<rank>.t<k> per non-empty tile of its ranks, or, where the group's tiles fill one box,
+ * that box as /box.f0 (coalesced), and the master maps them. ctest runs it as it is and with
+ * H5TILE_COALESCE=0. Each case
  * writes a (72 x 100) float64 array whose values say which version they are, and checks:
  *   1. one tile per rank (h5tile_partition): the folder beside the master holds exactly one
  *      subfile per group (8 here: s0, s8, ..., s56), all of one new generation, and nothing
@@ -235,14 +237,42 @@ static void check_folder(const char *path, expect_files *want, int nwant) {
     }
 }
 
-/* Each rank finds its tiles in its group's subfile as /tile.r<rank>.t<k>, of the tile's
- * shape and values (read as plain HDF5 datasets of the subfile). */
+/* The box the group's tiles fill, where they fill one (two or more tiles whose volumes add up
+ * to their bounding box's): the subfile then holds them as one dataset of that box, /box.f0
+ * (coalesced; H5TILE_COALESCE=0 turns it off). Returns 0 where they do not; collective. */
+static int group_box(int k, const my_tiles *t, uint64_t box_off[2], uint64_t box_shp[2]) {
+    MPI_Comm group;
+    MPI_Comm_split(MPI_COMM_WORLD, my_leader(k), rank, &group);
+    uint64_t low[2] = {UINT64_MAX, UINT64_MAX}, high[2] = {0, 0}, mine[2] = {0, t->n}, all[2];
+    for (size_t j = 0; j < t->n; j++) {
+        for (int a = 0; a < 2; a++) {
+            uint64_t o = t->offs[2 * j + a], e = o + t->shps[2 * j + a];
+            if (o < low[a]) low[a] = o;
+            if (e > high[a]) high[a] = e;
+        }
+        mine[0] += volume(2, t->shps + 2 * j);
+    }
+    MPI_Allreduce(low, box_off, 2, MPI_UINT64_T, MPI_MIN, group);
+    MPI_Allreduce(high, box_shp, 2, MPI_UINT64_T, MPI_MAX, group);
+    MPI_Allreduce(mine, all, 2, MPI_UINT64_T, MPI_SUM, group);
+    MPI_Comm_free(&group);
+    for (int a = 0; a < 2; a++) box_shp[a] -= box_off[a];
+    const char *off = getenv("H5TILE_COALESCE");
+    int coalescing = off == NULL || strcmp(off, "0") != 0;
+    return coalescing && all[1] >= 2 && all[0] == box_shp[0] * box_shp[1];
+}
+
+/* Each rank finds its tiles in its group's subfile, of the tile's shape and values (read as
+ * plain HDF5 datasets of the subfile): as /tile.r<rank>.t<k>, or, where the group's tiles
+ * fill one box, as its part of /box.f0 (and no /tile.r<rank>.t<k>). */
 static void check_my_datasets(const char *path, const char *key, const char *gen, int k, int v,
                               int per_rank) {
     char dir[4096], sub[4096];
     TILE_DIR(dir, path);
     PATHF(sub, "%s/%s.%s.s%d.h5", dir, key, gen, my_leader(k));
     my_tiles t = make_tiles(v, per_rank);
+    uint64_t box_off[2], box_shp[2];
+    const int coalesced = group_box(k, &t, box_off, box_shp);
     for (size_t j = 0; j < t.n; j++) {
         char dset[64];
         PATHF(dset, "/tile.r%d.t%zu", rank, j);
@@ -251,14 +281,21 @@ static void check_my_datasets(const char *path, const char *key, const char *gen
         size_t nd;
         uint64_t s[32];
         CHECK_CONTEXT("%s in %s", dset, sub);
+        uint64_t at[2] = {0, 0};
+        const uint64_t *want = shp;
+        if (coalesced) {
+            EXPECT_STATUS(h5tile_inspect(sub, dset, &dt, &nd, s), H5TILE_ERR_NOT_FOUND);
+            PATHF(dset, "/box.f0");
+            for (int a = 0; a < 2; a++) at[a] = t.offs[2 * j + a] - box_off[a];
+            want = box_shp;
+        }
         EXPECT_OK(h5tile_inspect(sub, dset, &dt, &nd, s));
-        CHECK_MSG(dt == H5TILE_FLOAT64 && nd == 2 && s[0] == shp[0] && s[1] == shp[1],
-                  "%s:%s is %s of %zu dims (%llu x %llu), the tile %llu x %llu float64", sub,
+        CHECK_MSG(dt == H5TILE_FLOAT64 && nd == 2 && s[0] == want[0] && s[1] == want[1],
+                  "%s:%s is %s of %zu dims (%llu x %llu), expected %llu x %llu float64", sub,
                   dset, dtype_name(dt), nd, (unsigned long long)s[0], (unsigned long long)s[1],
-                  (unsigned long long)shp[0], (unsigned long long)shp[1]);
+                  (unsigned long long)want[0], (unsigned long long)want[1]);
         double *buf = (double *)xmalloc((size_t)volume(2, shp) * sizeof(double));
-        const uint64_t zero[2] = {0, 0};
-        EXPECT_OK(h5tile_read(MPI_COMM_NULL, sub, dset, H5TILE_FLOAT64, 2, zero, shp, buf, NULL));
+        EXPECT_OK(h5tile_read(MPI_COMM_NULL, sub, dset, H5TILE_FLOAT64, 2, at, shp, buf, NULL));
         check_values(v, t.offs + 2 * j, shp, buf, dset);
         free(buf);
     }

@@ -44,7 +44,7 @@ document {\"file\", \"datasets\": [{\"name\", \"dtype\", \"shape\", \"storage\",
 apply); \"compression\" is {\"codec\", \"level\", \"shuffle\"} or null (not compressed),
 \"filters\" HDF5's filter ids, \"stored_bytes\" and \"ratio\" null where not known (a tile file
 missing); \"tile_list\", present with -l or -D, holds per tile {\"offset\", \"shape\", \"file\",
-\"dataset\", \"source_offset\", \"found\", \"path\", \"data_offset\", \"file_size\",
+\"dataset\", \"source_offset\", \"within\", \"found\", \"path\", \"data_offset\", \"file_size\",
 \"checksummed\", \"chunks_checksummed\", \"compression\", \"filters\", \"stored_bytes\", \"ratio\",
 \"min\", \"max\", \"nan\"}; \"chunks_checksummed\" is null where nothing is compressed.
 
@@ -355,6 +355,9 @@ struct TileJson {
     dataset: String,
     /// Where the box starts in the source dataset, when the source selection is one box.
     source_offset: Option<Vec<u64>>,
+    /// The shape of the dataset whose rows hold the tile's bytes (a subfile's coalesced box,
+    /// the single-file layout's dataset); null where they are one run from `data_offset`.
+    within: Option<Vec<u64>>,
     /// The source file is where HDF5 looks for it.
     found: bool,
     path: String,
@@ -433,6 +436,7 @@ impl TileJson {
             file: t.file.clone(),
             dataset: t.dataset.clone(),
             source_offset: t.source_offset.clone(),
+            within: t.within.clone(),
             found: t.found,
             path: show::path(&t.path),
             data_offset: t.data_offset,

@@ -236,7 +236,8 @@ fn ls_describes_subfiles_and_plain_files() {
         out.contains("h5tile subfiles") && out.contains("4 tiles in 1 file,"),
         "{out}"
     );
-    assert!(out.contains(".s0.h5 /tile.r0.t3"), "{out}");
+    // The tiles fill the dataset: one box in the subfile, each tile a part of it.
+    assert!(out.contains(".s0.h5 /box.f0[3:6, 2:5]"), "{out}");
 
     let plain = d.path().join("single.h5");
     write_grid(&plain, "/x/y", Layout::Single, false);
@@ -402,10 +403,25 @@ fn flip_bit(master: &Path, k: usize, at: u64) -> (PathBuf, u64, u64) {
     let path = PathBuf::from(t["path"].as_str().unwrap());
     let offset = t["data_offset"].as_u64().unwrap();
     let (h, w) = (GRID_TILES[k].2, GRID_TILES[k].3);
+    // A tile of a coalesced box: its rows in the box's, from its first element to its last.
+    let (first, end) = match t["within"].as_array() {
+        None => (offset, offset + h * w * 8),
+        Some(within) => {
+            let cols = within[1].as_u64().unwrap();
+            let at: Vec<u64> = t["source_offset"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.as_u64().unwrap())
+                .collect();
+            let element = |r: u64, c: u64| offset + (r * cols + c) * 8;
+            (element(at[0], at[1]), element(at[0] + h - 1, at[1] + w))
+        }
+    };
     let mut bytes = std::fs::read(&path).unwrap();
-    bytes[(offset + at) as usize] ^= 0x10;
+    bytes[(first + at) as usize] ^= 0x10;
     std::fs::write(&path, bytes).unwrap();
-    (path, offset, offset + h * w * 8)
+    (path, first, end)
 }
 
 #[test]

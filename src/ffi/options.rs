@@ -266,6 +266,12 @@ impl h5tile_write_options {
                 }
                 _ => None,
             },
+            coalesce: match (layout, o.layout) {
+                (Layout::Subfiles, _) | (_, H5TILE_LAYOUT_AUTO) => {
+                    coalesce(std::env::var("H5TILE_COALESCE").ok())?
+                }
+                _ => true,
+            },
             gds: mode_from_options(o.gds)?,
             compression: compression(
                 (o.compression, o.compression_level),
@@ -371,6 +377,23 @@ impl h5tile_read_options {
             dtype,
             gds: mode_from_options(o.gds)?,
         })
+    }
+}
+
+/// `H5TILE_COALESCE` (unset: 1): whether the subfiled layout stores a group's tiles of a
+/// dataset that together fill one box as one dataset, mapped once (1), or one dataset per tile
+/// (0).
+fn coalesce(value: Option<String>) -> Result<bool> {
+    match value.as_deref().map(str::trim) {
+        None | Some("") | Some("1") => Ok(true),
+        Some("0") => Ok(false),
+        Some(other) => fail(
+            H5TILE_ERR_INVALID_ARGUMENT,
+            format!(
+                "H5TILE_COALESCE={other}: give 1 (a group's tiles filling one box stored as one \
+                 dataset, the default) or 0 (one dataset per tile)"
+            ),
+        ),
     }
 }
 

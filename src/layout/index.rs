@@ -8,15 +8,17 @@
 //!   layout records its tiles;
 //! - `h5tile_sources` (bytes): each tile's source file then dataset, each ended by a NUL; an
 //!   empty file name is the previous tile's file (tiles of one subfile follow each other);
+//! - `h5tile_source_boxes` (`[tiles, 2, ndim]`), where a subfile stores tiles that fill one box
+//!   as one dataset (coalesced, mapped once): the box each tile's dataset holds;
 //! - `h5tile_shape`: the dataset's shape;
 //! - `h5tile_fill`: one element of the dataset's type, the fill value (zero), whose type is
 //!   the dataset's.
 //!
-//! Tile `i` of the index is mapping `i` of the virtual dataset, so the records kept per mapping
-//! (`h5tile_tile_bytes`, checksums, extremes) apply to it. An index that does not hang together
+//! The records kept per tile (`h5tile_tile_bytes`, checksums, extremes) follow the index's
+//! order; without coalescing, tile `i` is also mapping `i` of the virtual dataset. An index that does not hang together
 //! (a count or a box that does not match) is no index: readers then open the dataset.
 
-use super::single::{recorded_tiles, write_boxes};
+use super::single::{recorded_boxes, recorded_tiles, write_boxes, write_boxes_as};
 use crate::dtype::Dtype;
 use crate::geometry::tile::Tile;
 use crate::platform::hdf5::{self, Attributes, Dataset, Type};
@@ -24,17 +26,31 @@ use crate::status::Result;
 
 /// The attribute holding each tile's source file and dataset names.
 pub const SOURCES_ATTRIBUTE: &str = "h5tile_sources";
+/// The attribute holding, where tiles are coalesced, each tile's dataset's box
+/// (`[tiles, 2, ndim]`; a tile's own box where it is stored alone).
+pub const WITHIN_ATTRIBUTE: &str = "h5tile_source_boxes";
 /// The attribute holding the dataset's shape.
 pub const SHAPE_ATTRIBUTE: &str = "h5tile_shape";
 /// The attribute holding the fill value, in the dataset's type.
 pub const FILL_ATTRIBUTE: &str = "h5tile_fill";
 
-/// One tile as the index records it: the box it fills, from which file and dataset.
+/// One tile as the index records it: the box it fills, from which file and dataset, and
+/// where that dataset holds a larger box several tiles fill (coalesced), that box.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Indexed {
     pub region: Tile,
     pub file: String,
     pub dataset: String,
+    pub within: Option<Tile>,
+}
+
+/// One tile to record: its box, its source file and dataset, and the box that dataset holds
+/// where it holds several tiles.
+pub struct Entry<'a> {
+    pub tile: &'a Tile,
+    pub file: &'a str,
+    pub dataset: &'a str,
+    pub within: Option<&'a Tile>,
 }
 
 /// What the index of a virtual dataset says.
@@ -51,12 +67,17 @@ pub fn write<'a>(
     dset: &Dataset,
     dtype: &Type,
     global: &[u64],
-    tiles: impl ExactSizeIterator<Item = (&'a Tile, &'a str, &'a str)> + Clone,
+    tiles: impl ExactSizeIterator<Item = Entry<'a>> + Clone,
 ) -> Result<()> {
     let _l = hdf5::lock();
-    write_boxes(dset, global.len(), tiles.clone().map(|(t, _, _)| t))?;
-    let names: Vec<(&str, &str)> = tiles.map(|(_, f, d)| (f, d)).collect();
+    let ndim = global.len();
+    write_boxes(dset, ndim, tiles.clone().map(|e| e.tile))?;
+    let names: Vec<(&str, &str)> = tiles.clone().map(|e| (e.file, e.dataset)).collect();
     write_sources(dset, &names)?;
+    if tiles.clone().any(|e| e.within.is_some()) {
+        let within = tiles.map(|e| e.within.unwrap_or(e.tile));
+        write_boxes_as(dset, WITHIN_ATTRIBUTE, ndim, within)?;
+    }
     dset.write_u64_attribute(SHAPE_ATTRIBUTE, &[global.len() as u64], global)?;
     dset.write_attribute(FILL_ATTRIBUTE, &[], dtype, &vec![0u8; dtype.size()])
 }
@@ -76,15 +97,26 @@ pub fn read(object: &impl Attributes) -> Option<Index> {
     if names.len() != boxes.len() {
         return None;
     }
-    let tiles = boxes
-        .into_iter()
-        .zip(names)
-        .map(|(region, (file, dataset))| Indexed {
+    // Where tiles are coalesced: each tile's dataset's box, which must hold the tile.
+    let within = match recorded_boxes(object, WITHIN_ATTRIBUTE, &shape) {
+        Some(within) if within.len() == boxes.len() => within.into_iter().map(Some).collect(),
+        Some(_) => return None,
+        None => vec![None; boxes.len()],
+    };
+    let mut tiles = Vec::with_capacity(boxes.len());
+    for ((region, (file, dataset)), within) in boxes.into_iter().zip(names).zip(within) {
+        let within = match within {
+            Some(w) if w == region => None,
+            Some(w) if region.intersection(&w).is_none_or(|c| c != region) => return None,
+            other => other,
+        };
+        tiles.push(Indexed {
             region,
             file,
             dataset,
-        })
-        .collect();
+            within,
+        });
+    }
     Some(Index {
         dtype,
         shape,

@@ -62,7 +62,12 @@ pub const TILES_ATTRIBUTE: &str = "h5tile_tiles";
 /// The tiles `TILES_ATTRIBUTE` records on `dset` (of shape `global`), None when it records
 /// none or boxes that do not fit the dataset (then it is read as any contiguous dataset).
 pub fn recorded_tiles(dset: &impl Attributes, global: &[u64]) -> Option<Vec<Tile>> {
-    let (dims, boxes) = dset.u64_attribute(TILES_ATTRIBUTE)?;
+    recorded_boxes(dset, TILES_ATTRIBUTE, global)
+}
+
+/// The boxes attribute `name` records on `dset` (of shape `global`), as `recorded_tiles`.
+pub fn recorded_boxes(dset: &impl Attributes, name: &str, global: &[u64]) -> Option<Vec<Tile>> {
+    let (dims, boxes) = dset.u64_attribute(name)?;
     let ndim = global.len();
     if dims.len() != 3 || dims[1] != 2 || dims[2] != ndim as u64 || ndim == 0 {
         return None;
@@ -97,11 +102,21 @@ pub fn write_boxes<'a>(
     ndim: usize,
     tiles: impl ExactSizeIterator<Item = &'a Tile>,
 ) -> Result<()> {
-    let count = tiles.len() as u64;
-    let boxes: Vec<u64> = tiles
+    write_boxes_as(dset, TILES_ATTRIBUTE, ndim, tiles)
+}
+
+/// Records `boxes` on `dset` as attribute `name`, as `write_boxes` does.
+pub fn write_boxes_as<'a>(
+    dset: &Dataset,
+    name: &str,
+    ndim: usize,
+    boxes: impl ExactSizeIterator<Item = &'a Tile>,
+) -> Result<()> {
+    let count = boxes.len() as u64;
+    let words: Vec<u64> = boxes
         .flat_map(|t| t.offset.iter().chain(&t.shape).copied())
         .collect();
-    dset.write_u64_attribute(TILES_ATTRIBUTE, &[count, 2, ndim as u64], &boxes)
+    dset.write_u64_attribute(name, &[count, 2, ndim as u64], &words)
 }
 
 /// Opens the new file `path` to record its tiles.

@@ -28,13 +28,66 @@ pub fn tile_dataset(rank: usize, k: usize) -> String {
     format!("/tile.r{rank}.t{k}")
 }
 
-/// Whether `name` is a dataset name `tile_dataset` makes.
+/// Name, inside its subfile, of the dataset holding the group's tiles of field `field` of a
+/// commit where they fill one box (coalesced).
+pub fn box_dataset(field: usize) -> String {
+    format!("/box.f{field}")
+}
+
+/// Whether `name` is a dataset name `tile_dataset` or `box_dataset` makes.
 pub fn is_tile_dataset(name: &str) -> bool {
+    if let Some(field) = name.strip_prefix("/box.") {
+        return is_numbered(field, "f");
+    }
     let Some(rest) = name.strip_prefix("/tile.r") else {
         return false;
     };
     rest.split_once('.')
         .is_some_and(|(r, k)| is_numbered(r, "") && is_numbered(k, "t"))
+}
+
+/// The box each field's tiles in one subfile fill, where they are stored as one dataset of
+/// that box (coalesced), mapped once by the master: two or more tiles of the field (`tiles`:
+/// each tile's field and box, of `fields` fields) whose volumes add up to their bounding box's
+/// (the tiles of a dataset never overlap, so they then fill it). None for a field otherwise.
+/// The group's first rank and rank 0 both decide it from the same tiles, and so alike.
+pub fn coalesced<'a>(
+    tiles: impl Iterator<Item = (usize, &'a Tile)>,
+    fields: usize,
+) -> Vec<Option<Tile>> {
+    // Per field: how many tiles, their volume, and their bounds (lowest start, highest end).
+    type Bounds = Option<(Vec<u64>, Vec<u64>)>;
+    let mut seen: Vec<(usize, u128, Bounds)> = vec![(0, 0, None); fields];
+    for (f, tile) in tiles {
+        let (count, volume, bounds) = &mut seen[f];
+        *count += 1;
+        *volume += tile.volume();
+        let end: Vec<u64> = tile
+            .offset
+            .iter()
+            .zip(&tile.shape)
+            .map(|(o, s)| o + s)
+            .collect();
+        match bounds {
+            None => *bounds = Some((tile.offset.clone(), end)),
+            Some((low, high)) => {
+                low.iter_mut()
+                    .zip(&tile.offset)
+                    .for_each(|(l, o)| *l = (*l).min(*o));
+                high.iter_mut()
+                    .zip(&end)
+                    .for_each(|(h, e)| *h = (*h).max(*e));
+            }
+        }
+    }
+    seen.into_iter()
+        .map(|(count, volume, bounds)| {
+            let (low, high) = bounds?;
+            let shape: Vec<u64> = low.iter().zip(&high).map(|(l, h)| h - l).collect();
+            let filled = crate::geometry::tile::volume(&shape) == volume;
+            (count >= 2 && filled).then(|| Tile::new(low, shape))
+        })
+        .collect()
 }
 
 /// Every tile's bytes start at a multiple of this, counted from the start of the file, so no
@@ -46,10 +99,11 @@ const ALIGNMENT: u64 = 4096;
 /// What a subfile's user block starts with; the write's generation (little-endian) follows.
 const STAMP: &[u8; 16] = b"h5tile subfile\n\0";
 
-/// One tile a subfile holds: tile `k` of `rank`, of a dataset of `dtype` and `global` shape.
+/// One dataset a subfile holds, `dataset`: a tile of `rank` (or, coalesced, the box `tile`
+/// several tiles fill, `rank` the first's), of a dataset of `dtype` and `global` shape.
 pub struct SubfileTile<'a> {
+    pub dataset: String,
     pub rank: usize,
-    pub k: usize,
     pub dtype: Dtype,
     pub global: &'a [u64],
     pub tile: &'a Tile,
@@ -177,9 +231,14 @@ pub fn create_compressed(
 /// tile's place in its attributes as in a tile file: plain and compressed subfiles name and
 /// describe their datasets the same way, so one reader finds both.
 fn create_tile_dataset(file: &File, spec: &SubfileTile, dcpl: &Plist) -> Result<Dataset> {
-    let name = tile_dataset(spec.rank, spec.k);
     let t = spec.dtype.hdf5_type()?;
-    let dset = Dataset::create(file, &name, &t, &Space::simple(&spec.tile.shape)?, dcpl)?;
+    let dset = Dataset::create(
+        file,
+        &spec.dataset,
+        &t,
+        &Space::simple(&spec.tile.shape)?,
+        dcpl,
+    )?;
     write_u64_attribute(&dset, "h5tile_offset", &spec.tile.offset)?;
     write_u64_attribute(&dset, "h5tile_global_shape", spec.global)?;
     Ok(dset)
@@ -248,6 +307,34 @@ pub fn write_tile(
     write_runs(path, &[run], Gaps::Others, buf, durability)
 }
 
+/// Writes `tile` (dense, row-major in `buf`, elements of `elem` bytes) into its place in the
+/// coalesced dataset of the box `within`, whose bytes start at `data_offset` of the subfile
+/// `path`: a run per row of the tile, as the single-file layout writes its rows (ranks sharing
+/// a block never rewrite each other's bytes). Nothing is synced here, as in `write_tile`.
+pub fn write_tile_within(
+    path: &Path,
+    (data_offset, within): (u64, &Tile),
+    tile: &Tile,
+    elem: usize,
+    buf: Buffer,
+    sync: bool,
+) -> Result<()> {
+    let relative = Tile::new(
+        tile.offset
+            .iter()
+            .zip(&within.offset)
+            .map(|(t, w)| t - w)
+            .collect(),
+        tile.shape.clone(),
+    );
+    let durability = match sync {
+        true => Durability::SyncLater,
+        false => Durability::Never,
+    };
+    let global = &within.shape;
+    super::single::write_tile(path, data_offset, global, &relative, elem, buf, durability)
+}
+
 /// Writes the stamp of write `generation` into the user block of the subfile `path`.
 fn stamp(path: &Path, generation: u64) -> Result<()> {
     let mut stamp = STAMP.to_vec();
@@ -287,6 +374,39 @@ pub fn check_stamp(file: &std::fs::File, name: &str) -> std::result::Result<(), 
 mod tests {
     use super::*;
 
+    /// A group's tiles of a field are one box where two or more fill it; an L of tiles, a box
+    /// with a hole, or one tile alone stays a dataset per tile; fields are decided apart.
+    #[test]
+    fn tiles_are_coalesced_exactly_where_they_fill_one_box() {
+        let t = |o: [u64; 2], s: [u64; 2]| Tile::new(o.to_vec(), s.to_vec());
+        let slabs = [t([0, 0], [2, 5]), t([2, 0], [3, 5])];
+        let quarters = [
+            t([4, 4], [2, 2]),
+            t([4, 6], [2, 3]),
+            t([6, 4], [1, 2]),
+            t([6, 6], [1, 3]),
+        ];
+        let ell = [t([0, 0], [2, 2]), t([2, 0], [2, 2]), t([2, 2], [2, 2])];
+        let holed = [t([0, 0], [1, 3]), t([2, 0], [1, 3])];
+        let alone = [t([0, 0], [3, 3])];
+        let fields = [&slabs[..], &quarters, &ell, &holed, &alone];
+        let tiles = fields
+            .iter()
+            .enumerate()
+            .flat_map(|(f, tiles)| tiles.iter().map(move |t| (f, t)));
+        assert_eq!(
+            coalesced(tiles, fields.len() + 1),
+            vec![
+                Some(t([0, 0], [5, 5])),
+                Some(t([4, 4], [3, 5])),
+                None,
+                None,
+                None,
+                None
+            ]
+        );
+    }
+
     /// Rank r's one tile is `boxes[r]`, of a dataset of `dtype` and `global` shape.
     fn one_tile_a_rank<'a>(
         boxes: &'a [Tile],
@@ -294,8 +414,8 @@ mod tests {
         global: &'a [u64],
     ) -> Vec<SubfileTile<'a>> {
         let tile = |(rank, tile)| SubfileTile {
+            dataset: tile_dataset(rank, 0),
             rank,
-            k: 0,
             dtype,
             global,
             tile,

@@ -144,13 +144,15 @@ pub(crate) fn write_u64_attribute(dset: &Dataset, name: &str, values: &[u64]) ->
 }
 
 /// Where a master finds one tile: its file (relative to the master's folder), the dataset
-/// there, and where that dataset's bytes are.
+/// there, and where that dataset's bytes are; where the dataset holds the box `within` that
+/// several tiles fill (a subfile's coalesced tiles), the tile is that box's part.
 #[derive(Clone, Debug)]
 pub struct Source {
     pub tile: Tile,
     pub file: String,
     pub dataset: String,
     pub bytes: TileBytes,
+    pub within: Option<Tile>,
 }
 
 /// Name of the attribute recording, where `H5TILE_LAYOUT_AUTO` chose the layout, the ranks
@@ -172,13 +174,15 @@ pub fn add_virtual_dataset(
     let _l = hdf5::lock();
     let t = dtype.hdf5_type()?;
     let dcpl = Plist::dataset_create()?;
-    for Source {
-        tile,
-        file: source_file,
-        dataset: source,
-        ..
-    } in sources
-    {
+    // A coalesced box is mapped once, for its first tile.
+    let mut mapped = std::collections::HashSet::new();
+    for s in sources {
+        let (source_file, source) = (&s.file, &s.dataset);
+        let tile = match &s.within {
+            Some(within) if !mapped.insert((source_file, source)) => continue,
+            Some(within) => within,
+            None => &s.tile,
+        };
         let vspace = Space::simple(global)?;
         vspace.select_block(&tile.offset, &tile.shape)?;
         let src_space = Space::simple(&tile.shape)?;
@@ -189,9 +193,12 @@ pub fn add_virtual_dataset(
     }
     let space = Space::simple(global)?;
     let dset = Dataset::create(file, dataset, &t, &space, &dcpl)?;
-    let index = sources
-        .iter()
-        .map(|s| (&s.tile, s.file.as_str(), s.dataset.as_str()));
+    let index = sources.iter().map(|s| super::index::Entry {
+        tile: &s.tile,
+        file: &s.file,
+        dataset: &s.dataset,
+        within: s.within.as_ref(),
+    });
     super::index::write(&dset, &t, global, index)?;
     if let Some((ranks, nodes)) = chosen_on {
         write_u64_attribute(&dset, CHOSEN_ON_ATTRIBUTE, &[ranks as u64, nodes as u64])?;

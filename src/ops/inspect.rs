@@ -197,8 +197,10 @@ pub struct TileInfo {
     /// A compressed tile's stored chunks' checksums (None: not recorded).
     pub chunk_sums: Option<Vec<u64>>,
     pub extremes: Option<TileExtremes>,
-    /// The single-file layout: the shape of the contiguous dataset whose rows hold the tile's
-    /// bytes (its data from `data_offset`). None: the bytes are one run from `data_offset`.
+    /// The shape of the contiguous dataset whose rows hold the tile's bytes (its data from
+    /// `data_offset`, the tile at `source_offset` there, else at `region`'s offset): the
+    /// single-file layout's dataset, or a subfile's coalesced box. None: the bytes are one run
+    /// from `data_offset`.
     pub within: Option<Vec<u64>>,
     /// How its source dataset (all of it, whatever part is mapped) is stored; None where it
     /// cannot be opened (missing, a pattern), or was not asked for (`describe`).
@@ -211,7 +213,11 @@ impl TileInfo {
         let at = self.data_offset?;
         Some(match (&self.within, &self.region) {
             (None, _) => Placement::Run(at),
-            (Some(global), Some(tile)) => Placement::rows_of(at, global, tile, elem),
+            (Some(global), Some(tile)) => {
+                let offset = self.source_offset.as_ref().unwrap_or(&tile.offset);
+                let tile = Tile::new(offset.clone(), tile.shape.clone());
+                Placement::rows_of(at, global, &tile, elem)
+            }
             (Some(_), None) => return None,
         })
     }
@@ -480,8 +486,15 @@ fn describe_indexed(
             .entry(t.file.clone())
             .or_insert_with(|| locate(master, &t.file, false))
             .clone();
+        let within = t.within;
         let mut tile = records.tile(i, Some(t.region), (t.file, t.dataset, false));
-        (tile.path, tile.found, tile.source_whole) = (path, found, true);
+        (tile.path, tile.found, tile.source_whole) = (path, found, within.is_none());
+        if let (Some(within), Some(region)) = (within, &tile.region) {
+            // A tile of a coalesced box: its rows in the box's dataset.
+            let offset = region.offset.iter().zip(&within.offset);
+            tile.source_offset = Some(offset.map(|(r, w)| r - w).collect());
+            tile.within = Some(within.shape);
+        }
         tiles.push(tile);
     }
     let mut info = DatasetInfo {
@@ -596,7 +609,8 @@ fn stored_of_tiles(tiles: &[TileInfo]) -> Option<Stored> {
                 None => continue,
             }
         };
-        if !seen.insert((&t.path, &t.dataset)) {
+        // A source mapped twice counts once; the tiles of a coalesced box are its parts.
+        if !seen.insert((&t.path, &t.dataset, &t.source_offset)) {
             continue;
         }
         all.logical_bytes += s.logical_bytes;

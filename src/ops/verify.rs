@@ -40,7 +40,7 @@ impl Problem {
             region: tile.region.clone(),
             what: what.into(),
             bytes: None,
-            in_own_file: tile.within.is_some(),
+            in_own_file: tile.file == ".",
         }
     }
 
@@ -244,6 +244,9 @@ fn source_dataset_fits(
     let whole_tile = vds.layout != super::inspect::VirtualLayout::Other;
     let fits = if dims.len() != region.ndim() {
         false
+    } else if let Some(within) = tile.within.as_ref().filter(|_| whole_tile) {
+        // A tile of a coalesced box: the dataset holds the box.
+        dims == *within
     } else if tile.source_whole || whole_tile {
         dims == region.shape
     } else {

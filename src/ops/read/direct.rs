@@ -13,7 +13,6 @@ use crate::dtype::Dtype;
 use crate::geometry::tile::Tile;
 use crate::layout::checksums::Recorded;
 use crate::layout::index::Index;
-use crate::layout::placement::Placement;
 use crate::layout::runs::box_rows;
 use crate::layout::subfiles::check_stamp;
 use crate::layout::vds::{TileBytes, NO_OFFSET, TILE_DATASET};
@@ -143,10 +142,16 @@ impl DirectReader {
             .tiles
             .into_iter()
             .map(|t| BlockMapping {
-                source_offset: vec![0; t.region.ndim()],
+                source_offset: match &t.within {
+                    None => vec![0; t.region.ndim()],
+                    Some(w) => (t.region.offset.iter().zip(&w.offset))
+                        .map(|(r, w)| r - w)
+                        .collect(),
+                },
                 region: t.region,
                 file: t.file,
                 dataset: t.dataset,
+                within: t.within,
             })
             .collect();
         let records = (&file.named(dataset), None);
@@ -175,7 +180,8 @@ impl DirectReader {
                 // A record whose tile would not lie within its file is no record: HDF5 reads
                 // that tile (a damaged master must not send reads elsewhere in the file).
                 for (r, m) in records.iter_mut().zip(&mappings) {
-                    let end = r.data_offset as u128 + m.region.volume() * elem;
+                    let volume = crate::geometry::tile::volume(m.source_shape());
+                    let end = r.data_offset as u128 + volume * elem;
                     if r.data_offset != NO_OFFSET && end > r.file_size as u128 {
                         r.data_offset = NO_OFFSET;
                     }
@@ -483,7 +489,7 @@ impl DirectReader {
             let summed = SummedTile {
                 file: f,
                 tile: i,
-                place: &Placement::Run(bytes.data_offset),
+                place: &m.place(bytes.data_offset, elem),
                 len: tile_len,
                 block,
                 sums,
@@ -493,6 +499,18 @@ impl DirectReader {
         }
         if deliver.is_none() {
             return Ok(false);
+        }
+        if m.within.is_some() {
+            // A tile of a coalesced box: each run of its bytes is in rows of the box.
+            let place = m.place(bytes.data_offset, elem);
+            for (s, d, len) in m.runs(common, want, elem) {
+                let mut d = d as usize;
+                for (at, n) in place.ranges(s, s + len as u64) {
+                    plan.place(f, at, d, n);
+                    d += n;
+                }
+            }
+            return Ok(true);
         }
         // Rows of the common box, consecutive ones in the file read together.
         let (src, dst) = m.placement(common, want);
@@ -647,15 +665,20 @@ impl DirectReader {
             .zip(&m.region.shape)
             .zip(&dims)
             .all(|((o, s), d)| o + s <= *d);
-        // An h5tile tile maps its whole source: a file holding a larger dataset is not it.
+        // An h5tile tile maps its whole source (or its coalesced box): a file holding a larger
+        // dataset is not it.
         let whole = self.tile_bytes.is_none()
-            || (dims == m.region.shape && m.source_offset.iter().all(|&o| o == 0));
+            || match &m.within {
+                None => dims == m.region.shape && m.source_offset.iter().all(|&o| o == 0),
+                Some(within) => dims == within.shape,
+            };
         if dims.len() != m.region.ndim() || !end_fits || !whole {
             let needs = match whole {
                 true => "too small for its mapping".to_string(),
                 false => format!(
-                    "not the tile of shape {:?} the master names",
-                    m.region.shape
+                    "not the {} of shape {:?} the master names",
+                    if m.within.is_some() { "box" } else { "tile" },
+                    m.source_shape()
                 ),
             };
             return Err(missing(format!(
@@ -793,8 +816,13 @@ impl DirectReader {
         }
         for (i, common, path) in plan {
             let mut file = DeviceFile::open(&path, route)?;
+            let place = self.mappings[i].place(tile_bytes[i].data_offset, elem);
             for (s, d, len) in self.mappings[i].runs(&common, want, elem) {
-                file.read(tile_bytes[i].data_offset + s, dst.offset(d as usize), len)?;
+                let mut d = d as usize;
+                for (at, n) in place.ranges(s, s + len as u64) {
+                    file.read(at, dst.offset(d), n)?;
+                    d += n;
+                }
             }
         }
         Ok(true)
@@ -815,13 +843,21 @@ mod tests {
         write_grid_in(path, Layout::Vds)
     }
 
+    /// The reader of `/g` in `path`, from the master's index as reads make it (the mappings
+    /// of a subfile's coalesced box are not the tiles the records are of).
     fn reader(path: &Path) -> DirectReader {
         let _l = hdf5::lock();
-        let open = crate::ops::read::open_dataset(path, "/g").unwrap();
-        let mappings = block_mappings(&open.dataset, 2)
-            .unwrap()
-            .expect("plain boxes");
-        DirectReader::new(path, "/g", &open.dataset, mappings, true).unwrap()
+        match crate::ops::read::open_to_read(path, "/g").unwrap() {
+            crate::ops::read::Opened::Indexed(index, file) => {
+                DirectReader::indexed(path, (&file, "/g"), *index, true).unwrap()
+            }
+            crate::ops::read::Opened::Dataset(open) => {
+                let mappings = block_mappings(&open.dataset, 2)
+                    .unwrap()
+                    .expect("plain boxes");
+                DirectReader::new(path, "/g", &open.dataset, mappings, true).unwrap()
+            }
+        }
     }
 
     fn read_f64(r: &mut DirectReader, want: &Tile) -> Vec<f64> {

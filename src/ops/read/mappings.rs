@@ -3,6 +3,7 @@
 //! would read fill values in place of a lost tile), and the byte records h5tile's masters keep.
 
 use crate::geometry::tile::Tile;
+use crate::layout::placement::Placement;
 use crate::layout::runs::box_runs;
 use crate::layout::vds::{TileBytes, TILE_BYTES_ATTRIBUTE};
 use crate::platform::hdf5::{self, Attributes, Dataset, File};
@@ -192,16 +193,38 @@ pub fn check_sources(master: &Path, dataset: &str, dset: &Dataset, want: &Tile) 
 }
 
 /// A mapping reduced to boxes: `region` of the virtual dataset holds the box of the same
-/// shape at `source_offset` of dataset `dataset` in file `file` (a literal name).
+/// shape at `source_offset` of dataset `dataset` in file `file` (a literal name). For a tile of
+/// a subfile's coalesced box, `within` is the box that dataset holds (virtual-dataset
+/// coordinates): the tile's bytes are its rows there.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BlockMapping {
     pub file: String,
     pub dataset: String,
     pub region: Tile,
     pub source_offset: Vec<u64>,
+    pub within: Option<Tile>,
 }
 
 impl BlockMapping {
+    /// Where the bytes of h5tile's tile are in its file, its dataset's bytes starting at
+    /// `data_offset`, elements of `elem` bytes: one run, or its rows within a coalesced box.
+    pub(super) fn place(&self, data_offset: u64, elem: usize) -> Placement {
+        match &self.within {
+            None => Placement::Run(data_offset),
+            Some(within) => {
+                let tile = Tile::new(self.source_offset.clone(), self.region.shape.clone());
+                Placement::rows_of(data_offset, &within.shape, &tile, elem)
+            }
+        }
+    }
+
+    /// The shape of the source dataset the tile is read from.
+    pub(super) fn source_shape(&self) -> &[u64] {
+        self.within
+            .as_ref()
+            .map_or(&self.region.shape, |w| &w.shape)
+    }
+
     /// Where `common` (a part of `region`, in virtual-dataset coordinates) starts in the source
     /// dataset, and where it starts in a buffer laid out as `want`.
     pub(super) fn placement(&self, common: &Tile, want: &Tile) -> (Vec<u64>, Vec<u64>) {
@@ -212,10 +235,14 @@ impl BlockMapping {
         (src, common.offset_in(want))
     }
 
-    /// `(byte in the source dataset, byte in the buffer, length)` runs copying `common` into a
-    /// buffer laid out as `want`, `elem` bytes per element (`layout::runs::box_runs`).
+    /// `(byte of the tile, byte in the buffer, length)` runs copying `common` into a buffer
+    /// laid out as `want`, `elem` bytes per element (`layout::runs::box_runs`): bytes in the
+    /// tile's own order, which its checksums count (`place` finds them in the file).
     pub(super) fn runs(&self, common: &Tile, want: &Tile, elem: usize) -> Vec<(u64, u64, usize)> {
-        let (src, dst) = self.placement(common, want);
+        let src: Vec<u64> = (0..want.ndim())
+            .map(|a| common.offset[a] - self.region.offset[a])
+            .collect();
+        let dst = common.offset_in(want);
         box_runs(
             &self.region.shape,
             &src,
@@ -264,6 +291,7 @@ pub fn block_mappings(dset: &Dataset, ndim: usize) -> Result<Option<Vec<BlockMap
             dataset,
             region: Tile::new(offset, shape),
             source_offset,
+            within: None,
         });
     }
     let regions: Vec<Tile> = mappings.iter().map(|m| m.region.clone()).collect();

@@ -66,12 +66,15 @@ impl Message for Planned {
     }
 }
 
-/// Where a subfile's first rank allocated a tile of its group, sent to the group.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// Where a subfile's first rank allocated a tile of its group, sent to the group: the bytes of
+/// its dataset, and where the tile is one of several filling a box stored as one dataset
+/// (coalesced), that box.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Allocated {
     pub rank: usize,
     pub k: usize,
     pub bytes: TileBytes,
+    pub within: Option<Tile>,
 }
 
 impl Message for Allocated {
@@ -80,6 +83,13 @@ impl Message for Allocated {
     fn to_words(&self, out: &mut Vec<u64>) {
         let b = self.bytes;
         out.extend([self.rank as u64, self.k as u64, b.data_offset, b.file_size]);
+        match &self.within {
+            None => out.push(0),
+            Some(t) => {
+                out.push(t.ndim() as u64);
+                out.extend(t.offset.iter().chain(&t.shape));
+            }
+        }
     }
 
     fn from_words(w: &[u64], (): ()) -> (Allocated, usize) {
@@ -87,12 +97,15 @@ impl Message for Allocated {
             data_offset: w[2],
             file_size: w[3],
         };
+        let n = w[4] as usize;
+        let within = (n > 0).then(|| Tile::new(w[5..5 + n].to_vec(), w[5 + n..5 + 2 * n].to_vec()));
         let allocated = Allocated {
             rank: w[0] as usize,
             k: w[1] as usize,
             bytes,
+            within,
         };
-        (allocated, 4)
+        (allocated, 5 + 2 * n)
     }
 }
 
@@ -244,14 +257,24 @@ mod tests {
             },
         ];
         assert_eq!(decode::<Planned>(&encode(&planned), &[1, 3]), planned);
-        let allocated = vec![Allocated {
-            rank: 9,
-            k: 2,
-            bytes: TileBytes {
-                data_offset: 4096,
-                file_size: 1 << 40,
+        let bytes = TileBytes {
+            data_offset: 4096,
+            file_size: 1 << 40,
+        };
+        let allocated = vec![
+            Allocated {
+                rank: 9,
+                k: 2,
+                bytes,
+                within: None,
             },
-        }];
+            Allocated {
+                rank: 1,
+                k: 0,
+                bytes,
+                within: Some(Tile::new(vec![0, 8], vec![4, 8])),
+            },
+        ];
         assert_eq!(decode::<Allocated>(&encode(&allocated), ()), allocated);
         let encoded = vec![
             Encoded {

@@ -97,6 +97,9 @@ pub struct WriteOptions {
     pub no_sync: bool,
     /// Subfiled layout: ranks per subfile, within one node (None: the whole node).
     pub ranks_per_file: Option<usize>,
+    /// Subfiled layout: a group's tiles of a dataset that together fill one box are stored as
+    /// one dataset of the subfile, mapped once (`H5TILE_COALESCE`, on by default).
+    pub coalesce: bool,
     /// How tiles in device memory move.
     pub gds: crate::platform::device::Gds,
     /// Tiles stored compressed so (the VDS and subfiled layouts), or not (None).
@@ -124,6 +127,7 @@ impl Default for WriteOptions {
             keep_others: false,
             no_sync: false,
             ranks_per_file: None,
+            coalesce: true,
             gds: crate::platform::device::Gds::Auto,
             compression: None,
             snapshot: false,

@@ -10,6 +10,7 @@ use super::plan::{ndims, planned_here, Plan};
 use super::summing::summarized;
 use super::tile_files::subfile_key;
 use super::{Checkpoint, Commit, Compression, LayoutWriter};
+use crate::geometry::tile::Tile;
 use crate::layout::checksums::Summary;
 use crate::layout::chunks::{encode_tile, Chunks, CHUNK_BYTES};
 use crate::layout::vds::{TileBytes, NO_OFFSET};
@@ -51,12 +52,14 @@ impl LayoutWriter for Subfiles {
                 return Ok(Vec::new());
             }
             written.push(path.clone());
-            let specs = specs_of(ck, &tiles);
+            let boxes = boxes_of(ck, tiles.iter().map(|p| (p.field, &p.tile)));
+            let (specs, spec_of) = coalesced_specs_of(ck, &tiles, &boxes);
             let bytes = subfiles::create(&path, plan.generation, &specs)?;
-            let allocated = tiles.iter().zip(bytes).map(|(p, bytes)| Allocated {
+            let allocated = tiles.iter().zip(spec_of).map(|(p, s)| Allocated {
                 rank: p.rank,
                 k: p.k,
-                bytes,
+                bytes: bytes[s],
+                within: boxes[p.field].clone(),
             });
             Ok(allocated.collect())
         })?;
@@ -67,8 +70,13 @@ impl LayoutWriter for Subfiles {
                 debug_assert_eq!(k, at.k);
                 let field = &ck.fields[f];
                 let len = local.tile.volume() as usize * field.dtype.size();
-                let ((), summary) = summarized(field.dtype, local, || {
-                    subfiles::write_tile(&path, at.bytes.data_offset, len, local.buf, sync)
+                let ((), summary) = summarized(field.dtype, local, || match &at.within {
+                    None => subfiles::write_tile(&path, at.bytes.data_offset, len, local.buf, sync),
+                    Some(within) => {
+                        let elem = field.dtype.size();
+                        let into = (at.bytes.data_offset, within);
+                        subfiles::write_tile_within(&path, into, &local.tile, elem, local.buf, sync)
+                    }
                 })?;
                 placed.push(Placed {
                     k,
@@ -275,13 +283,56 @@ fn write_kept_chunks(
     Ok(())
 }
 
+/// The boxes of the fields whose tiles of one group are stored coalesced (`tiles`: each tile's
+/// field and box), where the options ask for it (`subfiles::coalesced`). Compressed tiles are
+/// never coalesced: each keeps its own chunks.
+pub fn boxes_of<'a>(
+    ck: &Checkpoint,
+    tiles: impl Iterator<Item = (usize, &'a Tile)>,
+) -> Vec<Option<Tile>> {
+    match ck.options.coalesce && ck.options.compression.is_none() {
+        true => subfiles::coalesced(tiles, ck.fields.len()),
+        false => vec![None; ck.fields.len()],
+    }
+}
+
+/// The datasets of a group's subfile: a box for each field in `boxes`, made once, and a dataset
+/// for each other tile; with, for each of `tiles`, the index of its dataset.
+fn coalesced_specs_of<'a>(
+    ck: &'a Checkpoint,
+    tiles: &'a [Planned],
+    boxes: &'a [Option<Tile>],
+) -> (Vec<subfiles::SubfileTile<'a>>, Vec<usize>) {
+    let mut specs = specs_of(ck, tiles);
+    let mut made: Vec<Option<usize>> = vec![None; boxes.len()];
+    let mut kept = Vec::with_capacity(tiles.len());
+    let mut spec_of = Vec::with_capacity(tiles.len());
+    for (p, spec) in tiles.iter().zip(specs.drain(..)) {
+        let Some(within) = &boxes[p.field] else {
+            spec_of.push(kept.len());
+            kept.push(spec);
+            continue;
+        };
+        let at = *made[p.field].get_or_insert_with(|| {
+            kept.push(subfiles::SubfileTile {
+                dataset: subfiles::box_dataset(p.field),
+                tile: within,
+                ..spec
+            });
+            kept.len() - 1
+        });
+        spec_of.push(at);
+    }
+    (kept, spec_of)
+}
+
 /// The group's tiles as the subfile is made for them: whose, which field, where.
 fn specs_of<'a>(ck: &'a Checkpoint, tiles: &'a [Planned]) -> Vec<subfiles::SubfileTile<'a>> {
     tiles
         .iter()
         .map(|p| subfiles::SubfileTile {
+            dataset: subfiles::tile_dataset(p.rank, p.k),
             rank: p.rank,
-            k: p.k,
             dtype: ck.fields[p.field].dtype,
             global: &ck.fields[p.field].global,
             tile: &p.tile,

@@ -26,6 +26,19 @@ fn write_slabs(path: &Path, base: f64, rows_per_tile: u64) -> Result<()> {
 }
 
 fn write_slabs_as(path: &Path, base: f64, rows_per_tile: u64, layout: Layout) -> Result<()> {
+    let options = WriteOptions {
+        layout,
+        ..WriteOptions::default()
+    };
+    write_slabs_with(path, base, rows_per_tile, options)
+}
+
+fn write_slabs_with(
+    path: &Path,
+    base: f64,
+    rows_per_tile: u64,
+    options: WriteOptions,
+) -> Result<()> {
     let global = [6u64, 4];
     let data = expected(base);
     let tiles = (0..6)
@@ -38,10 +51,6 @@ fn write_slabs_as(path: &Path, base: f64, rows_per_tile: u64, layout: Layout) ->
             }
         })
         .collect();
-    let options = WriteOptions {
-        layout,
-        ..WriteOptions::default()
-    };
     write_tiles(
         path,
         "/grid/values",
@@ -238,21 +247,38 @@ fn the_single_layout_round_trips_and_replaces_a_vds_without_leaving_tiles() {
 fn the_subfiled_layout_writes_one_file_per_group_and_round_trips() {
     let d = tempfile::tempdir().unwrap();
     let path = d.path().join("f.h5");
-    write_and_read_back(&path, 0.0, 1, Layout::Subfiles);
-    // This process alone is one group: six tiles, one subfile.
-    let files = tile_files(&path);
-    assert_eq!(files.len(), 1, "{files:?}");
-    assert!(files[0].starts_with("grid+values.") && files[0].ends_with(".s0.h5"));
-    let sub = layout::tile_dir(&path).join(&files[0]);
-    let names: Vec<String> = {
+    // The datasets of the one subfile of `path`, and the master's mappings of the dataset.
+    let stored = |path: &Path| {
+        let files = tile_files(path);
+        assert_eq!(files.len(), 1, "{files:?}");
+        assert!(files[0].starts_with("grid+values.") && files[0].ends_with(".s0.h5"));
+        let sub = layout::tile_dir(path).join(&files[0]);
         let _l = crate::platform::hdf5::lock();
         let f = crate::platform::hdf5::File::open_read(&sub).unwrap();
-        (0..6)
+        let names: Vec<String> = (0..6)
             .map(|k| subfiles::tile_dataset(0, k))
+            .chain([subfiles::box_dataset(0)])
             .filter(|n| f.object_kind(n).unwrap().is_some())
-            .collect()
+            .collect();
+        let master = crate::platform::hdf5::File::open_read(path).unwrap();
+        let dset = crate::platform::hdf5::Dataset::open(&master, "/grid/values").unwrap();
+        let mappings = dset.create_plist().unwrap().virtual_mappings().unwrap();
+        (names, mappings.len())
     };
-    assert_eq!(names.len(), 6, "one dataset per tile: {names:?}");
+    // This process alone is one group: six tiles, one subfile. They fill the dataset, so they
+    // are one dataset there, mapped once; with coalescing off, a dataset and a mapping each.
+    write_and_read_back(&path, 0.0, 1, Layout::Subfiles);
+    let files = tile_files(&path);
+    assert_eq!(stored(&path), (vec![subfiles::box_dataset(0)], 1));
+    let apart = WriteOptions {
+        layout: Layout::Subfiles,
+        coalesce: false,
+        ..WriteOptions::default()
+    };
+    write_slabs_with(&path, 1.0, 1, apart).unwrap();
+    assert_eq!(read_all(&path).unwrap(), expected(1.0));
+    let each: Vec<String> = (0..6).map(|k| subfiles::tile_dataset(0, k)).collect();
+    assert_eq!(stored(&path), (each, 6));
     // Rewritten, in another layout and back: only the current generation's files stay.
     write_and_read_back(&path, 5.0, 4, Layout::Subfiles);
     assert_eq!(tile_files(&path).len(), 1);

@@ -5,6 +5,7 @@ use super::messages::{placed_record, Placed, PlacedIn};
 use super::plan::Plan;
 use super::summing::summarized;
 use super::{Checkpoint, Commit, LayoutWriter};
+use crate::geometry::tile::Tile;
 use crate::layout::checksums::Summary;
 use crate::layout::{self, vds};
 use crate::platform::hdf5::File;
@@ -69,16 +70,23 @@ pub fn master_of_sources(
     for (f, field) in ck.fields.iter().enumerate() {
         let mut sources = Vec::new();
         let mut summaries: Vec<Summary> = Vec::new();
+        let boxes = coalesced_boxes(ck, plan, placed, f);
         for p in plan.tiles_of(f) {
             let record = placed_record(placed, p);
-            let (file, dataset) = match record.placed_in {
-                PlacedIn::Subfile(first) => (
-                    layout::subfile_name(subfile_key(ck), plan.generation, first),
-                    layout::subfiles::tile_dataset(p.rank, p.k),
-                ),
+            let (file, dataset, within) = match record.placed_in {
+                PlacedIn::Subfile(first) => {
+                    let within = boxes.get(&first).cloned().flatten();
+                    let dataset = match within {
+                        Some(_) => layout::subfiles::box_dataset(f),
+                        None => layout::subfiles::tile_dataset(p.rank, p.k),
+                    };
+                    let name = layout::subfile_name(subfile_key(ck), plan.generation, first);
+                    (name, dataset, within)
+                }
                 _ => (
                     layout::tile_file_name(&field.dataset, plan.generation, p.rank, p.k),
                     vds::TILE_DATASET.to_string(),
+                    None,
                 ),
             };
             sources.push(vds::Source {
@@ -86,6 +94,7 @@ pub fn master_of_sources(
                 file: format!("{dir_name}/{file}"),
                 dataset,
                 bytes: record.bytes,
+                within,
             });
             summaries.push(record.summary.clone());
         }
@@ -99,6 +108,30 @@ pub fn master_of_sources(
         )?;
     }
     Ok(file)
+}
+
+/// The boxes field `f`'s tiles fill in each subfile (by the group's first rank) where they are
+/// stored coalesced: decided from the same tiles as the group's first rank decided it
+/// (`subfiles::boxes_of`).
+fn coalesced_boxes(
+    ck: &Checkpoint,
+    plan: &Plan,
+    placed: &[Vec<Placed>],
+    f: usize,
+) -> std::collections::HashMap<usize, Option<Tile>> {
+    let mut groups: std::collections::HashMap<usize, Vec<&Tile>> = Default::default();
+    for p in plan.tiles_of(f) {
+        if let PlacedIn::Subfile(first) = placed_record(placed, p).placed_in {
+            groups.entry(first).or_default().push(&p.tile);
+        }
+    }
+    groups
+        .into_iter()
+        .map(|(first, tiles)| {
+            let boxes = super::subfiles::boxes_of(ck, tiles.into_iter().map(|t| (f, t)));
+            (first, boxes[f].clone())
+        })
+        .collect()
 }
 
 /// The dataset whose name a commit's subfiles carry: its first (the subfiles of a checkpoint
