@@ -28,7 +28,8 @@
  *      on every rank and leaves the master and its subfiles untouched;
  *   9. so are group sizes that cannot be used: H5TILE_RANKS_PER_FILE=abc or 0 (on every rank,
  *      or on the last rank only: the message names it), ranks_per_file differing between
- *      ranks. */
+ *      ranks;
+ *  10. and H5TILE_COALESCE=yes, or ranks disagreeing on H5TILE_COALESCE. */
 #include "check.h"
 
 static int rank, size;
@@ -648,6 +649,30 @@ int main(int argc, char **argv) {
                           "the message \"%s\" lacks \"%s\"", h5tile_last_error(), want);
             }
             CHECK(setenv("H5TILE_RANKS_PER_FILE", env, 1) == 0);
+            MPI_Barrier(MPI_COMM_WORLD);
+            if (rank == 0) CHECK_UNTOUCHED(two, snap);
+        }
+
+        /* 10. H5TILE_COALESCE: a bad value on every rank, then ranks that disagree (rank 0 would
+         * map the subfiles otherwise than their first ranks wrote them): refused, nothing
+         * touched */
+        const char *was = getenv("H5TILE_COALESCE");
+        char kept[16] = "";
+        if (was) PATHF(kept, "%s", was);
+        for (int b = 0; b < 2; b++) {
+            if (b == 1 && size == 1) break;
+            h5tile_write_options w = options(H5TILE_LAYOUT_SUBFILES, 0, 0);
+            const char *value = b == 0 ? "yes" : (rank == size - 1) == (kept[0] == '0') ? "1" : "0";
+            CHECK(setenv("H5TILE_COALESCE", value, 1) == 0);
+            CHECK_CONTEXT("a subfiled write with H5TILE_COALESCE=%s (case %d)", value, b);
+            EXPECT_STATUS(h5tile_write_tiles(MPI_COMM_WORLD, two, "/data", H5TILE_FLOAT64, 2, G, 1,
+                                             u.offs, u.shps, ub, &w),
+                          H5TILE_ERR_INVALID_ARGUMENT);
+            const char *want = b == 0 ? "H5TILE_COALESCE=yes: give 1" : "coalescing off";
+            CHECK_MSG(strstr(h5tile_last_error(), want) != NULL, "the message \"%s\" lacks \"%s\"",
+                      h5tile_last_error(), want);
+            if (was) CHECK(setenv("H5TILE_COALESCE", kept, 1) == 0);
+            else CHECK(unsetenv("H5TILE_COALESCE") == 0);
             MPI_Barrier(MPI_COMM_WORLD);
             if (rank == 0) CHECK_UNTOUCHED(two, snap);
         }

@@ -81,6 +81,16 @@ Example:
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // The commands that only read end quietly when what reads their output stops (`h5tile ls
+    // -l big.h5 | head`), as other Unix tools do; Rust would panic on the broken pipe. Those
+    // that write files keep the signal ignored, so they always finish or clean up.
+    if matches!(
+        cli.command,
+        Command::Ls(_) | Command::Check(_) | Command::CheckPart(_) | Command::Completions { .. }
+    ) {
+        // SAFETY: restoring a signal's default disposition before any thread starts.
+        unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+    }
     let json = cli.json;
     let progress = cli.progress.with_json(json);
     let done = match &cli.command {

@@ -570,6 +570,85 @@ fn check_shares_many_sources_among_processes_with_the_same_findings() {
     run(&["check-part", s(&m), "/m", "1", "2", "599"], 2);
 }
 
+/// `h5tile ls -l` piped into `head` ends quietly when `head` stops reading, as Unix tools do:
+/// no panic about a broken pipe on stderr.
+#[test]
+fn ls_into_a_pipe_closed_early_ends_quietly() {
+    let d = tempfile::tempdir().unwrap();
+    let m = d.path().join("many.h5");
+    let ntiles = 4000u64;
+    let data = vec![1f64; ntiles as usize];
+    let tiles = (0..ntiles)
+        .map(|t| LocalTile {
+            tile: Tile::new(vec![t], vec![1]),
+            buf: host_bytes(&data[t as usize..t as usize + 1]),
+        })
+        .collect();
+    let options = WriteOptions {
+        layout: Layout::Subfiles,
+        ..WriteOptions::default()
+    };
+    write_tiles(&m, "/m", Dtype::Float64, &[ntiles], tiles, options).unwrap();
+    let script = format!(
+        "'{}' ls -l '{}' | head -n 1",
+        env!("CARGO_BIN_EXE_h5tile"),
+        s(&m)
+    );
+    let mut command = Command::new("sh");
+    command.args(["-c", &script]);
+    let (out, err) = exited(&output_of(command), 0, format_args!("{script}"));
+    assert!(out.starts_with("/m "), "{out}");
+    assert!(err.is_empty(), "{err}");
+}
+
+/// A read of more tile files than the process may open at once (here `pack` reading 600 tile
+/// files whole under `ulimit -n 128`) runs as several plans, each holding a share of the files
+/// open: it succeeds, where holding them all failed with "Too many open files".
+#[test]
+fn a_read_of_more_tile_files_than_may_be_open_at_once_succeeds() {
+    let d = tempfile::tempdir().unwrap();
+    let m = d.path().join("many.h5");
+    let ntiles = 600u64;
+    let data: Vec<f64> = (0..4 * ntiles).map(|k| k as f64).collect();
+    let tiles = (0..ntiles)
+        .map(|t| LocalTile {
+            tile: Tile::new(vec![t, 0], vec![1, 4]),
+            buf: host_bytes(&data[4 * t as usize..4 * t as usize + 4]),
+        })
+        .collect();
+    write_tiles(
+        &m,
+        "/m",
+        Dtype::Float64,
+        &[ntiles, 4],
+        tiles,
+        WriteOptions::default(),
+    )
+    .unwrap();
+    let packed = d.path().join("packed.h5");
+    let script = format!(
+        "ulimit -n 128 && exec '{}' pack '{}' '{}'",
+        env!("CARGO_BIN_EXE_h5tile"),
+        s(&m),
+        s(&packed)
+    );
+    let mut command = Command::new("sh");
+    command.args(["-c", &script]);
+    exited(&output_of(command), 0, format_args!("{script}"));
+    let mut got = vec![0f64; data.len()];
+    let all = Tile::new(vec![0, 0], vec![ntiles, 4]);
+    read_into(
+        &packed,
+        "/m",
+        Dtype::Float64,
+        &all,
+        &mut got,
+        ReadOptions::default(),
+    )
+    .unwrap();
+    assert_eq!(got, data);
+}
+
 #[test]
 fn check_names_a_truncated_subfile_by_its_size() {
     let (_d, m) = grid_in_new_folder("grid.h5", Layout::Subfiles);

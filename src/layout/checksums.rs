@@ -321,6 +321,17 @@ impl Lists {
         let (a, b) = (self.first[i] as usize, self.first[i + 1] as usize);
         (a < b).then(|| &self.sums[a..b])
     }
+
+    /// The lists of tiles `keep` alone, in that order.
+    fn only(&self, keep: &[usize]) -> Lists {
+        let mut first = vec![0];
+        let mut sums = Vec::new();
+        for &i in keep {
+            sums.extend_from_slice(self.tile(i).unwrap_or_default());
+            first.push(sums.len() as u64);
+        }
+        Lists { first, sums }
+    }
 }
 
 impl Recorded {
@@ -339,6 +350,16 @@ impl Recorded {
             blocks,
             chunks,
         })
+    }
+
+    /// The records of tiles `keep` alone (their places in the master's order), in that order:
+    /// a reader of a part of many tiles keeps those it needs.
+    pub fn only(&self, keep: &[usize]) -> Recorded {
+        Recorded {
+            block: self.block,
+            blocks: self.blocks.only(keep),
+            chunks: self.chunks.as_ref().map(|c| c.only(keep)),
+        }
     }
 
     /// Tile `i`'s checksums, None when it was not checksummed.

@@ -18,7 +18,7 @@
 //! order; without coalescing, tile `i` is also mapping `i` of the virtual dataset. An index that does not hang together
 //! (a count or a box that does not match) is no index: readers then open the dataset.
 
-use super::single::{recorded_boxes, recorded_tiles, write_boxes, write_boxes_as};
+use super::single::{write_boxes, write_boxes_as, TILES_ATTRIBUTE};
 use crate::dtype::Dtype;
 use crate::geometry::tile::Tile;
 use crate::platform::hdf5::{self, Attributes, Dataset, Type};
@@ -53,13 +53,17 @@ pub struct Entry<'a> {
     pub within: Option<&'a Tile>,
 }
 
-/// What the index of a virtual dataset says.
+/// What the index of a virtual dataset says (of the tiles a read needs).
 pub struct Index {
     /// The dataset's element type, as stored.
     pub dtype: Type,
     pub shape: Vec<u64>,
-    /// Its tiles, in the order of its mappings.
+    /// Its tiles, in the index's order (of those meeting the region asked for).
     pub tiles: Vec<Indexed>,
+    /// Each tile's place among all the index records (the records per tile follow it).
+    pub origin: Vec<usize>,
+    /// How many tiles the index records.
+    pub count: usize,
 }
 
 /// Records on `dset` (of element type `dtype` and shape `global`) the index of its `tiles`.
@@ -83,45 +87,135 @@ pub fn write<'a>(
 }
 
 /// The index recorded on `object`, None when it records none or one that does not hang
-/// together.
-pub fn read(object: &impl Attributes) -> Option<Index> {
+/// together; of the tiles meeting `region` alone where one is given (a read of one tile of
+/// 65,536 decodes one tile's names, not all of them).
+pub fn read(object: &impl Attributes, region: Option<&Tile>) -> Option<Index> {
     let _l = hdf5::lock();
     let dtype = object.attribute_type(FILL_ATTRIBUTE)?;
     let (_, shape) = object.u64_attribute(SHAPE_ATTRIBUTE)?;
-    let boxes = match shape.is_empty() {
-        true => return None,
-        false => recorded_tiles(object, &shape).unwrap_or_default(),
+    let ndim = shape.len();
+    let boxes = boxes_of(object, TILES_ATTRIBUTE, &shape)?;
+    let count = boxes.len() / (2 * ndim);
+    let within = match object.u64_attribute(WITHIN_ATTRIBUTE) {
+        Some(_) => Some(boxes_of(object, WITHIN_ATTRIBUTE, &shape)?),
+        None => None,
     };
-    let (_, bytes) = object.attribute_as(SOURCES_ATTRIBUTE, &Dtype::UInt8.hdf5_type().ok()?)?;
-    let names = decode_sources(&bytes)?;
-    if names.len() != boxes.len() {
+    if within.as_ref().is_some_and(|w| w.len() != boxes.len()) {
         return None;
     }
-    // Where tiles are coalesced: each tile's dataset's box, which must hold the tile.
-    let within = match recorded_boxes(object, WITHIN_ATTRIBUTE, &shape) {
-        Some(within) if within.len() == boxes.len() => within.into_iter().map(Some).collect(),
-        Some(_) => return None,
-        None => vec![None; boxes.len()],
+    let tile_at = |words: &[u64], i: usize| {
+        let b = &words[2 * ndim * i..2 * ndim * (i + 1)];
+        Tile::new(b[..ndim].to_vec(), b[ndim..].to_vec())
     };
-    let mut tiles = Vec::with_capacity(boxes.len());
-    for ((region, (file, dataset)), within) in boxes.into_iter().zip(names).zip(within) {
-        let within = match within {
+    // A region of another number of dimensions (`inspect` asks with one of none) meets none.
+    let meets = |i: usize| {
+        let b = &boxes[2 * ndim * i..2 * ndim * (i + 1)];
+        region.is_none_or(|r| {
+            r.ndim() == ndim
+                && (0..ndim).all(|a| {
+                    let (start, end) = (b[a], b[a] + b[ndim + a]);
+                    b[ndim + a] > 0 && start < r.offset[a] + r.shape[a] && r.offset[a] < end
+                })
+        })
+    };
+    let (_, bytes) = object.attribute_as(SOURCES_ATTRIBUTE, &Dtype::UInt8.hdf5_type().ok()?)?;
+    let mut names = SourceNames::new(&bytes);
+    let (mut tiles, mut origin) = (Vec::new(), Vec::new());
+    for i in 0..count {
+        let (file, dataset) = names.next()??;
+        if !meets(i) {
+            continue;
+        }
+        let region = tile_at(&boxes, i);
+        // Where tiles are coalesced: the tile's dataset's box, which must hold the tile.
+        let within = match within.as_ref().map(|w| tile_at(w, i)) {
             Some(w) if w == region => None,
             Some(w) if region.intersection(&w).is_none_or(|c| c != region) => return None,
             other => other,
         };
         tiles.push(Indexed {
             region,
-            file,
-            dataset,
+            file: std::str::from_utf8(file).ok()?.to_string(),
+            dataset: std::str::from_utf8(dataset).ok()?.to_string(),
             within,
         });
+        origin.push(i);
+    }
+    // As many names as boxes, and nothing after them.
+    if names.next().is_some() {
+        return None;
     }
     Some(Index {
         dtype,
         shape,
         tiles,
+        origin,
+        count,
     })
+}
+
+/// The words of attribute `name` of `object`: boxes (`[tiles, 2, ndim]`) that fit `shape`.
+fn boxes_of(object: &impl Attributes, name: &str, shape: &[u64]) -> Option<Vec<u64>> {
+    let (dims, words) = object.u64_attribute(name)?;
+    let ndim = shape.len();
+    if ndim == 0 || dims.len() != 3 || dims[1] != 2 || dims[2] != ndim as u64 {
+        return None;
+    }
+    let fits = words.chunks_exact(2 * ndim).all(|b| {
+        (0..ndim).all(|a| {
+            b[a].checked_add(b[ndim + a])
+                .is_some_and(|end| end <= shape[a])
+        })
+    });
+    fits.then_some(words)
+}
+
+/// The `(file, dataset)` pairs `encode_sources` wrote, one at a time without copying them:
+/// None at the end; Some(None) where the bytes are not such a list (a first tile without a
+/// file, a pair cut short, an empty dataset name).
+struct SourceNames<'a> {
+    rest: &'a [u8],
+    file: Option<&'a [u8]>,
+}
+
+impl<'a> SourceNames<'a> {
+    fn new(bytes: &'a [u8]) -> SourceNames<'a> {
+        SourceNames {
+            rest: bytes,
+            file: None,
+        }
+    }
+
+    /// The part of the rest up to its next NUL, and the rest after it.
+    fn part(&mut self) -> Option<&'a [u8]> {
+        let end = self.rest.iter().position(|&b| b == 0)?;
+        let part = &self.rest[..end];
+        self.rest = &self.rest[end + 1..];
+        Some(part)
+    }
+}
+
+impl<'a> Iterator for SourceNames<'a> {
+    type Item = Option<(&'a [u8], &'a [u8])>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.rest.is_empty() {
+            return None;
+        }
+        let pair = (|| {
+            let file = match self.part()? {
+                [] => self.file?,
+                named => named,
+            };
+            let dataset = self.part().filter(|d| !d.is_empty())?;
+            self.file = Some(file);
+            Some((file, dataset))
+        })();
+        if pair.is_none() {
+            self.rest = &[];
+        }
+        Some(pair)
+    }
 }
 
 /// Rewrites the sources `dataset` of `file` records with `rename` (a file name to its new one,
@@ -186,30 +280,15 @@ fn encode_sources(names: &[(&str, &str)]) -> Vec<u8> {
 
 /// The `(file, dataset)` pairs `encode_sources` wrote, None when `bytes` are not such a list
 /// (a name that is not UTF-8, a first tile without a file, a pair cut short).
+#[cfg(any(test, feature = "internals"))]
 fn decode_sources(bytes: &[u8]) -> Option<Vec<(String, String)>> {
-    if bytes.last().is_some_and(|&b| b != 0) {
-        return None;
-    }
-    let mut parts = bytes.split(|&b| b == 0);
-    let mut out: Vec<(String, String)> = Vec::new();
-    loop {
-        let Some(file) = parts.next() else {
-            return Some(out);
-        };
-        // The split's last part: what follows the final NUL.
-        if file.is_empty() && parts.clone().next().is_none() {
-            return Some(out);
-        }
-        let dataset = std::str::from_utf8(parts.next()?).ok()?;
-        let file = match file {
-            [] => out.last()?.0.clone(),
-            name => std::str::from_utf8(name).ok()?.to_string(),
-        };
-        if dataset.is_empty() {
-            return None;
-        }
-        out.push((file, dataset.to_string()));
-    }
+    let text = |b: &[u8]| std::str::from_utf8(b).ok().map(str::to_string);
+    SourceNames::new(bytes)
+        .map(|pair| {
+            let (file, dataset) = pair?;
+            Some((text(file)?, text(dataset)?))
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -219,7 +219,7 @@ impl Batches {
         // need, so later writes replacing the dataset do not disturb the iteration.
         let opened = on_one_version(comm, path, || {
             let _l = hdf5::lock();
-            let open = open_to_read(path, dataset)?;
+            let open = open_to_read(path, dataset, None)?;
             let shape = open.dims()?;
             let grid = ChunkGrid::new(&shape, chunk)?;
             let file_type = open.dtype()?;

@@ -396,7 +396,7 @@ fn describe_as(path: &Path, dataset: Option<&str>, stored: bool) -> Result<Vec<D
         .map(|name| {
             // A dataset h5tile indexed is described from its master's records alone, without
             // HDF5 opening it (which decodes every mapping).
-            let described = match index::read(&file.named(name)) {
+            let described = match index::read(&file.named(name), None) {
                 Some(index) => describe_indexed(path, &file, name, index, stored),
                 None => Dataset::open(&file, name)
                     .and_then(|dset| describe_dataset(path, &file, name, &dset, stored)),

@@ -18,7 +18,7 @@ use crate::layout::subfiles::check_stamp;
 use crate::layout::vds::{TileBytes, NO_OFFSET, TILE_DATASET};
 use crate::platform::device::{DeviceFile, DevicePtr, Route};
 use crate::platform::hdf5::{self, Attributes, Dataset, File, Plist, Space, Type};
-use crate::status::{Error, Result, H5TILE_ERR_CUDA};
+use crate::status::{Error, Result, H5TILE_ERR_CUDA, H5TILE_ERR_IO};
 use std::path::{Path, PathBuf};
 
 /// Most source files kept open between reads of one `DirectReader`.
@@ -79,6 +79,10 @@ struct Decode {
     deliver: bool,
 }
 
+/// Which of a master's tiles a reader keeps, where it keeps some only: their places among the
+/// master's tiles, and how many the master has.
+type Kept<'a> = Option<(&'a [usize], usize)>;
+
 /// How many tile files one reader may hold open: a quarter of the process's limit on open
 /// files, so that holding them never starves the caller.
 fn held_file_budget() -> usize {
@@ -91,6 +95,13 @@ fn held_file_budget() -> usize {
         return 64;
     }
     (limit.rlim_cur.min(1 << 20) / 4) as usize
+}
+
+/// The most tiles one plan of a read covers (`DirectReader::read`): each may be a file the plan
+/// holds open until it runs, and a whole read of 65,536 tile files must not run out of file
+/// descriptors (the usual soft limit is 1,024). Half the budget `hold` may use.
+fn plan_files() -> usize {
+    (held_file_budget() / 2).max(16)
 }
 
 /// Largest staging read when copying tile bytes into a caller's buffer.
@@ -124,7 +135,7 @@ impl DirectReader {
         verify: bool,
     ) -> Result<DirectReader> {
         let dcpl = dset.create_plist()?;
-        let records = (dset, Some(dcpl));
+        let records = (dset, Some(dcpl), None);
         DirectReader::with(master, dataset, records, dset.dtype()?, mappings, verify)
     }
 
@@ -154,23 +165,31 @@ impl DirectReader {
                 within: t.within,
             })
             .collect();
-        let records = (&file.named(dataset), None);
+        // The records of the tiles kept, where the index kept some of its tiles only.
+        let kept = (index.origin.len() < index.count).then_some((&index.origin[..], index.count));
+        let records = (&file.named(dataset), None, kept);
         DirectReader::with(master, dataset, records, index.dtype, mappings, verify)
     }
 
     /// The reader, with the master's records of each tile read from `records.0` and the fill
-    /// value from the creation properties `records.1` (None: zero).
+    /// value from the creation properties `records.1` (None: zero); where `mappings` are some
+    /// of the master's tiles only, `records.2` says which (their places among its `count`).
     fn with(
         master: &Path,
         dataset: &str,
-        (dset, dcpl): (&impl Attributes, Option<Plist>),
+        (dset, dcpl, kept): (&impl Attributes, Option<Plist>, Kept),
         file_type: Type,
         mappings: Vec<BlockMapping>,
         verify: bool,
     ) -> Result<DirectReader> {
         let stored = Dtype::of_hdf5(&file_type).ok().map(|d| (d, file_type));
         let elem = stored.as_ref().map_or(0, |(d, _)| d.size() as u128);
-        let tile_bytes = read_tile_bytes(dset, mappings.len())
+        let count = kept.map_or(mappings.len(), |(_, count)| count);
+        let tile_bytes = read_tile_bytes(dset, count)
+            .map(|all| match kept {
+                Some((keep, _)) => keep.iter().map(|&i| all[i]).collect(),
+                None => all,
+            })
             .filter(|_| {
                 let ours =
                     |d: &str| d == TILE_DATASET || crate::layout::subfiles::is_tile_dataset(d);
@@ -190,7 +209,12 @@ impl DirectReader {
             });
         let held = (0..mappings.len()).map(|_| None).collect();
         let checksums = match (verify, &tile_bytes) {
-            (true, Some(_)) => Recorded::read(dset, mappings.len()).map(Box::new),
+            (true, Some(_)) => Recorded::read(dset, count)
+                .map(|all| match kept {
+                    Some((keep, _)) => all.only(keep),
+                    None => all,
+                })
+                .map(Box::new),
             _ => None,
         };
         let block = checksums.as_ref().map_or(1, |c| c.block.max(1));
@@ -283,28 +307,40 @@ impl DirectReader {
         buf: &mut [u8],
         fill_missing: bool,
     ) -> Result<()> {
-        let (plan, decodes) = self.plan(want, dtype, buf, fill_missing)?;
-        // Compressed tiles decode on the I/O threads, not holding the HDF5 lock.
-        for d in decodes {
-            self.decode(d, buf)?;
+        let parts: Vec<(usize, Tile)> = (0..self.mappings.len())
+            .filter_map(|i| want.intersection(&self.mappings[i].region).map(|c| (i, c)))
+            .collect();
+        let covered: u128 = parts.iter().map(|(_, c)| c.volume()).sum();
+        if fill_missing || covered < want.volume() {
+            let _l = hdf5::lock();
+            self.prefill(want, dtype, buf)?;
         }
-        let (master, dataset, mappings) = (&self.master, &self.dataset, &self.mappings);
-        self.counts += self.checked.run(plan, buf, |path, region, mismatch, e| {
-            match mismatch {
-                // The tile the block is of (a subfile holds several).
-                Some(m) => {
-                    let tile = &mappings[m.label.tile].region;
-                    corrupt(path, tile, dataset, master, &m.to_string())
-                }
-                None => missing_tile(
-                    path,
-                    &region,
-                    dataset,
-                    master,
-                    &format!("cannot be read ({e})"),
-                ),
+        // A plan holds the files it reads open until it has run: a read of more tiles than the
+        // process may open files runs as several plans, each of at most `PLAN_FILES` tiles.
+        for parts in parts.chunks(plan_files()) {
+            let (plan, decodes) = self.plan(want, dtype, buf, parts, fill_missing)?;
+            // Compressed tiles decode on the I/O threads, not holding the HDF5 lock.
+            for d in decodes {
+                self.decode(d, buf)?;
             }
-        })?;
+            let (master, dataset, mappings) = (&self.master, &self.dataset, &self.mappings);
+            self.counts += self.checked.run(plan, buf, |path, region, mismatch, e| {
+                match mismatch {
+                    // The tile the block is of (a subfile holds several).
+                    Some(m) => {
+                        let tile = &mappings[m.label.tile].region;
+                        corrupt(path, tile, dataset, master, &m.to_string())
+                    }
+                    None => missing_tile(
+                        path,
+                        &region,
+                        dataset,
+                        master,
+                        &format!("cannot be read ({e})"),
+                    ),
+                }
+            })?;
+        }
         Ok(())
     }
 
@@ -314,24 +350,18 @@ impl DirectReader {
         self.counts
     }
 
-    /// Under the HDF5 lock: fills what needs filling, reads through HDF5 what must be (parts
-    /// whose bytes are not recorded, or need converting), and plans the reads of the rest: the
-    /// tile bytes to read, and the compressed tiles to decode.
+    /// Under the HDF5 lock: reads through HDF5 what must be of `parts` (mapping, and the part
+    /// of `want` it holds) (parts whose bytes are not recorded, or need converting), and plans
+    /// the reads of the rest: the tile bytes to read, and the compressed tiles to decode.
     fn plan(
         &mut self,
         want: &Tile,
         dtype: Dtype,
         buf: &mut [u8],
+        parts: &[(usize, Tile)],
         fill_missing: bool,
     ) -> Result<(ByteReads, Vec<Decode>)> {
         let _l = hdf5::lock();
-        let parts: Vec<(usize, Tile)> = (0..self.mappings.len())
-            .filter_map(|i| want.intersection(&self.mappings[i].region).map(|c| (i, c)))
-            .collect();
-        let covered: u128 = parts.iter().map(|(_, c)| c.volume()).sum();
-        if fill_missing || covered < want.volume() {
-            self.prefill(want, dtype, buf)?;
-        }
         let mem_type = dtype.hdf5_type()?;
         let mem_space = Space::simple(&want.shape)?;
         // Tile bytes are copied straight from the file when nothing needs converting.
@@ -341,7 +371,7 @@ impl DirectReader {
         };
         let mut plan = ByteReads::new(want.volume() as usize * dtype.size());
         let mut decodes = Vec::new();
-        for (i, common) in parts {
+        for (i, common) in parts.iter().cloned() {
             // Tile bytes go straight to the buffer when nothing needs converting; else HDF5
             // converts them, and any checksummed blocks it reads are checked beside.
             let deliver = raw.then(|| dtype.size());
@@ -349,7 +379,9 @@ impl DirectReader {
                 match self.plan_tile_bytes(i, &common, want, deliver, &mut plan) {
                     Ok(true) if raw => continue,
                     Ok(_) => {}
-                    Err(_) if fill_missing => continue,
+                    // A tile that is not there reads as fill; the process's own failure
+                    // (out of file descriptors) does not.
+                    Err(e) if fill_missing && e.status != H5TILE_ERR_IO => continue,
                     Err(e) => return Err(e),
                 }
             }
@@ -453,7 +485,13 @@ impl DirectReader {
                     Some((held, _)) => held.try_clone(),
                     None => std::fs::File::open(&path),
                 }
-                .map_err(|e| missing(format!("cannot be read ({e})")))?;
+                .map_err(|e| match e.raw_os_error() {
+                    // The process's limit, not the tile: an I/O error naming it.
+                    Some(libc::EMFILE | libc::ENFILE) => {
+                        Error::io("cannot open tile file (raise `ulimit -n`)", &path, &e)
+                    }
+                    _ => missing(format!("cannot be read ({e})")),
+                })?;
                 check_stamp(&file, &m.file).map_err(missing)?;
                 let len = file.metadata().map_or(u64::MAX, |md| md.len());
                 (
@@ -847,7 +885,7 @@ mod tests {
     /// of a subfile's coalesced box are not the tiles the records are of).
     fn reader(path: &Path) -> DirectReader {
         let _l = hdf5::lock();
-        match crate::ops::read::open_to_read(path, "/g").unwrap() {
+        match crate::ops::read::open_to_read(path, "/g", None).unwrap() {
             crate::ops::read::Opened::Indexed(index, file) => {
                 DirectReader::indexed(path, (&file, "/g"), *index, true).unwrap()
             }

@@ -85,12 +85,12 @@ impl Opened {
     }
 }
 
-/// Opens `dataset` in the file at `path` to read it (see `Opened`), with `open_dataset`'s
-/// errors.
-pub fn open_to_read(path: &Path, dataset: &str) -> Result<Opened> {
+/// Opens `dataset` in the file at `path` to read `region` of it (None: any part; see
+/// `Opened`), with `open_dataset`'s errors.
+pub fn open_to_read(path: &Path, dataset: &str, region: Option<&Tile>) -> Result<Opened> {
     let _l = hdf5::lock();
     let file = open_holding(path, dataset)?;
-    if let Some(index) = index::read(&file.named(dataset)) {
+    if let Some(index) = index::read(&file.named(dataset), region) {
         return Ok(Opened::Indexed(Box::new(index), file));
     }
     let dataset = Dataset::open(&file, dataset)?;
@@ -176,7 +176,8 @@ fn open_holding(path: &Path, dataset: &str) -> Result<File> {
 /// Element type and shape of a dataset.
 pub fn inspect(path: &Path, dataset: &str) -> Result<(Dtype, Vec<u64>)> {
     let _l = hdf5::lock();
-    let open = open_to_read(path, dataset)?;
+    // The type and shape alone: no tile's names are decoded.
+    let open = open_to_read(path, dataset, Some(&Tile::new(Vec::new(), Vec::new())))?;
     Ok((Dtype::of_hdf5(&open.dtype()?)?, open.dims()?))
 }
 
@@ -322,7 +323,7 @@ fn read_rank(
         );
     }
     let lock = hdf5::lock();
-    let open = open_to_read(path, dataset)?;
+    let open = open_to_read(path, dataset, Some(tile))?;
     let dims = open.dims()?;
     if !tile.fits_in(&dims) {
         return fail(

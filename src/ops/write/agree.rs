@@ -249,10 +249,19 @@ fn arguments_alike(ck: &Checkpoint) -> [(&'static str, String); 9] {
         ),
         (
             "ranks per file",
-            match o.ranks_per_file {
-                Some(k) => format!("{k} ranks per file"),
-                None => "the whole node per file".to_string(),
-            },
+            // With whether a subfile coalesces its tiles: rank 0 writes the master as the
+            // group's first rank wrote the subfile only if they agree.
+            format!(
+                "{}{}",
+                match o.ranks_per_file {
+                    Some(k) => format!("{k} ranks per file"),
+                    None => "the whole node per file".to_string(),
+                },
+                match o.coalesce {
+                    true => "",
+                    false => ", coalescing off (H5TILE_COALESCE=0)",
+                }
+            ),
         ),
         (
             "compression",
