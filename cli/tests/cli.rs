@@ -505,6 +505,24 @@ fn check_opens_every_source_with_hdf5_as_other_readers_do() {
     }
 }
 
+/// Writes `/m` of `master`, `ntiles` rows of 4 float64 (element k is k), a tile each, in
+/// `layout`; returns its elements.
+fn write_rows(master: &Path, ntiles: u64, layout: Layout) -> Vec<f64> {
+    let data: Vec<f64> = (0..4 * ntiles).map(|k| k as f64).collect();
+    let tiles = (0..ntiles)
+        .map(|t| LocalTile {
+            tile: Tile::new(vec![t, 0], vec![1, 4]),
+            buf: host_bytes(&data[4 * t as usize..4 * t as usize + 4]),
+        })
+        .collect();
+    let options = WriteOptions {
+        layout,
+        ..WriteOptions::default()
+    };
+    write_tiles(master, "/m", Dtype::Float64, &[ntiles, 4], tiles, options).unwrap();
+    data
+}
+
 /// For a dataset of many source files, `check` shares the HDF5 opens among processes (the
 /// hidden `check-part` command, one share each): the problems found are the same, in the same
 /// order, as one process finds, and a share finds exactly the problems of its files.
@@ -513,15 +531,7 @@ fn check_shares_many_sources_among_processes_with_the_same_findings() {
     let d = tempfile::tempdir().unwrap();
     let m = d.path().join("many.h5");
     let ntiles = 600u64;
-    let data: Vec<f64> = (0..4 * ntiles).map(|k| k as f64).collect();
-    let tiles = (0..ntiles)
-        .map(|t| LocalTile {
-            tile: Tile::new(vec![t, 0], vec![1, 4]),
-            buf: host_bytes(&data[4 * t as usize..4 * t as usize + 4]),
-        })
-        .collect();
-    let options = WriteOptions::default();
-    write_tiles(&m, "/m", Dtype::Float64, &[ntiles, 4], tiles, options).unwrap();
+    write_rows(&m, ntiles, Layout::Vds);
     let doc = run_json(&["ls", "-l", s(&m), "/m"], 0);
     let file_of = |t: usize| {
         let list = &doc["datasets"][0]["virtual"]["tile_list"];
@@ -576,19 +586,7 @@ fn check_shares_many_sources_among_processes_with_the_same_findings() {
 fn ls_into_a_pipe_closed_early_ends_quietly() {
     let d = tempfile::tempdir().unwrap();
     let m = d.path().join("many.h5");
-    let ntiles = 4000u64;
-    let data = vec![1f64; ntiles as usize];
-    let tiles = (0..ntiles)
-        .map(|t| LocalTile {
-            tile: Tile::new(vec![t], vec![1]),
-            buf: host_bytes(&data[t as usize..t as usize + 1]),
-        })
-        .collect();
-    let options = WriteOptions {
-        layout: Layout::Subfiles,
-        ..WriteOptions::default()
-    };
-    write_tiles(&m, "/m", Dtype::Float64, &[ntiles], tiles, options).unwrap();
+    write_rows(&m, 4000, Layout::Subfiles);
     let script = format!(
         "'{}' ls -l '{}' | head -n 1",
         env!("CARGO_BIN_EXE_h5tile"),
@@ -609,22 +607,7 @@ fn a_read_of_more_tile_files_than_may_be_open_at_once_succeeds() {
     let d = tempfile::tempdir().unwrap();
     let m = d.path().join("many.h5");
     let ntiles = 600u64;
-    let data: Vec<f64> = (0..4 * ntiles).map(|k| k as f64).collect();
-    let tiles = (0..ntiles)
-        .map(|t| LocalTile {
-            tile: Tile::new(vec![t, 0], vec![1, 4]),
-            buf: host_bytes(&data[4 * t as usize..4 * t as usize + 4]),
-        })
-        .collect();
-    write_tiles(
-        &m,
-        "/m",
-        Dtype::Float64,
-        &[ntiles, 4],
-        tiles,
-        WriteOptions::default(),
-    )
-    .unwrap();
+    let data = write_rows(&m, ntiles, Layout::Vds);
     let packed = d.path().join("packed.h5");
     let script = format!(
         "ulimit -n 128 && exec '{}' pack '{}' '{}'",
