@@ -34,8 +34,10 @@ pub struct TileChecks {
     raw: Option<Dtype>,
     tiles: Vec<Tile>,
     /// No two recorded tiles overlap (as h5tile writes them): a read whose parts in the
-    /// tiles add up to it is covered exactly.
-    apart: bool,
+    /// tiles add up to it is covered exactly. Found out at the first read that needs it.
+    apart: Option<bool>,
+    /// The file's identity (`file_id`), which the checked blocks are of.
+    id: (u64, u64),
     checksums: Recorded,
     /// The blocks earlier reads checked: later ones take their bytes without summing them
     /// (the file is the one opened with the dataset, throughout).
@@ -58,14 +60,14 @@ impl TileChecks {
             .ok()
             .filter(|d| d.hdf5_type().is_ok_and(|t| t.equal(&file_type)));
         let tiles = recorded_tiles(dset, &global)?;
-        let apart = coverage::check(&global, &tiles).is_ok();
         let checksums = Recorded::read(dset, tiles.len())?;
         // Unreadable: HDF5 just read the dataset's header from it, so this is no record.
         let file = std::fs::File::open(path).ok()?;
-        let mut checked = CheckedBlocks::new(checksums.block.max(1));
+        let checked = CheckedBlocks::new(checksums.block.max(1));
         let id = file_id(&file).ok()?;
-        (0..tiles.len()).for_each(|i| checked.reading_from(i, id));
         Some(TileChecks {
+            apart: None,
+            id,
             checked,
             counts: ReadCounts::default(),
             file,
@@ -76,7 +78,6 @@ impl TileChecks {
             elem,
             raw,
             tiles,
-            apart,
             checksums,
         })
     }
@@ -88,7 +89,15 @@ impl TileChecks {
             .filter(|&i| self.checksums.tile(i).is_some())
             .filter_map(|i| Some((i, want.intersection(&self.tiles[i])?)))
             .collect();
+        self.reading(&parts);
         self.execute(self.plan(want, &parts, false)?, &mut [])
+    }
+
+    /// The tiles of `parts` are read from this reader's file: blocks checked there count.
+    fn reading(&mut self, parts: &[(usize, Tile)]) {
+        for (i, _) in parts {
+            self.checked.reading_from(*i, self.id);
+        }
     }
 
     /// Reads `want` as `dtype` into `buf` (dense, row-major) from the checked blocks: each
@@ -98,7 +107,14 @@ impl TileChecks {
     /// checksummed tile and the file stores `dtype` itself; then HDF5 reads, and `check`.
     pub fn read_checked(&mut self, want: &Tile, dtype: Dtype, buf: &mut [u8]) -> Result<bool> {
         let block = self.checksums.block;
-        if !self.apart || self.raw != Some(dtype) || !block.is_multiple_of(self.elem as u64) {
+        if self.raw != Some(dtype) || !block.is_multiple_of(self.elem as u64) {
+            return Ok(false);
+        }
+        let (global, tiles) = (&self.global, &self.tiles);
+        if !*self
+            .apart
+            .get_or_insert_with(|| coverage::check(global, tiles).is_ok())
+        {
             return Ok(false);
         }
         let mut parts: Vec<(usize, Tile)> = Vec::new();
@@ -114,6 +130,7 @@ impl TileChecks {
         if covered != want.volume() {
             return Ok(false);
         }
+        self.reading(&parts);
         self.execute(self.plan(want, &parts, true)?, buf)?;
         Ok(true)
     }
