@@ -253,7 +253,7 @@ bench: stage
 	$(CMAKE) -S bench -B $(BUILD)/bench -DCMAKE_PREFIX_PATH=$(STAGE) >/dev/null
 	$(CMAKE) --build $(BUILD)/bench
 	PYTHONPATH=$(STAGE)/share/h5tile/python $(PYTHON) bench/suite.py $(BUILD)/bench/bench_h5tile $$(command -v $(MPIRUN)) $(CURDIR)/target/bench \
-	  $(BUILD)/bench/libfault_shim.so
+	  $(BUILD)/bench/libfault_shim.so $(STAGE)/bin/h5tile
 
 # The plugin is one binary for every HDF5 >= 1.14: each line's plugin runs the ordinary HDF5
 # program built against the other line (after `make test` for both lines).

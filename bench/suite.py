@@ -66,27 +66,49 @@ the baselines, saved as target/bench/suite.json and drawn as target/bench/suite.
               one rank making BENCH_SOLVER_RSS_SNAPSHOTS snapshot writes of BENCH_SOLVER_RSS_MIB
               to one path, each waited, with H5TILE_NO_SYNC: the resident set (/proc/self/statm)
               after the first and after the last
+  many tiles  how each cost grows with the number of tiles: for each of BENCH_MANY_TILES (a
+              square grid of g x g tiles of 16 x 16 float64) and each of BENCH_MANY_TILES_LAYOUTS,
+              one process writes them all (write_grid with BENCH_NO_SYNC, standing in for as many
+              ranks; the time a tile against that at 1,024 tiles; up to 4,096 tiles the fastest of
+              3 writes), then, each in a process of its
+              own: the middle tile read (read_tile, one unmeasured and the median of 5, with its
+              peak memory), the whole dataset read (median of 3), `h5tile ls`, `h5tile ls -l` and
+              `h5tile check --fast` (wall time and peak memory, from wait4) and h5py opening and
+              reading it whole (VDS: up to BENCH_MANY_TILES_H5PY_MAX tiles, as h5py keeps every
+              source file open; subfiles: at every count; the median of 3, the VDS layout's
+              once). One round; the files of a count are removed before the next
 
 Knobs (environment): BENCH_GIB (1), BENCH_ROUNDS (3), BENCH_RANKS (1,2,4), BENCH_TILES
 (16,256,4096), BENCH_CHUNK (4096), BENCH_SUBFILE_TILES (4096), BENCH_SUBFILE_RANKS (64),
 BENCH_SCALE (1; 0 skips the scale section), BENCH_SCALE_RANKS (16,64,256),
 BENCH_SCALE_TILE_KIB (1024), BENCH_CHECKPOINT_RANKS (4), BENCH_COMPRESSION_RANKS (2), BENCH_DIR (target/bench/data),
 BENCH_SOLVER_GIB (1, a rank; fractions allowed), BENCH_SOLVER_ROUNDS (5), BENCH_SOLVER_RANKS (1,2),
-BENCH_SOLVER_CALLS (4), BENCH_SOLVER_RSS_MIB (256), BENCH_SOLVER_RSS_SNAPSHOTS (100).
+BENCH_SOLVER_CALLS (4), BENCH_SOLVER_RSS_MIB (256), BENCH_SOLVER_RSS_SNAPSHOTS (100),
+BENCH_MANY_TILES (1024,4096,16384,65536; squares), BENCH_MANY_TILES_LAYOUTS (vds,subfiles,
+subfiles-apart,subfiles-g64,single: subfiles-apart is the subfiled layout with
+H5TILE_COALESCE=0, a dataset and a mapping a tile; subfiles-g64 64 ranks writing the grid's
+rows in shares, a subfile each (H5TILE_RANKS_PER_FILE=1), so 64 coalesced boxes; single the
+single-file layout, h5py's baseline),
+BENCH_MANY_TILES_H5PY_MAX (16384: h5py keeps every source file of a VDS open, ~0.55 MiB each,
+so 65,536 tile files would need ~36 GiB; the subfiled layout's one source file is read at every
+count).
 BENCH_SECTIONS (a comma list; default every section) runs only the sections named: baselines,
-h5tile, unsynced, checkpoint, compression, python, subfiles, tile_count, solver, scale (as
-above; "h5tile" also holds the batched reads, the overlap and the peak memory), with those
-their report compares against (h5tile: baselines; python: h5tile; subfiles: h5tile and
-unsynced); e.g. BENCH_SECTIONS=solver. suite.png is drawn where h5tile and tile_count ran.
+h5tile, unsynced, checkpoint, compression, python, subfiles, tile_count, solver, scale,
+many_tiles (as above; "h5tile" also holds the batched reads, the overlap and the peak memory),
+with those their report compares against (h5tile: baselines; python: h5tile; subfiles: h5tile
+and unsynced); e.g. BENCH_SECTIONS=solver. suite.png is drawn where h5tile and tile_count ran.
 Reads find the data in the page cache (it was just written), for every contender alike. Every measurement but the scale
 section's starts right after memory has been touched and freed (Bench.prewarm: on this VM a
 write into memory left free for a few seconds runs about 5x slower, whatever writes). Without
 H5TILE_LAYOUT_SUBFILES in the library (probed with one tiny write) the subfiled parts are left
 out, saying so.
 
-usage: suite.py BENCH_BINARY MPIRUN OUT_DIR [FAULT_SHIM]
+usage: suite.py BENCH_BINARY MPIRUN OUT_DIR [FAULT_SHIM [H5TILE_TOOL]]
+(H5TILE_TOOL, the h5tile command the many tiles section runs: by default the staged one,
+prefix/bin/h5tile beside BENCH_BINARY's bench/ folder)
 """
 import json
+import math
 import os
 import re
 import resource
@@ -94,10 +116,15 @@ import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 MIB = 1 << 20
 GIB = 1 << 30
+
+
+class Failed(Exception):
+    """A measurement of the many tiles section that failed: what ran, and why."""
 
 
 def env_list(name, default):
@@ -106,7 +133,7 @@ def env_list(name, default):
 
 # The sections BENCH_SECTIONS names, in the order they run and report.
 SECTIONS = ("baselines", "h5tile", "unsynced", "checkpoint", "compression", "python", "subfiles", "tile_count",
-            "solver", "scale")
+            "solver", "scale", "many_tiles")
 # Those measured in the rounds of BENCH_ROUNDS.
 ROUND_SECTIONS = ("baselines", "h5tile", "unsynced", "checkpoint", "compression", "python", "subfiles")
 # What a section's report compares against, run with it.
@@ -172,6 +199,13 @@ class Bench:
         self.solver_rss_snapshots = int(os.environ.get("BENCH_SOLVER_RSS_SNAPSHOTS", "100"))
         self.solver_tile_rows = max(1, int(self.solver_gib * GIB) // 8 // self.cols)  # a rank's
         self.last_stderr = ""  # the last launch's, for its H5TILE_LOG lines
+        self.many_tiles = env_list("BENCH_MANY_TILES", "1024,4096,16384,65536")
+        self.many_layouts = [x.strip() for x in os.environ.get(
+            "BENCH_MANY_TILES_LAYOUTS", "vds,subfiles,subfiles-apart,subfiles-g64,single").split(",")
+                             if x.strip()]
+        self.many_h5py_max = int(os.environ.get("BENCH_MANY_TILES_H5PY_MAX", "16384"))
+        self.many_rows = []  # one dict per (tiles, layout) of the many tiles section
+        self.tool = None  # the h5tile command (main())
         version = subprocess.run([mpirun, "--version"], capture_output=True, text=True).stdout
         self.open_mpi = "Open MPI" in version or "open-mpi" in version
 
@@ -606,6 +640,115 @@ class Bench:
             shutil.rmtree(d, ignore_errors=True)
             os.remove(log)
 
+    def many_run(self, name, cmd, measured, env=None):
+        """One measurement of the many tiles section, `cmd` in a process of its own after
+        prewarming `measured` bytes: its wall time, peak memory (wait4's ru_maxrss:
+        RUSAGE_CHILDREN's would be the largest of all children so far; Linux starts it from the
+        resident set this process had when it forked, ~18 MiB here) and output, recorded under
+        `name`. Output goes to a file, read whole once it has exited (a pipe read partly would
+        stop it). A failure raises Failed with the exit status and the first line of its output
+        (what failed and why; a Python traceback's last)."""
+        self.prewarm(measured)
+        with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+            t0 = time.perf_counter()
+            p = subprocess.Popen(cmd, stdout=out, stderr=err, env={**os.environ, **(env or {})})
+            _, status, usage = os.wait4(p.pid, 0)
+            seconds = time.perf_counter() - t0
+            p.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
+            out.seek(0), err.seek(0)
+            text, errors = out.read().decode(errors="replace"), err.read().decode(errors="replace")
+        if p.returncode != 0:
+            lines = [x.strip() for x in (errors + text).splitlines() if x.strip()]
+            why = (lines[-1] if lines and lines[0].startswith("Traceback") else lines[0]) if lines else "no output"
+            print(f"  {name:28} FAILED ({p.returncode}): {why}", file=sys.stderr, flush=True)
+            raise Failed(f"exit {p.returncode}: {why}")
+        result = {"wall_seconds": seconds, "peak_rss_bytes": usage.ru_maxrss * 1024}
+        line = next((x for x in reversed(text.splitlines()) if x.startswith("{")), None)
+        if line and cmd[0] != self.tool:
+            result.update(json.loads(line))  # bench_h5tile's and h5py's own "seconds"
+        result.setdefault("seconds", seconds)
+        self.record(name, result)
+        return result, text
+
+    def many_tiles_section(self):
+        """For each of BENCH_MANY_TILES and each layout: one process writes the grid of 16 x 16
+        tiles, then each in a process of its own: one tile read, the whole read, h5tile ls,
+        ls -l and check --fast, h5py's whole read. One round. A measurement that fails is
+        recorded as failed (and missed), the others still made."""
+        layouts = [x for x in self.many_layouts if not x.startswith("subfiles") or self.has_subfiles]
+        if len(layouts) < len(self.many_layouts):
+            print("  many tiles: no subfiled layout in this h5tile: left out", file=sys.stderr)
+        odd = [n for n in self.many_tiles if n < 1 or math.isqrt(n) ** 2 != n]
+        if odd:
+            sys.exit(f"bench: BENCH_MANY_TILES: {', '.join(map(str, odd))} not a square (the tiles make a g x g grid)")
+        for n in self.many_tiles:
+            rows = cols = 16 * math.isqrt(n)
+            data = rows * cols * 8
+            tile_sums, whole_sums = set(), set()
+            for layout in layouts:
+                file = f"many{n}-{layout}.h5"
+                path, label = self.path(file), f"{n} tiles {layout}"
+                grid = [path, str(rows), str(cols)]
+                print(f"  many tiles: {n} tiles ({rows}x{cols} float64), {layout}", file=sys.stderr, flush=True)
+                row = {"tiles": n, "layout": layout, "rows": rows, "cols": cols, "bytes": data, "failed": {}}
+                self.many_rows.append(row)
+                self.remove(file)
+                os.sync()  # no write pays for another's writeback
+                # "subfiles-apart": the subfiled layout without coalescing (a dataset and a mapping a
+                # tile); "subfiles-g64": MANY_GROUPS ranks, a subfile each (H5TILE_RANKS_PER_FILE=1),
+                # each rank's share of the grid rows of tiles that fill one box: MANY_GROUPS boxes.
+                env = {"BENCH_LAYOUT": layout.split("-")[0], "BENCH_NO_SYNC": "1",
+                       "H5TILE_COALESCE": "0" if layout.endswith("-apart") else "1"}
+                write_cmd = [self.binary, "write_grid", *grid, str(n)]
+                if layout.endswith(f"-g{MANY_GROUPS}"):
+                    env["H5TILE_RANKS_PER_FILE"] = "1"
+                    named = [x for k, v in env.items() for x in (["-x", f"{k}={v}"] if self.open_mpi
+                                                                 else ["-genv", k, v])]
+                    write_cmd = [self.mpirun, "--bind-to", "none", "-n", str(MANY_GROUPS), *named, *write_cmd]
+                try:
+                    # One process, no launcher: as tile_count's writes. A short write is the fastest
+                    # of MANY_SHORT_WRITES (the base every count's growth is measured against).
+                    writes = []
+                    for _ in range(MANY_SHORT_WRITES if n <= 4096 else 1):
+                        self.remove(file)
+                        writes.append(self.many_run(f"many write {label}", write_cmd, data, env=env)[0])
+                    write = min(writes, key=lambda r: r["seconds"])
+                except Failed as e:
+                    row["failed"]["write"] = str(e)
+                    self.remove(file)
+                    continue
+                row.update(write_s=write["seconds"], write_rss_bytes=write["peak_rss_bytes"],
+                           files_on_disk=len(self.on_disk(path)))
+                for key, runs, unmeasured, cmd in (
+                        ("tile", MANY_TILE_READS, 1, [self.binary, "read_tile", *grid, str(n)]),
+                        ("whole", MANY_WHOLE_READS, 0, [self.binary, "read_whole", *grid]),
+                        ("ls", 1, 0, [self.tool, "ls", path]),
+                        ("ls_l", 1, 0, [self.tool, "ls", "-l", path]),
+                        ("check", 1, 0, [self.tool, "check", "--fast", path]),
+                        # h5py a few times where it is quick (a VDS of many tile files is not).
+                        ("h5py", 1 if layout == "vds" else MANY_H5PY_READS, 0,
+                         [sys.executable, "-c", H5PY_READ, path])):
+                    if key == "h5py" and layout == "vds" and n > self.many_h5py_max:
+                        continue
+                    name = f"many {MANY_WHAT[key]} {label}"
+                    try:
+                        # Short reads: unmeasured ones first.
+                        for _ in range(unmeasured):
+                            self.many_run(f"{name} (warm-up)", cmd, data)
+                        got = [self.many_run(name, cmd, data) for _ in range(runs)]
+                    except Failed as e:
+                        row["failed"][key] = str(e)
+                        continue
+                    if key == "check" and ": ok" not in got[0][1]:
+                        row["failed"][key] = f"h5tile check --fast {path} did not say ok: {got[0][1].strip()[-300:]}"
+                        continue
+                    row[f"{key}_s"] = statistics.median(r["seconds"] for r, _ in got)
+                    row[f"{key}_rss_bytes"] = max(r["peak_rss_bytes"] for r, _ in got)
+                    (tile_sums if key == "tile" else whole_sums).update(r["sum"] for r, _ in got if "sum" in r)
+                self.remove(file)
+            assert len(tile_sums) <= 1, f"the layouts at {n} tiles read back different middle tiles: {tile_sums}"
+            assert len(whole_sums) <= 1, f"the layouts at {n} tiles (or h5py) read back different data: {whole_sums}"
+
     def median(self, name, key="seconds"):
         return statistics.median(r[key] for r in self.runs[name])
 
@@ -648,6 +791,8 @@ class Bench:
 
         if self.scale_rows:
             self.report_scale(checks)
+        if self.wants("many_tiles"):
+            parts["many_tiles"] = self.report_many_tiles(checks)
 
         print("\ntargets:")
         for what, ok, _ in checks:
@@ -658,7 +803,8 @@ class Bench:
             parts["scale"] = {"tile_KiB": self.scale_tile_kib, "rounds": 1, "cores": os.cpu_count(),
                               "rows": self.scale_rows}
         order = ("throughput_GiB_s", "batched_over_whole", "memory", "tile_count", "overlap", "subfiles",
-                 "subfiles_files", "verify", "python", "nosync", "checkpoint", "compression", "solver", "scale")
+                 "subfiles_files", "verify", "python", "nosync", "checkpoint", "compression", "solver", "scale",
+                 "many_tiles")
         summary = {
             "bytes": self.bytes, "rounds": self.rounds, "ranks": self.ranks, "tiles": self.tiles,
             "chunk": self.chunk, "sections": [s for s in SECTIONS if s in self.sections],
@@ -1102,6 +1248,86 @@ class Bench:
         print("(files: on disk after the write, master included; creates: opens with O_CREAT and mkdirs; "
               "fsyncs: all, (tiles) of them on files in the tile folder)")
 
+    def report_many_tiles(self, checks):
+        """Each cost against the number of tiles, a table a layout, and issue 46's targets where
+        their counts were measured; a measurement that failed is printed as failed, and missed."""
+        names = {"vds": "vds (a file a tile)", "subfiles": "subfiles (one subfile, its tiles coalesced: one box)",
+                 "subfiles-apart": "subfiles, H5TILE_COALESCE=0 (one subfile, a dataset a tile)",
+                 f"subfiles-g{MANY_GROUPS}": f"subfiles, {MANY_GROUPS} ranks a subfile each ({MANY_GROUPS} boxes)",
+                 "single": "single (one file)"}
+        print(f"\nmany tiles: 16x16 float64 tiles in a square grid, one process writing them all (standing in for "
+              f"as many ranks), H5TILE_NO_SYNC; ONE round: write once (up to 4,096 tiles the fastest of "
+              f"{MANY_SHORT_WRITES}), one tile the median of {MANY_TILE_READS} (after one unmeasured), whole read the "
+              f"median of {MANY_WHOLE_READS}, the h5tile commands once, h5py the median of {MANY_H5PY_READS} (VDS: "
+              f"once); each a process of its own, its peak memory (MiB, from ~18 MiB: the launching process's) "
+              f"beside its time; 'x 1024': the write's time a tile against that at 1,024 tiles")
+        out = {"tile": [16, 16], "rounds": 1, "cores": os.cpu_count(), "h5py_max_vds": self.many_h5py_max,
+               "rows": self.many_rows}
+        by = {(r["layout"], r["tiles"]): r for r in self.many_rows}
+
+        def cell(row, key, width, scale=1.0, digits=3):
+            if key in row["failed"]:
+                return f"{'failed':>{width}}"
+            return f"{row[f'{key}_s'] * scale:{width}.{digits}f}" if f"{key}_s" in row else f"{'-':>{width}}"
+
+        def mib(row, key, width):
+            return f"{row[f'{key}_rss_bytes'] / MIB:{width}.0f}" if f"{key}_rss_bytes" in row else f"{'-':>{width}}"
+
+        for layout in dict.fromkeys(r["layout"] for r in self.many_rows):
+            print(f"\n{names.get(layout, layout)}")
+            print(f"{'tiles':>7}{'write s':>9}{'x 1024':>8}{'tile ms':>9}{'MiB':>6}{'whole s':>9}{'ls s':>8}"
+                  f"{'MiB':>6}{'ls -l s':>9}{'check s':>9}{'MiB':>6}{'h5py s':>9}{'MiB':>7}")
+            base = by.get((layout, 1024))
+            for row in (r for r in self.many_rows if r["layout"] == layout):
+                n = row["tiles"]
+                if base and "write_s" in base and "write_s" in row:
+                    row["write_per_tile_x_1024"] = (row["write_s"] / n) / (base["write_s"] / 1024)
+                per = f"{row['write_per_tile_x_1024']:8.2f}" if "write_per_tile_x_1024" in row else f"{'-':>8}"
+                print(f"{n:7d}{cell(row, 'write', 9)}{per}{cell(row, 'tile', 9, 1e3, 1)}{mib(row, 'tile', 6)}"
+                      f"{cell(row, 'whole', 9)}{cell(row, 'ls', 8)}{mib(row, 'ls', 6)}{cell(row, 'ls_l', 9)}"
+                      f"{cell(row, 'check', 9)}{mib(row, 'check', 6)}{cell(row, 'h5py', 9)}{mib(row, 'h5py', 7)}")
+            if layout == "vds" and any(r["tiles"] > self.many_h5py_max for r in self.many_rows if r["layout"] == "vds"):
+                print(f"(h5py: not above {self.many_h5py_max} VDS tiles, BENCH_MANY_TILES_H5PY_MAX: it keeps every "
+                      f"source file open, ~0.55 MiB each)")
+        for row in self.many_rows:
+            for key, why in row["failed"].items():
+                print(f"failed: {row['tiles']} tiles, {row['layout']}, {MANY_WHAT[key]}: {why}")
+                checks.append((f"{row['tiles']:,} tiles, {row['layout']}: {MANY_WHAT[key]} runs (failed: {why})",
+                               False, None))
+        for layout in dict.fromkeys(r["layout"] for r in self.many_rows):
+            big, small = by.get((layout, 65536)), by.get((layout, 1024))
+            if not big or "write" in big["failed"]:
+                continue
+            if small and "write_per_tile_x_1024" in big:
+                x = big["write_per_tile_x_1024"]
+                checks.append((f"65,536 tiles, {layout}: write time per tile <= 1.5x that at 1,024 ({x:.2f}x)",
+                               x <= 1.5, x))
+            if "tile_s" in big:
+                ms = big["tile_s"] * 1e3
+                checks.append((f"65,536 tiles, {layout}: read one tile <= 50 ms ({ms:.1f} ms)", ms <= 50, ms))
+            for key, label in (("ls", "ls"), ("check", "check --fast")):
+                if f"{key}_s" in big:
+                    sec, rss = big[f"{key}_s"], big[f"{key}_rss_bytes"] / MIB
+                    checks.append((f"65,536 tiles, {layout}: {label} <= 2 s and <= 256 MiB RSS ({sec:.2f} s, "
+                                   f"{rss:.0f} MiB)", sec <= 2 and rss <= 256, sec))
+            if "ls_l_s" in big:
+                sec = big["ls_l_s"]
+                checks.append((f"65,536 tiles, {layout}: ls -l <= 5 s ({sec:.2f} s)", sec <= 5, sec))
+        # h5py reading 64 groups of coalesced boxes against the same data in one contiguous file.
+        boxes, single = by.get((f"subfiles-g{MANY_GROUPS}", 65536)), by.get(("single", 65536))
+        if boxes and single and "h5py_s" in boxes and "h5py_s" in single:
+            x, rss = boxes["h5py_s"] / single["h5py_s"], boxes["h5py_rss_bytes"]
+            limit = 2 * boxes["bytes"] + 256 * MIB
+            checks.append((f"65,536 tiles in {MANY_GROUPS} coalesced subfiles: h5py's whole read <= 2x the single "
+                           f"file's ({x:.2f}x) and <= 2x the data + 256 MiB RSS ({rss / MIB:.0f} MiB)",
+                           x <= 2 and rss <= limit, x))
+        for layout in ("subfiles", "subfiles-apart"):
+            vds, sub = by.get(("vds", 16384)), by.get((layout, 16384))
+            if vds and sub and "write_s" in vds and "write_s" in sub:
+                x = sub["write_s"] / vds["write_s"]
+                checks.append((f"16,384 tiles: {layout} write <= 2x the VDS write ({x:.2f}x)", x <= 2, x))
+        return out
+
     def plot(self, scaling):
         import matplotlib
         matplotlib.use("Agg")
@@ -1164,6 +1390,18 @@ class Bench:
 READ_PAIRS = 5
 # Reads of each compressed file a round (compression_step).
 COMPRESSION_READS = 3
+# h5py's whole reads of each file of the many tiles section (but the VDS layout's: once).
+MANY_H5PY_READS = 3
+# The ranks (a subfile each) of the many tiles section's "subfiles-g64" layout.
+MANY_GROUPS = 64
+# The many tiles section's writes of up to 4,096 tiles (the fastest counts: they are the base).
+MANY_SHORT_WRITES = 3
+# The many tiles section's measured reads of one tile (after one unmeasured) and whole reads.
+MANY_TILE_READS = 5
+MANY_WHOLE_READS = 3
+# What each measurement of the many tiles section is called (its key in a row: key_s, key_rss_bytes).
+MANY_WHAT = {"write": "write", "tile": "read one tile", "whole": "whole read", "ls": "ls", "ls_l": "ls -l",
+             "check": "check --fast", "h5py": "h5py whole read"}
 
 # Unsynced writes of each kind a round: their rounds scatter over 2-3x here (page allocation),
 # and the target is on the fastest, so a few more of them make it steadier.
@@ -1238,6 +1476,12 @@ def main():
     bench.shim = sys.argv[4] if len(sys.argv) > 4 else os.path.join(os.path.dirname(binary), "libfault_shim.so")
     if bench.do_scale and not os.path.exists(bench.shim):
         sys.exit(f"bench: no fault shim at {bench.shim} to count the scale section's calls (BENCH_SCALE=0 skips it)")
+    # The staged prefix: $(BUILD)/prefix beside $(BUILD)/bench/bench_h5tile.
+    bench.tool = sys.argv[5] if len(sys.argv) > 5 else \
+        os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(binary))), "prefix", "bin", "h5tile")
+    if bench.wants("many_tiles") and not os.access(bench.tool, os.X_OK):
+        sys.exit(f"bench: no h5tile command at {bench.tool} for the many tiles section (make stage installs it; "
+                 f"BENCH_SECTIONS can leave the section out)")
     # mpirun keeps a few descriptors open per rank: the soft limit goes up to the hard one.
     _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
@@ -1272,6 +1516,10 @@ def main():
         if bench.do_scale:
             print(f"scale ({', '.join(map(str, bench.scale_ranks))} ranks, one round)", file=sys.stderr)
             bench.scale()
+        if bench.wants("many_tiles"):
+            print(f"many tiles ({', '.join(map(str, bench.many_tiles))} tiles; {', '.join(bench.many_layouts)}; one "
+                  f"round)", file=sys.stderr)
+            bench.many_tiles_section()
         bench.report()
     finally:
         shutil.rmtree(bench.dir, ignore_errors=True)
