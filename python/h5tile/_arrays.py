@@ -92,7 +92,8 @@ def _from_numpy(a: np.ndarray, writable: bool) -> Buffer:
         if native(a.dtype) != a.dtype:
             raise DtypeError(f"out= has non-native byte order ({a.dtype})")
     else:
-        a = np.ascontiguousarray(a, dtype=native(a.dtype))
+        # np.require, not np.ascontiguousarray, which makes a 0-d array one of shape (1,).
+        a = np.require(a, dtype=native(a.dtype), requirements="C")
     return Buffer(a.ctypes.data, tuple(a.shape), a.dtype, a, False)
 
 

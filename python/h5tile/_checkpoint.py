@@ -181,7 +181,7 @@ class Checkpoint:
             where = f"of '{owner}'"
             name = attribute_name(name, where)
             stored = attribute_value(value, f"attribute '{name}' {where}")
-            key, obj = name.encode(), owner.encode()
+            key, obj = name.encode(), encode_name(owner)
         except Exception as error:
             self._refuse(error)
             raise

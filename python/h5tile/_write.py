@@ -20,11 +20,25 @@ from ._shapes import as_tuple, u64_array
 
 
 def encode_path(path: Any) -> bytes:
-    return os.fsencode(os.fspath(path))
+    """`path` as the C library takes it; a NUL in it is refused (C would read only the part
+    before it, and write there: "go\\0od.h5" replaced the file "go")."""
+    return _whole(os.fsencode(os.fspath(path)), "path", path)
 
 
 def encode_name(name: Any) -> bytes:
-    return name if isinstance(name, bytes) else str(name).encode()
+    """A dataset or group name as the C library takes it; a NUL in it is refused (C would
+    read only the part before it: "/a\\0b" was stored as "/a")."""
+    return _whole(name if isinstance(name, bytes) else str(name).encode(), "name", name)
+
+
+def _whole(text: bytes, what: str, given: Any) -> bytes:
+    """`text`, which C must read whole: InvalidArgumentError (a ValueError) where it holds a
+    NUL, before anything is touched, as `open()` raises."""
+    if b"\0" in text:
+        raise InvalidArgumentError(
+            f"the {what} {given!r} holds a NUL character: C would read only the part before it"
+        )
+    return text
 
 
 def compression_of(compression: Any) -> tuple[int, int, bool]:
@@ -184,6 +198,12 @@ def place_tile(
     `offset` (default: this rank's block of `partition`) in `global_shape`."""
     buffer = buffer_of(array)
     ndim = len(buffer.shape)
+    if ndim == 0:
+        raise InvalidArgumentError(
+            "a 0-d array (shape ()) is no tile: h5tile writes arrays of 1 to 32 dimensions; "
+            "write np.atleast_1d(a) for a dataset of shape (1,), or keep the value as an "
+            "attribute (Checkpoint.attrs)"
+        )
     if global_shape is None:
         if comm is not None and size_and_rank(comm)[0] > 1:
             raise InvalidArgumentError(

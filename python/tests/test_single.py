@@ -227,6 +227,47 @@ def test_a_directory_path_is_both_is_a_directory_and_value_error(scratch: Path) 
     assert tree(scratch) == {}
 
 
+def test_a_nul_in_a_path_or_a_name_is_a_value_error_and_touches_nothing(scratch: Path) -> None:
+    # C reads a string up to its first NUL: "go\0od.h5" replaced the unrelated file "go", and
+    # "/a\0b" was stored as "/a". Refused before anything is touched, as open() refuses.
+    (scratch / "go").write_bytes(b"unrelated")
+    h5tile.to_file(np.arange(3), scratch / "a.h5", "a")
+    before = tree(scratch)
+    series = h5tile.Series(scratch / "s\0eries", comm=None)
+    calls = [lambda: h5tile.to_file(np.arange(3), str(scratch / "go") + "\0od.h5", "x"),
+             lambda: h5tile.to_file(np.arange(3), scratch / "a.h5", "/a\0b"),
+             lambda: h5tile.to_file_async(np.arange(3), scratch / "a.h5", "/a\0b").result(),
+             lambda: h5tile.from_file(str(scratch / "a.h5") + "\0x", "a"),
+             lambda: h5tile.from_file(scratch / "a.h5", "a\0"),
+             lambda: h5tile.from_file_batched(scratch / "a.h5", "a\0", (1,)),
+             series.latest]
+    for call in calls:
+        with pytest.raises(ValueError) as e:
+            call()
+        assert isinstance(e.value, h5tile.InvalidArgumentError), e.value
+        assert "holds a NUL character" in str(e.value), e.value
+    with pytest.raises(ValueError, match="holds a NUL"):
+        with h5tile.Checkpoint(scratch / "ck.h5") as ck:
+            ck.add("u\0v", np.arange(3))
+    assert tree(scratch) == before
+
+
+def test_a_0d_array_is_refused_naming_its_shape_never_stored_as_1(scratch: Path) -> None:
+    # np.ascontiguousarray made it shape (1,), silently; h5py would store a scalar.
+    for value in (np.float64(3.0), np.array(3.0), np.array(3.0)[()]):
+        with pytest.raises(ValueError) as e:
+            h5tile.to_file(value, scratch / "a.h5", "x")
+        assert isinstance(e.value, h5tile.InvalidArgumentError)
+        assert "0-d array (shape ())" in str(e.value), e.value
+        with pytest.raises(ValueError, match=r"0-d array"):
+            with h5tile.Checkpoint(scratch / "ck.h5") as ck:
+                ck.add("x", value)
+    assert tree(scratch) == {}
+    # A 1-element array is a dataset of shape (1,), as asked.
+    h5tile.to_file(np.atleast_1d(np.float64(3.0)), scratch / "a.h5", "x")
+    assert h5py.File(scratch / "a.h5")["x"].shape == (1,)
+
+
 def test_missing_things_and_groups(scratch: Path) -> None:
     with h5py.File(scratch / "h.h5", "w") as f:
         f["grp/x"] = np.arange(3)
