@@ -294,6 +294,20 @@ extern "C" {
 // The library version, "MAJOR.MINOR.PATCH" (the same as the `H5TILE_VERSION_*` macros).
 const char *h5tile_version(void);
 
+// For language bindings: makes this thread's next h5tile call fail on this rank with `status`
+// (an error code) and the message `why` (the binding's own error, e.g. an exception raised
+// while it converted its arguments) where that call checks its path and dataset arguments
+// (`h5tile_write`, `h5tile_write_tiles` and their `_async` forms, `h5tile_read`,
+// `h5tile_batches_open`, `h5tile_inspect`), whatever they are; a next call that takes none
+// lets it lapse. A collective call still takes part, so every rank fails, the others'
+// messages naming this rank and `why` rather than the placeholder arguments the binding
+// passed. Not collective. A `status` that is not an error code is
+// `H5TILE_ERR_INVALID_ARGUMENT`, and nothing is set.
+//
+// # Safety
+// `why` must be NULL or a NUL-terminated string.
+h5tile_status h5tile_refuse_next(int status, const char *why);
+
 // The message of the last failed h5tile call on this thread ("" after a success). The
 // pointer stays valid until the next h5tile call on this thread; never NULL.
 const char *h5tile_last_error(void);

@@ -12,7 +12,7 @@ from typing import Any, Iterator, Sequence
 import numpy as np
 
 from ._arrays import buffer_of, new_array
-from ._collective import poisoned, prepare_together
+from ._collective import poisoned, prepare_together, refuse_next
 from ._comm import fortran_handle
 from ._dtypes import code_of, dtype_of
 from ._library import check, lib
@@ -108,6 +108,7 @@ def from_file_batched(
 
     def join(error: BaseException) -> None:
         code, ndim = poisoned(error)  # a bad dtype= is refused in the options
+        refuse_next(error)
         opts = read_options(True, False, code if ndim else -1)
         lib.h5tile_batches_open_f(handle, b"?", b"?", ndim, u64_array([1]), ctypes.byref(opts),
                                   ctypes.byref(ctypes.c_void_p()))

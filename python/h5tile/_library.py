@@ -94,6 +94,7 @@ FUNCTIONS: dict[str, tuple[object, tuple[object, ...]]] = {
     "h5tile_checkpoint_commit_async": (Status, (Handle, POINTER(Handle))),
     "h5tile_checkpoint_abort": (None, (Handle,)),
     "h5tile_checkpoint_fail": (Status, (Handle, c_char_p)),
+    "h5tile_refuse_next": (Status, (c_int, c_char_p)),
     "h5tile_attr_read_f": (
         Status, (Fint, c_char_p, c_char_p, c_char_p, Dtype, c_size_t, c_void_p),
     ),

@@ -10,7 +10,7 @@ import numpy as np
 
 from . import _constants as C
 from ._arrays import buffer_of, new_array
-from ._collective import poisoned, prepare_together
+from ._collective import poisoned, prepare_together, refuse_next
 from ._comm import fortran_handle
 from ._dtypes import code_of, dtype_of
 from ._errors import H5TileError, InvalidArgumentError
@@ -84,6 +84,7 @@ def from_file(
                               ctypes.create_string_buffer(1), None)
         else:
             code, ndim = poisoned(error)
+            refuse_next(error)
             lib.h5tile_read_f(handle, b"?", b"?", code, ndim, None, None, None, None)
 
     result, buffer, offset, extent, opts = prepare_together(comm, prepare, join)

@@ -10,7 +10,7 @@ from typing import Any, Mapping, Sequence, TypedDict
 
 from . import _constants as C
 from ._arrays import Buffer, buffer_of
-from ._collective import poisoned, prepare_together
+from ._collective import poisoned, prepare_together, refuse_next
 from ._comm import fortran_handle, size_and_rank
 from ._errors import InvalidArgumentError
 from ._library import check, lib
@@ -250,6 +250,7 @@ def prepare_write(
 
     def join(error: BaseException) -> None:
         code, ndim = poisoned(error)
+        refuse_next(error)
         extra = (ctypes.byref(ctypes.c_void_p()),) if is_async else ()
         entry(handle, b"?", b"?", code, ndim, None, None, None, None, None, *extra)
 

@@ -208,6 +208,37 @@ def test_one_ranks_bad_arguments_fail_every_rank(scratch: Path) -> None:
     assert np.array_equal(h5tile.from_file(scratch / "a.h5", "d"), FULL)  # nothing harmed
 
 
+def test_the_other_ranks_learn_the_real_reason_of_one_ranks_bad_arguments(scratch: Path) -> None:
+    # The rank that cannot make the call joins it with placeholder arguments: the others'
+    # messages name that rank and its own reason, not the placeholders' ("ndim is 0", "unknown
+    # element type code 1000").
+    if world.size == 1:
+        pytest.skip("one rank: no other rank to tell")
+    last = world.size - 1
+    _, box = block()
+    cases = [
+        (TypeError, "DtypeError",
+         lambda: h5tile.to_file(FULL[box].astype(object) if world.rank == last else FULL[box],
+                                scratch / "a.h5", "d", comm=world, global_shape=SHAPE)),
+        (ValueError, "InvalidArgumentError",
+         lambda: h5tile.to_file(FULL[box][..., None] if world.rank == last else FULL[box],
+                                scratch / "a.h5", "d", comm=world, global_shape=SHAPE)),
+        (ValueError, "InvalidArgumentError",
+         lambda: h5tile.from_file(scratch / "b.h5", "d", comm=world,
+                                  region=(slice(0, 4, 2),) if world.rank == last else None)),
+    ]
+    h5tile.to_file(FULL[box], scratch / "b.h5", "d", comm=world, global_shape=SHAPE)
+    for kind, name, call in cases:
+        with pytest.raises(kind) as e:
+            call()
+        messages = world.allgather(str(e.value))
+        assert {n for n, _ in everyone_raised(e.value)} == {name}, messages
+        own = messages[last]
+        for rank, message in enumerate(messages[:last]):
+            assert message.startswith(f"on rank {last}: ") and own in message, (rank, messages)
+            assert "ndim is 0" not in message and "code 1000" not in message, messages
+
+
 def test_ranks_beyond_the_data_have_empty_tiles(scratch: Path) -> None:
     shape = (2,)
     offset, extent = h5tile.partition(shape, world)

@@ -12,17 +12,32 @@ use std::path::Path;
 
 thread_local! {
     static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
+    /// The refusal a language binding set for this thread's next call (`h5tile_refuse_next`),
+    /// and that of the call running now.
+    static REFUSALS: RefCell<(Option<Error>, Option<Error>)> = const { RefCell::new((None, None)) };
 }
 
 /// Runs the body of an exported function: its error becomes the returned status and the
 /// thread's last-error message; a panic becomes `H5TILE_ERR_PANIC`. Success clears the message.
+/// A refusal set for this call (`refuse_next`) is this call's alone.
 pub fn run(body: impl FnOnce() -> Result<()>) -> h5tile_status {
+    REFUSALS.with(|r| {
+        let mut r = r.borrow_mut();
+        r.1 = r.0.take();
+    });
     let (status, message) = match catch_panic(body) {
         Ok(()) => (H5TILE_OK, String::new()),
         Err(e) => (e.status, e.message),
     };
+    REFUSALS.with(|r| r.borrow_mut().1 = None);
     set_last_error(&message);
     status
+}
+
+/// Makes this thread's next exported call fail with `error` where it checks its path and
+/// dataset arguments (`dataset_arg`), whatever they are.
+pub fn refuse_next(error: Error) {
+    REFUSALS.with(|r| r.borrow_mut().0 = Some(error));
 }
 
 pub fn set_last_error(message: &str) {
@@ -110,6 +125,10 @@ pub unsafe fn dataset_arg<'a>(
     path: *const c_char,
     dataset: *const c_char,
 ) -> Result<(&'a Path, &'a str)> {
+    // A binding's refusal is this call's failure (its collective check then shares it).
+    if let Some(refused) = REFUSALS.with(|r| r.borrow_mut().1.take()) {
+        return Err(refused);
+    }
     Ok((
         Path::new(str_arg(path, "path")?),
         str_arg(dataset, "dataset")?,

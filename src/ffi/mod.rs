@@ -50,6 +50,39 @@ pub extern "C" fn h5tile_version() -> *const c_char {
     concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr() as *const c_char
 }
 
+/// For language bindings: makes this thread's next h5tile call fail on this rank with `status`
+/// (an error code) and the message `why` (the binding's own error, e.g. an exception raised
+/// while it converted its arguments) where that call checks its path and dataset arguments
+/// (`h5tile_write`, `h5tile_write_tiles` and their `_async` forms, `h5tile_read`,
+/// `h5tile_batches_open`, `h5tile_inspect`), whatever they are; a next call that takes none
+/// lets it lapse. A collective call still takes part, so every rank fails, the others'
+/// messages naming this rank and `why` rather than the placeholder arguments the binding
+/// passed. Not collective. A `status` that is not an error code is
+/// `H5TILE_ERR_INVALID_ARGUMENT`, and nothing is set.
+///
+/// # Safety
+/// `why` must be NULL or a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn h5tile_refuse_next(status: c_int, why: *const c_char) -> h5tile_status {
+    boundary::run(|| {
+        let status = match h5tile_status::from_code(status as u32) {
+            Some(s) if s != H5TILE_OK => s,
+            _ => {
+                return fail(
+                    H5TILE_ERR_INVALID_ARGUMENT,
+                    format!("status {status} is not an error code"),
+                )
+            }
+        };
+        let why = match why.is_null() {
+            true => "refused by the caller".to_string(),
+            false => std::ffi::CStr::from_ptr(why).to_string_lossy().into_owned(),
+        };
+        boundary::refuse_next(Error::new(status, why));
+        Ok(())
+    })
+}
+
 /// The message of the last failed h5tile call on this thread ("" after a success). The
 /// pointer stays valid until the next h5tile call on this thread; never NULL.
 #[no_mangle]
@@ -65,4 +98,68 @@ pub extern "C" fn h5tile_status_name(status: c_int) -> *const c_char {
         .and_then(h5tile_status::from_code)
         .map_or(c"unknown status", h5tile_status::name);
     name.as_ptr() as *const c_char
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::dtype::h5tile_dtype;
+
+    /// `h5tile_refuse_next` fails the next call that checks a path and a dataset with the
+    /// binding's status and reason, once; a call that takes none lets it lapse; a status that
+    /// is not an error is refused, and sets nothing.
+    #[test]
+    fn a_refusal_fails_the_next_call_that_takes_a_dataset_once() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("g.h5");
+        crate::testkit::write_grid_in(&path, crate::ops::write::Layout::Vds);
+        let (c_path, c_name) = (
+            std::ffi::CString::new(path.to_str().unwrap()).unwrap(),
+            std::ffi::CString::new("/g").unwrap(),
+        );
+        let inspect = || {
+            let (mut dtype, mut ndim, mut shape) =
+                (H5TILE_FLOAT64 as h5tile_dtype, 0usize, [0u64; 32]);
+            unsafe {
+                read::h5tile_inspect(
+                    c_path.as_ptr(),
+                    c_name.as_ptr(),
+                    &mut dtype,
+                    &mut ndim,
+                    shape.as_mut_ptr(),
+                )
+            }
+        };
+        let last = || {
+            unsafe { std::ffi::CStr::from_ptr(h5tile_last_error()) }
+                .to_string_lossy()
+                .into_owned()
+        };
+        let why = c"element type object is not one h5tile stores";
+        assert_eq!(unsafe { h5tile_refuse_next(5, why.as_ptr()) }, H5TILE_OK);
+        assert_eq!(inspect(), H5TILE_ERR_DTYPE);
+        assert_eq!(last(), why.to_str().unwrap());
+        assert_eq!(inspect(), H5TILE_OK, "once");
+        // A call that takes no dataset lets it lapse.
+        assert_eq!(unsafe { h5tile_refuse_next(1, why.as_ptr()) }, H5TILE_OK);
+        let (mut offset, mut shape) = ([0u64; 1], [0u64; 1]);
+        let global = [4u64];
+        let status = unsafe {
+            partition::h5tile_partition(
+                1,
+                0,
+                1,
+                global.as_ptr(),
+                offset.as_mut_ptr(),
+                shape.as_mut_ptr(),
+            )
+        };
+        assert_eq!(status, H5TILE_OK);
+        assert_eq!(inspect(), H5TILE_OK);
+        for not_an_error in [0, -1, 1000] {
+            let status = unsafe { h5tile_refuse_next(not_an_error, why.as_ptr()) };
+            assert_eq!(status, H5TILE_ERR_INVALID_ARGUMENT);
+            assert_eq!(inspect(), H5TILE_OK);
+        }
+    }
 }
