@@ -7,7 +7,10 @@
 #      recipe with -DMPI_Fortran_COMPILER=<other mpif90>), refused the same way;
 #   3. C built with the other mpicc without pkg-config's flags, and Fortran compiling
 #      include/h5tile.f90 with the other mpif90: the first h5tile call is H5TILE_ERR_MPI
-#      naming both MPIs.
+#      naming both MPIs;
+#   4. such a Fortran program that calls MPI itself first (its MPI_Comm_rank may crash inside
+#      MPI, bound to libh5tile's MPI): a warning naming both libraries, printed when
+#      libh5tile is loaded, comes before anything the program does.
 # usage: mpi_mismatch.sh PREFIX OTHER_MPICC PKG_CONFIG CMAKE SCRATCH_DIR
 set -eu
 prefix=$1 other_mpicc=$2 pkgconfig=$3 cmake=$4 work=$5
@@ -152,4 +155,38 @@ grep -q "libh5tile was built with" "$work/runtime-f.log" || {
 }
 echo "Fortran built with $other_mpif90 and include/h5tile.f90, at its first h5tile call:"
 cat "$work/runtime-f.log"
+
+# The program's own MPI call first. The dynamic linker may bind libmpichfort's calls to
+# libh5tile's MPI and crash in MPI_Comm_rank: whatever happens, the load-time warning that names
+# both libraries is the first line the program prints.
+cat > "$work/first.f90" <<'SRC'
+program first
+  use mpi
+  use h5tile
+  implicit none
+  integer :: ierr, rank
+  call mpi_init(ierr)
+  call mpi_comm_rank(MPI_COMM_WORLD, rank, ierr)
+  print *, "rank", rank, trim(h5tile_status_name(H5TILE_OK))
+  call mpi_finalize(ierr)
+end program
+SRC
+(cd "$work" && "$other_mpif90" -o first "$prefix/include/h5tile.f90" first.f90 -L"$prefix/lib" \
+    -Wl,-rpath,"$prefix/lib" -lh5tile) > "$work/first-build.log" 2>&1 || {
+    echo "mpi_mismatch: the MPI-first Fortran program did not build with $other_mpif90:" >&2
+    cat "$work/first-build.log" >&2
+    exit 1
+}
+first_status=0
+(cd "$work" && ./first) > "$work/first.log" 2>&1 || first_status=$?
+first_line=$(head -n 1 "$work/first.log")
+case $first_line in
+    "h5tile: warning: this process has loaded two MPI libraries, "*libmpi*" and "*libmpi*"; libh5tile was built with "*) ;;
+    *)
+        echo "mpi_mismatch: a Fortran program built with $other_mpif90 calling MPI first did not start with the load-time warning:" >&2
+        cat "$work/first.log" >&2
+        exit 1 ;;
+esac
+echo "Fortran built with $other_mpif90 calling MPI_Comm_rank first (exit status $first_status):"
+head -n 3 "$work/first.log"
 echo "mpi_mismatch: OK"

@@ -352,7 +352,7 @@ pub fn comm_from_fortran(comm: MPI_Fint) -> Result<MPI_Comm> {
 
 /// The MPI family h5tile was compiled against: Open MPI's handles are pointers, those of
 /// MPICH and its derivatives (Intel MPI, Cray MPICH, MVAPICH) are `int`s.
-fn built_with_open_mpi() -> bool {
+pub(crate) fn built_with_open_mpi() -> bool {
     std::mem::size_of::<MPI_Comm>() == std::mem::size_of::<*const ()>()
 }
 
@@ -379,8 +379,9 @@ pub fn check_same_mpi() -> Result<()> {
         if version.contains("Open MPI") == built_with_open_mpi() {
             return Ok(());
         }
-        let reached = library_of(mpi::ffi::MPI_Get_library_version as *const ());
-        let others: Vec<String> = loaded_mpi_libraries()
+        let reached =
+            super::mpi_libraries::library_of(mpi::ffi::MPI_Get_library_version as *const ());
+        let others: Vec<String> = super::mpi_libraries::loaded()
             .into_iter()
             .filter(|l| *l != reached)
             .collect();
@@ -419,45 +420,6 @@ fn is_our_fortran_handle(f: MPI_Fint, c: MPI_Comm) -> bool {
     } else {
         (f as u32 & 0x3c00_0000) == 0x0400_0000
     }
-}
-
-/// The file of the loaded library holding the code at `address`.
-fn library_of(address: *const ()) -> String {
-    let mut info: libc::Dl_info = unsafe { std::mem::zeroed() };
-    match unsafe { libc::dladdr(address as *const libc::c_void, &mut info) } {
-        0 => "an unknown library".to_string(),
-        _ if info.dli_fname.is_null() => "an unknown library".to_string(),
-        _ => unsafe { std::ffi::CStr::from_ptr(info.dli_fname) }
-            .to_string_lossy()
-            .into_owned(),
-    }
-}
-
-/// The MPI libraries loaded in this process (`libmpi.so.*`, `libmpich.so.*`, ...).
-fn loaded_mpi_libraries() -> Vec<String> {
-    unsafe extern "C" fn each(
-        info: *mut libc::dl_phdr_info,
-        _size: libc::size_t,
-        out: *mut libc::c_void,
-    ) -> libc::c_int {
-        let out = &mut *(out as *mut Vec<String>);
-        if !(*info).dlpi_name.is_null() {
-            let name = std::ffi::CStr::from_ptr((*info).dlpi_name).to_string_lossy();
-            let file = name.rsplit('/').next().unwrap_or("");
-            if file.starts_with("libmpi.so") || file.starts_with("libmpich.so") {
-                out.push(name.into_owned());
-            }
-        }
-        0
-    }
-    let mut out: Vec<String> = Vec::new();
-    unsafe {
-        libc::dl_iterate_phdr(
-            Some(each),
-            &mut out as *mut Vec<String> as *mut libc::c_void,
-        )
-    };
-    out
 }
 
 /// The environment variable making runs of that many consecutive ranks count as nodes.

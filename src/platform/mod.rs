@@ -1,6 +1,7 @@
 //! The libraries h5tile stands on, each behind one module: `hdf5` (the process-wide lock,
 //! RAII handles, typed attributes: the only code calling libhdf5), `comm` (the only code
-//! calling MPI), `device` (recognising device memory and routing it through the h5tile_gds
+//! calling MPI), `mpi_libraries` (the MPI libraries loaded in the process, and the warning
+//! at load when there are two), `device` (recognising device memory and routing it through the h5tile_gds
 //! driver, whose public API it and `tile_bytes` are the only users of besides `hdf5::gds`),
 //! `tile_bytes` (tile bytes written at known offsets of a file, and made durable), `memory`
 //! (page-aligned buffers for the reads the library fills itself), `codecs` (zstd, LZ4,
@@ -15,6 +16,7 @@ pub(crate) mod comm;
 pub(crate) mod device;
 pub(crate) mod hdf5;
 pub(crate) mod memory;
+pub(crate) mod mpi_libraries;
 pub(crate) mod shuffle;
 pub(crate) mod spill;
 pub(crate) mod staging;
