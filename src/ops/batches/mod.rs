@@ -7,12 +7,12 @@
 //! of HDF5 chunk cache for files whose storage chunks straddle the requested chunks; it never
 //! grows with the dataset.
 //!
-//! Checksums: a rank's chunks come in row-major order, so a chunk narrower than a tile shares
-//! the tile's 1 MiB blocks (whole rows of it) with the chunks beside it. The source keeps the
-//! blocks it has checked (`read::checked_blocks::CheckedBlocks`, a bit per block): each is read whole and
-//! summed once, for the first chunk touching it, and the chunks after read only their bytes of
-//! it. The dealing stays as documented (contiguous runs), so ranks share blocks only in the
-//! row of chunks where one run ends and the next begins.
+//! Checksums: a rank's chunks come in row-major order, so a chunk narrower than a tile shares the
+//! tile's 1 MiB blocks (whole rows of it) with the chunks beside it. The source keeps the blocks it
+//! has checked (`read::checked_blocks::CheckedBlocks`, a bit per block): each is read whole and
+//! summed once, for the first chunk touching it, and the chunks after read only their bytes of it.
+//! The dealing stays as documented (contiguous runs), so ranks share blocks only in the row of
+//! chunks where one run ends and the next begins.
 //!
 //! The chunks themselves are `geometry::chunk_grid`'s; the thread reading ahead is
 //! `read_ahead`.
