@@ -50,9 +50,13 @@ static uint64_t fingerprint(const double *v, uint64_t rows, uint64_t cols, uint6
   return h;
 }
 
-/* Bytes of the files in `dir` (a checkpoint's tile folder) and their count. */
-static long long folder_bytes(const char *dir, int *files) {
+/* Bytes of the files in `dir` (a checkpoint's tile folder), the space they take on disk, and their
+   count. The two differ: a tile file's data starts on a 2 MiB boundary after a hole (its
+   apparent size counts the hole, the disk holds none of it), and a file system may hold a
+   file in fewer or more blocks than its length. */
+static long long folder_bytes(const char *dir, long long *on_disk, int *files) {
   long long total = 0;
+  *on_disk = 0;
   *files = 0;
   DIR *d = opendir(dir);
   if (!d) return 0;
@@ -63,6 +67,7 @@ static long long folder_bytes(const char *dir, int *files) {
     snprintf(file, sizeof file, "%s/%s", dir, e->d_name);
     if (e->d_name[0] != '.' && stat(file, &st) == 0) {
       total += st.st_size;
+      *on_disk += (long long)st.st_blocks * 512;
       ++*files;
     }
   }
@@ -70,26 +75,30 @@ static long long folder_bytes(const char *dir, int *files) {
   return total;
 }
 
-/* Lists the series folder `dir`: each entry, a tile folder as its count of files and bytes. */
+/* Lists the series folder `dir`: each entry with its size and the space it takes on disk, a
+   tile folder as its count of files. */
 static void show_series(const char *dir) {
-  DIR *d = opendir(dir);
-  if (!d) return;
-  struct dirent *e;
-  while ((e = readdir(d)) != NULL) {
-    if (e->d_name[0] == '.') continue;
+  struct dirent **entries;
+  int n = scandir(dir, &entries, NULL, alphasort);
+  for (int i = 0; i < n; i++) {
+    const char *name = entries[i]->d_name;
     char file[8192];
     struct stat st;
-    snprintf(file, sizeof file, "%s/%s", dir, e->d_name);
-    if (stat(file, &st) != 0) continue;
-    if (S_ISDIR(st.st_mode)) {
+    snprintf(file, sizeof file, "%s/%s", dir, name);
+    if (name[0] == '.' || stat(file, &st) != 0) {
+      /* not listed */
+    } else if (S_ISDIR(st.st_mode)) {
       int files;
-      long long bytes = folder_bytes(file, &files);
-      printf("  %-36s %10lld bytes in %d tile files\n", e->d_name, bytes, files);
+      long long on_disk, bytes = folder_bytes(file, &on_disk, &files);
+      printf("  %-36s %10lld bytes (%lld on disk) in %d tile file%s\n", name, bytes, on_disk, files,
+             files == 1 ? "" : "s");
     } else {
-      printf("  %-36s %10lld bytes\n", e->d_name, (long long)st.st_size);
+      printf("  %-36s %10lld bytes (%lld on disk)\n", name, (long long)st.st_size,
+             (long long)st.st_blocks * 512);
     }
+    free(entries[i]);
   }
-  closedir(d);
+  if (n >= 0) free(entries);
 }
 
 int main(int argc, char **argv) {
