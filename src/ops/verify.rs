@@ -5,9 +5,9 @@
 //! values in their place).
 
 use super::inspect::{DatasetInfo, TileInfo, VirtualInfo};
-use super::read::byte_reads::{ByteReads, Mismatch};
-use super::read::checked_blocks::SummedTile;
-use super::read::compressed::{CompressedTile, Sums};
+use super::tile_io::byte_reads::{ByteReads, Mismatch};
+use super::tile_io::checked_blocks::SummedTile;
+use super::tile_io::compressed::{CompressedTile, Sums};
 use crate::geometry::tile::Tile;
 use crate::layout::subfile_generation;
 use crate::layout::subfiles::check_stamp;

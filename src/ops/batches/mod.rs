@@ -9,7 +9,7 @@
 //!
 //! Checksums: a rank's chunks come in row-major order, so a chunk narrower than a tile shares the
 //! tile's 1 MiB blocks (whole rows of it) with the chunks beside it. The source keeps the blocks it
-//! has checked (`read::checked_blocks::CheckedBlocks`, a bit per block): each is read whole and
+//! has checked (`tile_io::checked_blocks::CheckedBlocks`, a bit per block): each is read whole and
 //! summed once, for the first chunk touching it, and the chunks after read only their bytes of it.
 //! The dealing stays as documented (contiguous runs), so ranks share blocks only in the row of
 //! chunks where one run ends and the next begins.
@@ -26,9 +26,9 @@ use read_ahead::{read_ahead, CallerBytes, Filled, Target};
 use crate::dtype::Dtype;
 use crate::geometry::chunk_grid::ChunkGrid;
 use crate::geometry::tile::Tile;
-use crate::ops::read::byte_reads::ReadCounts;
 use crate::ops::read::source::Source;
 use crate::ops::read::{check_conversion, on_one_version, open_to_read, OpenDataset, ReadOptions};
+use crate::ops::tile_io::byte_reads::ReadCounts;
 use crate::platform::comm::Comm;
 use crate::platform::device::io_threads;
 use crate::platform::hdf5::{self, Dataset, Plist, Storage};

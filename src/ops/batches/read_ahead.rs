@@ -3,8 +3,8 @@
 use crate::dtype::Dtype;
 use crate::geometry::chunk_grid::ChunkGrid;
 use crate::geometry::tile::Tile;
-use crate::ops::read::byte_reads::ReadCounts;
 use crate::ops::read::source::Source;
+use crate::ops::tile_io::byte_reads::ReadCounts;
 use crate::platform::memory::PageBuffer;
 use crate::status::*;
 use std::ops::Range;

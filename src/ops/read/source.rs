@@ -4,7 +4,6 @@
 //! the read needs are there. Device memory is filled straight from the file where the bytes'
 //! places are known (h5tile's tiles, contiguous storage), through host memory otherwise.
 
-use super::byte_reads::ReadCounts;
 use super::direct::DirectReader;
 use super::mappings::{block_mappings, check_sources};
 use super::tile_checks::TileChecks;
@@ -12,6 +11,7 @@ use super::{OpenDataset, Opened, ReadOptions};
 use crate::dtype::Dtype;
 use crate::geometry::tile::Tile;
 use crate::layout::runs::tile_runs;
+use crate::ops::tile_io::byte_reads::ReadCounts;
 use crate::platform::device::{DeviceFile, DevicePtr, Route};
 use crate::platform::hdf5::{self, Space, Storage};
 use crate::status::Result;

@@ -5,8 +5,6 @@
 //! from those checked blocks (`read_checked`: each byte read once); elsewhere HDF5 reads the
 //! elements as for any contiguous dataset, and `check` reads the touched blocks a second time.
 
-use super::byte_reads::{ByteReads, ReadCounts};
-use super::checked_blocks::{file_id, CheckedBlocks, SummedTile};
 use crate::dtype::Dtype;
 use crate::geometry::coverage;
 use crate::geometry::tile::Tile;
@@ -14,6 +12,8 @@ use crate::layout::checksums::Recorded;
 use crate::layout::placement::Placement;
 use crate::layout::runs::box_runs;
 use crate::layout::single::recorded_tiles;
+use crate::ops::tile_io::byte_reads::{file_id, ByteReads, ReadCounts};
+use crate::ops::tile_io::checked_blocks::{CheckedBlocks, SummedTile};
 use crate::platform::hdf5::{Dataset, Storage};
 use crate::status::{Error, Result, H5TILE_ERR_CORRUPT, H5TILE_ERR_MISSING_TILE};
 use std::path::{Path, PathBuf};

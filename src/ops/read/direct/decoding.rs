@@ -1,11 +1,11 @@
 //! The compressed tiles h5tile wrote, decoded by h5tile (outside the HDF5 lock) with their
 //! blocks checked, and the explanation of HDF5's failure to read one.
 
-use super::super::compressed::{CompressedTile, Sums};
 use super::super::mappings::{corrupt, locate_source, resolve_source, source_error};
 use super::{DirectReader, OPEN_SOURCES};
 use crate::geometry::tile::Tile;
 use crate::layout::vds::NO_OFFSET;
+use crate::ops::tile_io::compressed::{CompressedTile, Sums};
 use crate::status::{Error, Result};
 use std::path::PathBuf;
 

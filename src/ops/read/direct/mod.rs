@@ -15,14 +15,14 @@ mod sources;
 use decoding::{Decode, DecodedTiles};
 use recorded::plan_files;
 
-use super::byte_reads::{ByteReads, ReadCounts};
-use super::checked_blocks::CheckedBlocks;
 use super::mappings::{corrupt, missing_tile, read_tile_bytes, BlockMapping};
 use crate::dtype::Dtype;
 use crate::geometry::tile::Tile;
 use crate::layout::checksums::Recorded;
 use crate::layout::index::Index;
 use crate::layout::vds::{TileBytes, NO_OFFSET, TILE_DATASET};
+use crate::ops::tile_io::byte_reads::{ByteReads, ReadCounts};
+use crate::ops::tile_io::checked_blocks::CheckedBlocks;
 use crate::platform::hdf5::{self, Attributes, Dataset, File, Plist, Space, Type};
 use crate::status::{Result, H5TILE_ERR_IO};
 use std::path::{Path, PathBuf};

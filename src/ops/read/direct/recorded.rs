@@ -2,8 +2,6 @@
 //! `ByteReads`, checked block by block where the master records checksums, and the tile files
 //! `hold` keeps open.
 
-use super::super::byte_reads::ByteReads;
-use super::super::checked_blocks::SummedTile;
 use super::super::mappings::{corrupt, locate_source, missing_tile, resolve_source};
 use super::DirectReader;
 use crate::dtype::Dtype;
@@ -11,6 +9,8 @@ use crate::geometry::tile::Tile;
 use crate::layout::runs::box_rows;
 use crate::layout::subfiles::check_stamp;
 use crate::layout::vds::NO_OFFSET;
+use crate::ops::tile_io::byte_reads::ByteReads;
+use crate::ops::tile_io::checked_blocks::SummedTile;
 use crate::platform::hdf5;
 use crate::status::{Error, Result};
 use std::path::PathBuf;

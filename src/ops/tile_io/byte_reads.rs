@@ -4,7 +4,6 @@
 //! are shared among `io_threads()` workers, so a chunk made of many short rows reads as fast
 //! as one long run.
 
-use super::checked_blocks::file_id;
 use crate::layout::checksums::BlockSum;
 use crate::platform::device::io_threads;
 use std::fs::File;
@@ -587,6 +586,14 @@ struct Piece<'b> {
     run: &'b Run,
     at: u64,
     dsts: Vec<&'b mut [u8]>,
+}
+
+/// The (device, inode) of `file`, which tells a file replaced under its name from the one
+/// that was there.
+pub(crate) fn file_id(file: &File) -> io::Result<(u64, u64)> {
+    use std::os::unix::fs::MetadataExt;
+    let md = file.metadata()?;
+    Ok((md.dev(), md.ino()))
 }
 
 #[cfg(test)]

@@ -7,7 +7,6 @@
 
 use super::byte_reads::{BlockLabel, ByteReads, Mismatch, Part, ReadCounts};
 use crate::layout::placement::Placement;
-use std::fs::File;
 use std::io;
 use std::path::PathBuf;
 
@@ -198,18 +197,12 @@ impl CheckedBlocks {
     }
 }
 
-/// The (device, inode) of `file`, which tells a file replaced under its name from the one
-/// that was there.
-pub(crate) fn file_id(file: &File) -> io::Result<(u64, u64)> {
-    use std::os::unix::fs::MetadataExt;
-    let md = file.metadata()?;
-    Ok((md.dev(), md.ino()))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::layout::checksums::block_sum;
+    use crate::ops::tile_io::byte_reads::file_id;
+    use std::fs::File;
     use std::path::{Path, PathBuf};
 
     /// A 4 x 8 tile of 4-byte elements (128 bytes) from byte 10 of a file, in blocks of 32
