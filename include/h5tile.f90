@@ -118,7 +118,7 @@ module h5tile
     type(c_ptr) :: ptr = c_null_ptr
   end type
 
-  public :: h5tile_version, h5tile_last_error, h5tile_status_name
+  public :: h5tile_version, h5tile_last_error, h5tile_last_errno, h5tile_status_name
   public :: h5tile_write_options_default, h5tile_read_options_default
   public :: h5tile_write, h5tile_write_tiles, h5tile_write_async, h5tile_write_tiles_async
   public :: h5tile_wait, h5tile_test, h5tile_fence, h5tile_read, h5tile_inspect, h5tile_partition
@@ -446,6 +446,10 @@ module h5tile
       import :: c_ptr
     end function
 
+    integer(c_int) function c_last_errno() bind(C, name="h5tile_last_errno")
+      import :: c_int
+    end function
+
     type(c_ptr) function c_status_name(status) bind(C, name="h5tile_status_name")
       import :: c_int, c_ptr
       integer(c_int), value :: status
@@ -475,6 +479,16 @@ contains
       end if
     end if
     msg = fstring(c_last_error())
+  end function
+
+  !> The operating system's error number (errno, e.g. EACCES = 13) behind the last failed call
+  !> on this thread; 0 after a success, a failure with no such cause, or one the module found.
+  integer function h5tile_last_errno()
+    h5tile_last_errno = 0
+    if (allocated(local_error)) then
+      if (len(local_error) > 0) return
+    end if
+    h5tile_last_errno = int(c_last_errno())
   end function
 
   !> The name of a status code, e.g. "H5TILE_ERR_SHAPE" ("unknown status" for other values).

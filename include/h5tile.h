@@ -94,7 +94,7 @@ typedef enum {
   // NULL pointer, ndim out of range, a tile outside the global shape, a bad chunk shape,
   // a buffer too small, or ranks disagreeing on path/dataset/dtype/shape.
   H5TILE_ERR_INVALID_ARGUMENT = 1,
-  // `path` names a directory.
+  // `path` names a directory (for a write, also a path ending in '/', "/." or "/..").
   H5TILE_ERR_IS_DIRECTORY = 2,
   // The file or the dataset does not exist.
   H5TILE_ERR_NOT_FOUND = 3,
@@ -106,7 +106,8 @@ typedef enum {
   H5TILE_ERR_SHAPE = 6,
   // `H5TILE_NO_OVERWRITE` was given and the target exists.
   H5TILE_ERR_EXISTS = 7,
-  // An operating-system error; the message carries the errno text and the path.
+  // An operating-system error; the message carries the errno text and the path, and
+  // `h5tile_last_errno()` the number.
   H5TILE_ERR_IO = 8,
   // The HDF5 library failed; the message carries the HDF5 error stack.
   H5TILE_ERR_HDF5 = 9,
@@ -119,7 +120,9 @@ typedef enum {
   // Bytes read do not match the checksum recorded when they were written; the message
   // names the file, the tile and the byte range.
   H5TILE_ERR_CORRUPT = 13,
-  // An internal bug was caught at the C boundary.
+  // An internal bug was caught at the C boundary. A function that returns no status leaves
+  // the message in `h5tile_last_error()`; one that returns a string returns "internal error
+  // (please report): a panic in h5tile"; `h5tile_last_errno()` returns 0.
   H5TILE_ERR_PANIC = 99,
 } h5tile_status;
 
@@ -311,6 +314,12 @@ h5tile_status h5tile_refuse_next(int status, const char *why);
 // The message of the last failed h5tile call on this thread ("" after a success). The
 // pointer stays valid until the next h5tile call on this thread; never NULL.
 const char *h5tile_last_error(void);
+
+// The operating system's error number (`errno`, e.g. `EACCES`) behind the last failed h5tile
+// call on this thread, whose message `h5tile_last_error()` gives; 0 after a success or a failure
+// with no operating-system cause. In a collective call, a rank that did not meet the error
+// itself but was told of another rank's failure has 0.
+int h5tile_last_errno(void);
 
 // The name of a status code, e.g. "H5TILE_ERR_SHAPE" ("unknown status" for other values).
 const char *h5tile_status_name(int status);

@@ -15,7 +15,7 @@ pub enum h5tile_status {
     /// NULL pointer, ndim out of range, a tile outside the global shape, a bad chunk shape,
     /// a buffer too small, or ranks disagreeing on path/dataset/dtype/shape.
     H5TILE_ERR_INVALID_ARGUMENT = 1,
-    /// `path` names a directory.
+    /// `path` names a directory (for a write, also a path ending in '/', "/." or "/..").
     H5TILE_ERR_IS_DIRECTORY = 2,
     /// The file or the dataset does not exist.
     H5TILE_ERR_NOT_FOUND = 3,
@@ -27,7 +27,8 @@ pub enum h5tile_status {
     H5TILE_ERR_SHAPE = 6,
     /// `H5TILE_NO_OVERWRITE` was given and the target exists.
     H5TILE_ERR_EXISTS = 7,
-    /// An operating-system error; the message carries the errno text and the path.
+    /// An operating-system error; the message carries the errno text and the path, and
+    /// `h5tile_last_errno()` the number.
     H5TILE_ERR_IO = 8,
     /// The HDF5 library failed; the message carries the HDF5 error stack.
     H5TILE_ERR_HDF5 = 9,
@@ -40,7 +41,9 @@ pub enum h5tile_status {
     /// Bytes read do not match the checksum recorded when they were written; the message
     /// names the file, the tile and the byte range.
     H5TILE_ERR_CORRUPT = 13,
-    /// An internal bug was caught at the C boundary.
+    /// An internal bug was caught at the C boundary. A function that returns no status leaves
+    /// the message in `h5tile_last_error()`; one that returns a string returns "internal error
+    /// (please report): a panic in h5tile"; `h5tile_last_errno()` returns 0.
     H5TILE_ERR_PANIC = 99,
 }
 
@@ -65,11 +68,13 @@ impl h5tile_status {
     }
 }
 
-/// A failure: the status the C caller sees and the message `h5tile_last_error()` returns.
+/// A failure: the status the C caller sees, the message `h5tile_last_error()` returns, and the
+/// operating system's error number behind it that `h5tile_last_errno()` returns (0: none).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Error {
     pub status: h5tile_status,
     pub message: String,
+    pub errno: i32,
 }
 
 pub type Result<T> = std::result::Result<T, Error>;
@@ -79,13 +84,21 @@ impl Error {
         Error {
             status,
             message: message.into(),
+            errno: 0,
         }
     }
 
     /// An operating-system error while doing `what` to `path`: the OS reason first, then what
-    /// failed and where ("No space left on device (os error 28): cannot sync '/p/x.h5'").
+    /// failed and where ("No space left on device (os error 28): cannot sync '/p/x.h5'"); it
+    /// keeps the error number (a binding raises by it: EACCES is Python's PermissionError).
     pub fn io(what: &str, path: &std::path::Path, err: &std::io::Error) -> Error {
         Error::new(H5TILE_ERR_IO, format!("{err}: {what} '{}'", path.display()))
+            .with_errno(err.raw_os_error().unwrap_or(0))
+    }
+
+    /// This error with the operating system's error number `errno` behind it.
+    pub fn with_errno(self, errno: i32) -> Error {
+        Error { errno, ..self }
     }
 
     /// This error with `context` (what was being done): before the message, except for an
@@ -95,7 +108,7 @@ impl Error {
             H5TILE_ERR_IO => format!("{} ({context})", self.message),
             _ => format!("{context}: {}", self.message),
         };
-        Error::new(self.status, message)
+        Error { message, ..self }
     }
 }
 
@@ -208,5 +221,21 @@ mod tests {
         assert_eq!(e.status, H5TILE_ERR_IO);
         assert!(e.message.contains("/x/y"), "{}", e.message);
         assert!(e.message.starts_with("No space left"), "{}", e.message);
+    }
+
+    /// The error number of an operating-system error stays with it, context added or not;
+    /// other errors have none.
+    #[test]
+    fn io_errors_keep_their_errno() {
+        let denied = std::io::Error::from_raw_os_error(libc::EACCES);
+        let e = Error::io("cannot create", std::path::Path::new("/x"), &denied);
+        assert_eq!(e.errno, libc::EACCES);
+        let e = e.context("writing '/d'");
+        assert_eq!((e.status, e.errno), (H5TILE_ERR_IO, libc::EACCES));
+        assert!(e.message.ends_with("(writing '/d')"), "{}", e.message);
+        let custom = std::io::Error::other("no number");
+        assert_eq!(Error::io("x", std::path::Path::new("/x"), &custom).errno, 0);
+        assert_eq!(Error::new(H5TILE_ERR_SHAPE, "gap").errno, 0);
+        assert_eq!(Error::new(H5TILE_ERR_SHAPE, "gap").context("c").errno, 0);
     }
 }

@@ -5,13 +5,13 @@
 //! checkpoint (`--all`: every complete one).
 
 use crate::check_parts::check_sources_shared;
-use crate::failure::{Failure, EXIT_PROBLEMS, EXIT_USAGE};
+use crate::failure::{Failure, FailureJson, EXIT_PROBLEMS, EXIT_USAGE};
 use crate::progress::{Progress, When};
-use crate::series::{is_series, why_incomplete};
+use crate::series::{is_series, latest_complete, why_incomplete, Incomplete};
 use crate::show;
 use h5tile::internals::tool::{
-    checkpoints, checksum_jobs, default_threads, describe, job_bytes, latest, verify_tiles,
-    Checkpoint, DatasetInfo, Problem, VirtualInfo, VirtualLayout,
+    checkpoints, checksum_jobs, checksummed_bytes, default_threads, describe, job_bytes, latest,
+    verify_tiles, Checkpoint, DatasetInfo, Problem, VirtualInfo, VirtualLayout,
 };
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -30,18 +30,25 @@ sources h5tile did not write, silently read fill values) on the same problems.
 Output: one line per problem, naming the master, the dataset, the tile file or subfile, the box
 of the dataset it holds, what is wrong and, for a checksum mismatch, the byte range in the
 file (from the first byte to the last: in the single-file layout the rows between hold other
-tiles); then one line per FILE saying whether it is well. With --json, one document {\"ok\",
-\"files\": [{\"file\", \"error\", \"datasets\": [{\"name\", \"tiles\", \"files\",
-\"checksummed_tiles\", \"verified_bytes\", \"problems\": [{\"file\", \"kind\", \"offset\",
-\"shape\", \"problem\", \"bytes\"}]}]}]}.
+tiles); then one line per FILE saying whether it is well, with the bytes of tile data verified
+against their checksums and, where some are not, how many failed (blocks that do not match or
+cannot be read, and the tiles whose file is missing or wrong, unread). With --json, one
+document {\"ok\", \"files\": [{\"file\", \"error\", \"datasets\": [{\"name\", \"tiles\",
+\"files\", \"checksummed_tiles\", \"verified_bytes\", \"failed_bytes\", \"problems\":
+[{\"file\", \"kind\", \"offset\", \"shape\", \"problem\", \"bytes\", \"tile_bytes\"}]}]}],
+\"failure\"} (\"tile_bytes\": the tile's own bytes that failed, or null for a problem of its
+file; \"failure\": present when the exit status is not 0, as every command's).
 
 A DIR that is a series folder (numbered checkpoints ckpt.<step>.h5 and the record `latest`, as
 h5tile's series write them) stands for its latest complete checkpoint, checked as a FILE is,
 with a line saying which step it is; with --all, for every complete checkpoint, newest first.
 Steps whose write did not commit (only a tile folder or temporary masters left, or a master
-that does not open as HDF5) are named as incomplete and not checked: readers pass over them,
-so they are no problem. With --json, the document also holds \"series\": [{\"dir\", \"latest\",
-\"checked\", \"incomplete\": [{\"step\", \"why\"}], \"error\"}], and each file of a series its
+that does not open as HDF5) are named as incomplete, and steps older than the latest complete
+one with no master as a pruning interrupted (a commit's pruning removes a checkpoint's master
+first; the next commit removes the rest); neither is checked: readers pass over them, so they
+are no problem. With --json, the document also holds \"series\": [{\"dir\", \"latest\",
+\"checked\", \"incomplete\": [{\"step\", \"why\", \"kind\" (\"not_committed\",
+\"pruning_interrupted\" or \"not_hdf5\")}], \"error\"}], and each file of a series its
 \"step\".
 
 Exit status: 0 when all is well; 1 when problems were found; 2 when a FILE cannot be opened, or
@@ -76,7 +83,11 @@ pub struct Args {
 struct DatasetCheck {
     info: DatasetInfo,
     problems: Vec<Problem>,
+    /// Checksummed bytes read and found to match.
     verified_bytes: u64,
+    /// Checksummed bytes that did not: in blocks that do not match or cannot be read, or in
+    /// tiles whose source is missing or wrong (not read).
+    failed_bytes: u64,
 }
 
 /// What was found of one file: its datasets, or why it cannot be opened.
@@ -95,8 +106,10 @@ struct SeriesCheck {
     first: usize,
     /// The steps checked, newest first (the first is the latest complete checkpoint).
     checked: Vec<u64>,
-    /// The steps whose write did not commit.
+    /// The steps that are not complete checkpoints.
     incomplete: Vec<Checkpoint>,
+    /// The newest complete step the folder holds.
+    latest: Option<u64>,
     /// Why nothing of it is checked (no complete checkpoint), else None.
     error: Option<String>,
 }
@@ -139,6 +152,7 @@ fn files_to_check(args: &Args) -> (Vec<Target>, Vec<SeriesCheck>) {
         series.push(SeriesCheck {
             dir: arg.clone(),
             first: files.len(),
+            latest: latest_complete(&all),
             checked: chosen.iter().map(|(_, step)| *step).collect(),
             incomplete: all.into_iter().filter(|c| !c.complete).collect(),
             error: error.clone(),
@@ -161,11 +175,18 @@ pub fn run(args: &Args, json: bool, progress: When) -> Result<(), Failure> {
     if !args.fast {
         verify_all(&mut checks, args.threads, progress);
     }
+    let failure = outcome(&checks).err();
     if json {
-        show::json(&report(&checks, &series))?;
-    } else {
-        print_text(&checks, &series, args.fast);
+        show::json(&report(&checks, &series, failure.as_ref()))?;
+        return failure.map_or(Ok(()), |f| Err(f.reported()));
     }
+    print_text(&checks, &series, args.fast);
+    failure.map_or(Ok(()), Err)
+}
+
+/// What the checks came to: all well, problems found (exit status 1), or files that cannot
+/// be opened (2).
+fn outcome(checks: &[FileCheck]) -> Result<(), Failure> {
     let unopened = checks.iter().filter(|c| c.datasets.is_err()).count();
     let with_problems = checks
         .iter()
@@ -228,6 +249,7 @@ fn check_dataset(file: &Path, info: DatasetInfo, processes: usize) -> DatasetChe
         info,
         problems,
         verified_bytes: 0,
+        failed_bytes: 0,
     }
 }
 
@@ -254,10 +276,23 @@ fn verify_all(checks: &mut [FileCheck], threads: Option<u16>, when: When) {
     for ((&(d, _), problems), bytes) in jobs.iter().zip(found).zip(bytes) {
         let (f, d) = at[d];
         let dataset = &mut checks[f].datasets.as_mut().expect("opened")[d];
-        if problems.is_empty() {
-            dataset.verified_bytes += bytes;
-        }
+        // A tile with one bad block of many has the others verified.
+        let failed: u64 = problems
+            .iter()
+            .map(|p| p.tile_bytes.map_or(bytes, |(start, end)| end - start))
+            .sum();
+        dataset.verified_bytes += bytes - failed.min(bytes);
         dataset.problems.extend(problems);
+    }
+    // What was not verified of the checksummed bytes failed: read and bad, or not read (its
+    // source missing or wrong).
+    for (f, d) in at {
+        let dataset = &mut checks[f].datasets.as_mut().expect("opened")[d];
+        let elem = dataset.info.element_bytes;
+        let checksummed: u64 = dataset.info.tiled().map_or(0, |v| {
+            v.tiles.iter().map(|t| checksummed_bytes(t, elem)).sum()
+        });
+        dataset.failed_bytes = checksummed.saturating_sub(dataset.verified_bytes);
     }
 }
 
@@ -268,11 +303,14 @@ fn series_lines(s: &SeriesCheck) -> Vec<String> {
         .incomplete
         .iter()
         .map(|c| {
-            format!(
-                "{dir}: step {} is incomplete ({}): not checked",
-                c.step,
-                why_incomplete(c)
-            )
+            let why = why_incomplete(c, s.latest);
+            match Incomplete::of(c, s.latest) {
+                Incomplete::PruningInterrupted => format!(
+                    "{dir}: step {}: pruning interrupted ({why}): not checked",
+                    c.step
+                ),
+                _ => format!("{dir}: step {} is incomplete ({why}): not checked", c.step),
+            }
         })
         .collect();
     match &s.checked[..] {
@@ -319,15 +357,21 @@ fn print_text(checks: &[FileCheck], series: &[SeriesCheck], fast: bool) {
         let problems: usize = datasets.iter().map(|d| d.problems.len()).sum();
         let tiles: usize = tiled.iter().map(|v| v.tiles.len()).sum();
         let verified: u64 = datasets.iter().map(|d| d.verified_bytes).sum();
+        let failed: u64 = datasets.iter().map(|d| d.failed_bytes).sum();
         let checksummed = tiled
             .iter()
             .any(|v| v.tiles.iter().any(|t| t.sums.is_some()));
         let sums = match (checksummed, fast) {
             (false, _) => "not checksummed".to_string(),
             (true, true) => "checksums not read (--fast)".to_string(),
-            (true, false) => format!(
+            (true, false) if failed == 0 => format!(
                 "{} of tile data verified against checksums",
                 show::bytes(verified)
+            ),
+            (true, false) => format!(
+                "{} of tile data verified against checksums, {} failed",
+                show::bytes(verified),
+                show::bytes(failed)
             ),
         };
         let single = tiled
@@ -364,6 +408,9 @@ struct Report {
     /// The series folders given, when any was.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     series: Vec<SeriesJson>,
+    /// What the exit status says, when it is not 0.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    failure: Option<FailureJson>,
 }
 
 #[derive(Serialize)]
@@ -393,6 +440,8 @@ struct SeriesJson {
 struct IncompleteJson {
     step: u64,
     why: String,
+    /// "not_committed", "pruning_interrupted" or "not_hdf5".
+    kind: &'static str,
 }
 
 #[derive(Serialize)]
@@ -402,7 +451,11 @@ struct DatasetJson {
     tiles: usize,
     files: usize,
     checksummed_tiles: usize,
+    /// Checksummed bytes read and found to match.
     verified_bytes: u64,
+    /// Checksummed bytes that did not match, could not be read, or were not read as their
+    /// source is missing or wrong (0 with --fast, which reads none).
+    failed_bytes: u64,
     problems: Vec<ProblemJson>,
 }
 
@@ -416,9 +469,11 @@ struct ProblemJson {
     problem: String,
     /// The bytes of the file that do not match their checksum: [start, end).
     bytes: Option<[u64; 2]>,
+    /// The tile's own bytes that failed, [start, end); null for a problem of its file.
+    tile_bytes: Option<[u64; 2]>,
 }
 
-fn report(checks: &[FileCheck], series: &[SeriesCheck]) -> Report {
+fn report(checks: &[FileCheck], series: &[SeriesCheck], failure: Option<&Failure>) -> Report {
     let files: Vec<FileJson> = checks.iter().map(file_json).collect();
     let ok = files
         .iter()
@@ -434,13 +489,19 @@ fn report(checks: &[FileCheck], series: &[SeriesCheck]) -> Report {
                 .iter()
                 .map(|c| IncompleteJson {
                     step: c.step,
-                    why: why_incomplete(c),
+                    why: why_incomplete(c, s.latest),
+                    kind: Incomplete::of(c, s.latest).key(),
                 })
                 .collect(),
             error: s.error.clone(),
         })
         .collect();
-    Report { ok, files, series }
+    Report {
+        ok,
+        files,
+        series,
+        failure: failure.map(Failure::json),
+    }
 }
 
 fn file_json(check: &FileCheck) -> FileJson {
@@ -464,6 +525,7 @@ fn dataset_json(d: &DatasetCheck) -> DatasetJson {
         files: vds.map_or(0, |v| v.files().len()),
         checksummed_tiles: vds.map_or(0, |v| v.tiles.iter().filter(|t| t.sums.is_some()).count()),
         verified_bytes: d.verified_bytes,
+        failed_bytes: d.failed_bytes,
         problems: d.problems.iter().map(problem_json).collect(),
     }
 }
@@ -476,5 +538,6 @@ fn problem_json(p: &Problem) -> ProblemJson {
         shape: p.region.as_ref().map(|r| r.shape.clone()),
         problem: p.what.clone(),
         bytes: p.bytes.map(|(a, b)| [a, b]),
+        tile_bytes: p.tile_bytes.map(|(a, b)| [a, b]),
     }
 }

@@ -1,8 +1,10 @@
 //! How a command fails: a one-line message (`h5tile: <what failed>: <why>` on stderr) and the
-//! exit status, which says what kind of failure it was.
+//! exit status, which says what kind of failure it was; with `--json`, also one JSON document
+//! on stdout saying the same.
 
 use h5tile::internals::status::{self, Error};
 use h5tile::internals::tool::FileError;
+use serde::Serialize;
 
 /// Exit status when a command found problems (`check`) or could not finish its work.
 pub const EXIT_PROBLEMS: u8 = 1;
@@ -16,6 +18,11 @@ pub struct Failure {
     pub code: u8,
     /// What failed and why, without the leading "h5tile: ".
     pub message: String,
+    /// The library's status, where the failure is one of its errors ("H5TILE_ERR_NOT_FOUND").
+    pub status: Option<&'static str>,
+    /// With --json, the command's own document, which carries this failure, is printed
+    /// already: no other is.
+    pub reported: bool,
 }
 
 impl Failure {
@@ -23,6 +30,8 @@ impl Failure {
         Failure {
             code,
             message: message.into(),
+            status: None,
+            reported: false,
         }
     }
 
@@ -40,6 +49,50 @@ impl Failure {
     pub fn io(what: impl std::fmt::Display, e: &std::io::Error) -> Failure {
         Failure::problems(format!("{what}: {e}"))
     }
+
+    /// This failure, its command's JSON document (which carries it) printed already.
+    pub fn reported(self) -> Failure {
+        Failure {
+            reported: true,
+            ..self
+        }
+    }
+
+    /// The failure as JSON documents carry it.
+    pub fn json(&self) -> FailureJson {
+        FailureJson {
+            exit: self.code,
+            kind: match self.code {
+                EXIT_PROBLEMS => "problems",
+                _ => "usage",
+            },
+            status: self.status,
+            message: self.message.clone(),
+        }
+    }
+}
+
+/// A failure in a JSON document: {"exit", "kind", "status", "message"}.
+#[derive(Serialize)]
+pub struct FailureJson {
+    /// The exit status.
+    exit: u8,
+    /// "problems" (exit status 1) or "usage" (2).
+    kind: &'static str,
+    /// The library's status name, or null.
+    status: Option<&'static str>,
+    /// The line on stderr, without the leading "h5tile: ".
+    message: String,
+}
+
+/// The document `--json` prints for a command that failed before it had any of its own:
+/// {"ok": false, "command", "failure"}.
+#[derive(Serialize)]
+pub struct FailedJson {
+    pub ok: bool,
+    /// The command ("cp"), or null when the command line names none.
+    pub command: Option<String>,
+    pub failure: FailureJson,
 }
 
 /// A library error: an input that cannot be opened or read as HDF5 (missing, a folder, not
@@ -54,7 +107,10 @@ impl From<Error> for Failure {
                 | status::H5TILE_ERR_HDF5
         );
         let code = if opening { EXIT_USAGE } else { EXIT_PROBLEMS };
-        Failure::new(code, e.message)
+        Failure {
+            status: e.status.name().to_str().ok(),
+            ..Failure::new(code, e.message)
+        }
     }
 }
 

@@ -2,16 +2,18 @@
 //! type, shape and storage; for a virtual one, whose layout it is, the write that made it, its
 //! tiles and files, and whether it is checksummed. `-l` and `-D` add a line per tile.
 //! `h5tile ls DIR`, for a series folder, is the `series` module's: a line per checkpoint.
+//! Several files and folders are listed one after the other, each under its name.
 
-use crate::failure::Failure;
+use crate::failure::{Failure, FailureJson};
 use crate::series;
 use crate::show;
+use h5tile::internals::status;
 use h5tile::internals::tool::{
     describe_stored, Codec, Compression, DatasetInfo, StorageKind, Stored, TileInfo, VirtualInfo,
     VirtualLayout,
 };
 use serde::Serialize;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 pub const LONG_ABOUT: &str = "\
 List every dataset of FILE, or only DATASET: its path, element type, shape, storage
@@ -52,14 +54,25 @@ With DIR, a series folder (numbered checkpoints ckpt.<step>.h5 and the record `l
 h5tile's series write them; or an empty folder): one line per checkpoint, newest first: its
 step, \"latest\" on the newest complete one (the one a restart reads) or \"incomplete\" on a step
 whose write did not commit (only its tile folder or temporary masters are left, or its master
-does not open as HDF5), its file, its size on disk (the master, its tile folder and any
-temporary masters) and its datasets with their types and shapes; then a line when the record
-names another step than the latest complete one. With --json, one document {\"dir\",
-\"latest\", \"record\", \"checkpoints\": [{\"step\", \"file\", \"latest\", \"complete\",
-\"incomplete\", \"bytes\", \"tile_dir\", \"temporaries\", \"error\", \"datasets\": [as for a
-FILE]}]}. DATASET, -l and -D are for a FILE: give a checkpoint's file.
+does not open as HDF5), or \"pruning interrupted\" on a step with no master older than the
+latest complete one (a commit's pruning removes a checkpoint's master first, and stopped before
+the rest: the next commit removes it), its file, the space its files use on disk (the
+master, its tile folder and any temporary masters; their apparent size beside it where that
+differs: a large tile's data is aligned after a hole) and its datasets with their types and
+shapes; then a line when the record names another step than the latest complete one. With
+--json, one document {\"dir\", \"latest\", \"record\", \"checkpoints\": [{\"step\", \"file\",
+\"latest\", \"complete\", \"incomplete\", \"incomplete_kind\" (\"not_committed\",
+\"pruning_interrupted\", \"not_hdf5\" or null), \"bytes\" (apparent), \"used_bytes\" (on
+disk), \"tile_dir\", \"temporaries\", \"error\", \"datasets\": [as for a FILE]}]}. DATASET, -l
+and -D are for a FILE: give a checkpoint's file.
 
-Exit status: 0 on success, 2 when FILE, DATASET or DIR cannot be opened.";
+Several FILEs and DIRs are listed in turn, each under a line \"<path>:\" and apart by an empty
+line; with --json, one document {\"ok\", \"listings\": [the document of each, or {\"file\",
+\"error\"} for one that cannot be opened], \"failure\"}. The last of several arguments is
+DATASET (of each FILE) when no file or folder of that name exists.
+
+Exit status: 0 on success, 2 when FILE, DATASET or DIR cannot be opened (the others are still
+listed).";
 
 pub const EXAMPLES: &str = "\
 Examples:
@@ -67,15 +80,15 @@ Examples:
   h5tile ls -l ckpt/step100.h5 /temperature      # min, max and NaNs of every tile
   h5tile ls -D ckpt/step100.h5                   # which tile file holds which box
   h5tile ls --json ckpt/step100.h5 | jq '.datasets[].shape'
+  h5tile ls ckpt/step100.h5 ckpt/step200.h5 /temperature   # one dataset of each
   h5tile ls run/series/                          # its checkpoints, the latest marked";
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// The HDF5 file, or a series folder (DIR)
-    #[arg(value_name = "FILE|DIR")]
-    file: PathBuf,
-    /// Only this dataset (its path in the file, e.g. /temperature)
-    dataset: Option<String>,
+    /// The HDF5 files, or series folders (DIR); then, optionally, DATASET: only this dataset
+    /// (its path in the files, e.g. /temperature)
+    #[arg(required = true, value_name = "FILE|DIR")]
+    files: Vec<PathBuf>,
     /// One more line per tile: its box, smallest and largest value, and NaN count (and its
     /// codec and ratio, when compressed)
     #[arg(short = 'l', long = "long")]
@@ -85,38 +98,172 @@ pub struct Args {
     decomposition: bool,
 }
 
+impl Args {
+    /// The files and folders to list, and the dataset: the last of several arguments when no
+    /// file or folder of that name exists.
+    fn targets(&self) -> (&[PathBuf], Option<&str>) {
+        match self.files.split_last() {
+            Some((last, files))
+                if !files.is_empty() && std::fs::symlink_metadata(last).is_err() =>
+            {
+                (files, last.to_str())
+            }
+            _ => (&self.files, None),
+        }
+    }
+}
+
+/// One FILE's or DIR's listing: its lines of text and its JSON document.
+struct Listed {
+    lines: Vec<String>,
+    json: ListingJson,
+}
+
+/// The JSON document of a FILE, of a DIR, or of one that cannot be opened (among several).
+#[derive(Serialize)]
+#[serde(untagged)]
+enum ListingJson {
+    File(Listing),
+    Series(series::Listing),
+    Error { file: String, error: String },
+}
+
+/// `ls` of several FILEs and DIRs with --json.
+#[derive(Serialize)]
+struct Several {
+    ok: bool,
+    listings: Vec<ListingJson>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    failure: Option<FailureJson>,
+}
+
 pub fn run(args: &Args, json: bool) -> Result<(), Failure> {
-    if series::is_series(&args.file) {
-        if args.dataset.is_some() || args.long || args.decomposition {
+    let (files, dataset) = args.targets();
+    let several = files.len() > 1;
+    let mut listed: Vec<Result<Listed, Failure>> = files
+        .iter()
+        .map(|file| list(file, dataset, args, several))
+        .collect();
+    if !several {
+        let one = listed.pop().expect("one FILE or DIR")?;
+        return match json {
+            true => show::json(&one.json),
+            false => {
+                one.lines.iter().for_each(|line| println!("{line}"));
+                Ok(())
+            }
+        };
+    }
+    // The first that cannot be opened is the failure's message (stderr): not shown twice.
+    let first = listed.iter().position(Result::is_err);
+    let failure = first.map(|k| {
+        let failed = listed.iter().filter(|l| l.is_err()).count();
+        let first = listed[k].as_ref().err().expect("failed");
+        let more = match failed {
+            1 => String::new(),
+            n => format!(" (and {} more)", n - 1),
+        };
+        Failure {
+            message: format!("{}{more}", first.message),
+            status: first.status,
+            ..Failure::new(first.code, "")
+        }
+    });
+    if json {
+        let listings = files
+            .iter()
+            .zip(listed)
+            .map(|(file, l)| match l {
+                Ok(l) => l.json,
+                Err(f) => ListingJson::Error {
+                    file: show::path(file),
+                    error: f.message,
+                },
+            })
+            .collect();
+        show::json(&Several {
+            ok: failure.is_none(),
+            listings,
+            failure: failure.as_ref().map(Failure::json),
+        })?;
+        return failure.map_or(Ok(()), |f| Err(f.reported()));
+    }
+    let blocks = files
+        .iter()
+        .zip(&listed)
+        .enumerate()
+        .filter(|&(k, _)| Some(k) != first);
+    for (n, (_, (file, l))) in blocks.enumerate() {
+        if n > 0 {
+            println!();
+        }
+        println!("{}:", file.display());
+        match l {
+            Ok(l) => l.lines.iter().for_each(|line| println!("{line}")),
+            Err(f) => println!("{}", f.message),
+        }
+    }
+    failure.map_or(Ok(()), Err)
+}
+
+/// The listing of `file` (a FILE or a DIR), or only of `dataset` of a FILE; `several` when
+/// it is one of several arguments (and DATASET may be a file's name mistyped).
+fn list(file: &Path, dataset: Option<&str>, args: &Args, several: bool) -> Result<Listed, Failure> {
+    if series::is_series(file) {
+        if dataset.is_some() || args.long || args.decomposition {
             return Err(Failure::usage(format!(
                 "'{}' is a series folder: DATASET, -l and -D are for one checkpoint's file",
-                args.file.display()
+                file.display()
             )));
         }
-        return series::ls(&args.file, json);
+        let (lines, listing) = series::ls(file)?;
+        return Ok(Listed {
+            lines,
+            json: ListingJson::Series(listing),
+        });
     }
-    let datasets = describe_stored(&args.file, args.dataset.as_deref())?;
+    let datasets = describe_stored(file, dataset).map_err(|e| {
+        let no_dataset = matches!(
+            e.status,
+            status::H5TILE_ERR_NOT_FOUND | status::H5TILE_ERR_NOT_A_DATASET
+        );
+        let mut failure = Failure::from(e);
+        // "ls a.h5 b.h5c": no dataset 'b.h5c', and no such file either.
+        if let Some(name) = dataset.filter(|_| several && no_dataset && file.exists()) {
+            failure.message.push_str(&format!(
+                " (nor is there a file or folder '{name}' to list)"
+            ));
+        }
+        failure
+    })?;
     let per_tile = args.long || args.decomposition;
-    if json {
-        let listing = Listing {
-            file: show::path(&args.file),
-            datasets: datasets
-                .iter()
-                .map(|d| DatasetJson::of(d, per_tile))
-                .collect(),
-        };
-        return show::json(&listing);
-    }
+    let json = ListingJson::File(Listing {
+        file: show::path(file),
+        datasets: datasets
+            .iter()
+            .map(|d| DatasetJson::of(d, per_tile))
+            .collect(),
+    });
+    Ok(Listed {
+        lines: text(file, &datasets, args),
+        json,
+    })
+}
+
+/// `ls FILE`'s lines: a line per dataset, and with -l or -D one per tile.
+fn text(file: &Path, datasets: &[DatasetInfo], args: &Args) -> Vec<String> {
+    let mut lines = Vec::new();
+    let per_tile = args.long || args.decomposition;
     if datasets.is_empty() {
-        println!("{}: no datasets", args.file.display());
+        lines.push(format!("{}: no datasets", file.display()));
     }
     // A column for the filters where any dataset has some.
     let filtered = datasets
         .iter()
         .any(|d| d.stored.as_ref().is_some_and(Stored::filtered));
     let rows: Vec<Vec<String>> = datasets.iter().map(|d| summary_row(d, filtered)).collect();
-    for (line, info) in show::columns(&rows).into_iter().zip(&datasets) {
-        println!("{line}");
+    for (line, info) in show::columns(&rows).into_iter().zip(datasets) {
+        lines.push(line);
         let Some(vds) = info.tiled().filter(|_| per_tile) else {
             continue;
         };
@@ -131,10 +278,10 @@ pub fn run(args: &Args, json: bool) -> Result<(), Failure> {
             .map(|(i, t)| tile_row(i, t, args, filtered))
             .collect();
         for line in show::columns(&tiles) {
-            println!("    {line}");
+            lines.push(format!("    {line}"));
         }
     }
-    Ok(())
+    lines
 }
 
 /// How `stored` is shown in a column of filters: "-" where it is not known.

@@ -1,13 +1,15 @@
 //! `h5tile pack SRC DST`: SRC as one self-contained file, its virtual datasets made contiguous,
 //! or chunked and compressed as their tiles are or as asked (read through h5tile's reader,
 //! checksums checked, in slabs of bounded size), and every other object kept. DST is written under a temporary name in its folder and renamed at the end:
-//! until then nothing at DST changes, and a failure leaves nothing behind.
+//! until then nothing at DST changes, and a failure leaves nothing behind. A SRC that is a
+//! series folder stands for its latest complete checkpoint.
 
 use crate::failure::Failure;
 use crate::ls::CompressionJson;
 use crate::progress::{Progress, When};
+use crate::series::is_series;
 use crate::show;
-use h5tile::internals::tool::{Compression, PackCodec, PackOptions, PackPlan, PackReport};
+use h5tile::internals::tool::{latest, Compression, PackCodec, PackOptions, PackPlan, PackReport};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 
@@ -52,10 +54,16 @@ their bytes on disk) and the objects copied. With --json, one document {\"source
 \"kind\", \"target\"}], \"omitted\": [{\"name\", \"why\"}], \"removed\"}; \"compression\" is
 {\"codec\", \"level\", \"shuffle\"}, or null for a contiguous dataset.
 
+A SRC that is a series folder (numbered checkpoints ckpt.<step>.h5 and the record `latest`, as
+h5tile's series write them) stands for its latest complete checkpoint (the one a restart
+reads; DST, when a folder, takes that checkpoint's name); the output first says which step it
+is, and the JSON document also holds \"series\" (the folder) and \"step\".
+
 Exit status: 0 when DST is in place; 1 when packing failed (a tile file missing, damaged or not
 matching its checksums, a failed write); 2 when SRC cannot be opened, DST is refused (it
-exists, it is SRC, its folder does not exist) or an option is wrong (an unknown codec or
-level, --shuffle with --compression none).";
+exists, it is SRC, its folder does not exist), SRC is a series folder with no complete
+checkpoint, or an option is wrong (an unknown codec or level, --shuffle with --compression
+none).";
 
 pub const EXAMPLES: &str = "\
 Examples:
@@ -64,11 +72,12 @@ Examples:
   h5tile pack --force out.h5 handover.h5
   h5tile pack --compression zstd:3 --shuffle out.h5 small.h5   # compress it now
   h5tile pack --compression none out.h5 plain.h5               # contiguous, uncompressed
-  h5tile pack --json out.h5 packed.h5 | jq '.packed[] | {name, bytes}'";
+  h5tile pack --json out.h5 packed.h5 | jq '.packed[] | {name, bytes}'
+  h5tile pack run/series/ latest.h5        # the series' latest complete checkpoint";
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// The file to pack: a master, or any HDF5 file
+    /// The file to pack: a master, or any HDF5 file; or a series folder
     src: PathBuf,
     /// The packed file: a file name, or an existing folder to pack into under SRC's name
     dst: PathBuf,
@@ -128,20 +137,27 @@ fn options(args: &Args) -> Result<PackOptions, Failure> {
 }
 
 pub fn run(args: &Args, json: bool, when: When) -> Result<(), Failure> {
-    let plan = PackPlan::new(&args.src, &args.dst, args.force, options(args)?)?;
+    let options = options(args)?;
+    // A series stands for its latest complete checkpoint, the one a restart reads.
+    let (src, step) = match is_series(&args.src) {
+        true => {
+            let (step, master) = latest(&args.src)?;
+            (master, Some(step))
+        }
+        false => (args.src.clone(), None),
+    };
+    let plan = PackPlan::new(&src, &args.dst, args.force, options)?;
     let total = plan.total_bytes();
     let progress = Progress::bytes(total, "packing", when);
     let packed = plan.run(&|n| progress.add(n));
     progress.finish();
     let packed = packed?;
     let removed = packed.removed.iter().map(|p| show::path(p)).collect();
-    let summary = Summary::of(
-        &args.src,
-        &packed.destination,
-        total,
-        packed.report,
-        removed,
-    );
+    let mut summary = Summary::of(&src, &packed.destination, total, packed.report, removed);
+    if let Some(step) = step {
+        summary.series = Some(show::path(&args.src));
+        summary.step = Some(step);
+    }
     match json {
         true => show::json(&summary),
         false => {
@@ -163,6 +179,11 @@ struct Summary {
     omitted: Vec<Omitted>,
     /// Tile files of the replaced DST (--force).
     removed: Vec<String>,
+    /// The series folder SRC was, whose latest complete checkpoint was packed (of `step`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    series: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    step: Option<u64>,
 }
 
 #[derive(Serialize)]
@@ -259,6 +280,8 @@ impl Summary {
                 })
                 .collect(),
             removed,
+            series: None,
+            step: None,
         }
     }
 }
@@ -278,9 +301,15 @@ fn print_text(s: &Summary) {
         0 => "made contiguous".to_string(),
         n => format!("packed ({n} compressed)"),
     };
+    let series = match (&s.series, s.step) {
+        (Some(dir), Some(step)) => {
+            format!("step {step} is the latest complete checkpoint of '{dir}': ")
+        }
+        _ => String::new(),
+    };
     println!(
-        "packed '{}' into '{}' ({}): {packed} virtual dataset{} {made}, {copied} object{} \
-         copied, {links} link{} kept",
+        "{series}packed '{}' into '{}' ({}): {packed} virtual dataset{} {made}, {copied} \
+         object{} copied, {links} link{} kept",
         s.source,
         s.destination,
         show::bytes(s.bytes),

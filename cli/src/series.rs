@@ -1,6 +1,7 @@
 //! `ls DIR` and `check DIR` where DIR is a series folder (numbered checkpoints `ckpt.<step>.h5`
 //! and the record `latest`, as the library's `ops::series` keeps them): which folders are
-//! series, the listing of one, and how a step that did not commit is described.
+//! series, the listing of one, and how a step that is not a complete checkpoint is described
+//! (a write that did not commit, or a pruning that was interrupted).
 
 use crate::failure::Failure;
 use crate::ls::DatasetJson;
@@ -21,34 +22,88 @@ pub fn is_series(path: &Path) -> bool {
             || std::fs::read_dir(path).is_ok_and(|mut entries| entries.next().is_none()))
 }
 
-/// Why `c` is not complete, in words: it has no master (a write that did not commit left its
-/// tile folder or temporary masters), or its master does not open as HDF5.
-pub fn why_incomplete(c: &Checkpoint) -> String {
-    let name = |p: &Path| {
-        p.file_name()
-            .unwrap_or_default()
-            .to_string_lossy()
-            .into_owned()
-    };
-    match c.has_master {
-        true => format!("{} does not open as HDF5", name(&c.master)),
-        false => {
-            let left: Vec<String> = c
-                .tile_dir
-                .iter()
-                .chain(&c.temporaries)
-                .map(|p| name(p))
-                .collect();
-            format!(
-                "no master; a write that did not commit left {}",
-                left.join(", ")
-            )
+/// What a step that is not a complete checkpoint is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Incomplete {
+    /// No master, and not older than the latest complete step: a write that did not commit
+    /// (or one under way).
+    NotCommitted,
+    /// No master, and older than the latest complete step: what a commit's pruning leaves
+    /// when it stops midway (`Checkpoint::pruning_interrupted`).
+    PruningInterrupted,
+    /// Its master does not open as HDF5.
+    NotHdf5,
+}
+
+impl Incomplete {
+    /// What `c` (not complete) is, `latest` being the series' newest complete step.
+    pub fn of(c: &Checkpoint, latest: Option<u64>) -> Incomplete {
+        match (c.has_master, c.pruning_interrupted(latest)) {
+            (true, _) => Incomplete::NotHdf5,
+            (false, true) => Incomplete::PruningInterrupted,
+            (false, false) => Incomplete::NotCommitted,
+        }
+    }
+
+    /// Its name in JSON documents.
+    pub fn key(self) -> &'static str {
+        match self {
+            Incomplete::NotCommitted => "not_committed",
+            Incomplete::PruningInterrupted => "pruning_interrupted",
+            Incomplete::NotHdf5 => "not_hdf5",
+        }
+    }
+
+    /// How `ls` marks it.
+    pub fn mark(self) -> &'static str {
+        match self {
+            Incomplete::PruningInterrupted => "pruning interrupted",
+            _ => "incomplete",
         }
     }
 }
 
+/// The newest complete step of `found` (newest first, as `checkpoints` lists them).
+pub fn latest_complete(found: &[Checkpoint]) -> Option<u64> {
+    found.iter().find(|c| c.complete).map(|c| c.step)
+}
+
+fn name(p: &Path) -> String {
+    p.file_name()
+        .unwrap_or_default()
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// Why `c` is not complete, in words, `latest` being the newest complete step: a write that
+/// did not commit left its tile folder or temporary masters; or a commit's pruning stopped
+/// while it removed the step (the master goes first), and the next commit removes the rest;
+/// or its master does not open as HDF5.
+pub fn why_incomplete(c: &Checkpoint, latest: Option<u64>) -> String {
+    let left: Vec<String> = c
+        .tile_dir
+        .iter()
+        .chain(&c.temporaries)
+        .map(|p| name(p))
+        .collect();
+    match (Incomplete::of(c, latest), latest) {
+        (Incomplete::NotHdf5, _) => format!("{} does not open as HDF5", name(&c.master)),
+        (Incomplete::PruningInterrupted, Some(latest)) => format!(
+            "no master, and older than step {latest}, the latest complete checkpoint: a \
+             commit's pruning removed its master and stopped before {}; the next commit \
+             removes it",
+            left.join(", ")
+        ),
+        _ => format!(
+            "no master; a write that did not commit left {}",
+            left.join(", ")
+        ),
+    }
+}
+
 /// `h5tile ls DIR`: one line per checkpoint, newest first (with `--json`, one document).
-pub fn ls(dir: &Path, json: bool) -> Result<(), Failure> {
+/// `h5tile ls DIR`: one line per checkpoint, newest first, and its JSON document.
+pub fn ls(dir: &Path) -> Result<(Vec<String>, Listing), Failure> {
     let found = checkpoints(dir)?;
     // Newest first: the first complete one is what a restart reads (of two names of one
     // step, the one readers take).
@@ -61,34 +116,32 @@ pub fn ls(dir: &Path, json: bool) -> Result<(), Failure> {
         .map(|(k, c)| Row {
             checkpoint: c,
             latest: Some(k) == newest,
+            incomplete: (!c.complete).then(|| Incomplete::of(c, latest)),
             datasets: match c.complete {
                 true => describe_stored(&c.master, None).map_err(|e| e.message),
-                false => Err(why_incomplete(c)),
+                false => Err(why_incomplete(c, latest)),
             },
         })
         .collect();
-    if json {
-        return show::json(&Listing {
-            dir: show::path(dir),
-            latest,
-            record,
-            checkpoints: rows.iter().map(Row::json).collect(),
-        });
-    }
+    let listing = Listing {
+        dir: show::path(dir),
+        latest,
+        record,
+        checkpoints: rows.iter().map(|r| r.json(latest)).collect(),
+    };
+    let mut lines = Vec::new();
     if rows.is_empty() {
-        println!("{}: no checkpoints", dir.display());
+        lines.push(format!("{}: no checkpoints", dir.display()));
     }
     let cells: Vec<Vec<String>> = rows.iter().map(Row::cells).collect();
-    for line in show::columns(&cells) {
-        println!("{line}");
-    }
+    lines.extend(show::columns(&cells));
     if let Some(r) = record.filter(|&r| Some(r) != latest) {
-        println!(
+        lines.push(format!(
             "{}: the record '{LATEST_RECORD}' names step {r}, not the latest complete checkpoint",
             dir.display()
-        );
+        ));
     }
-    Ok(())
+    Ok((lines, listing))
 }
 
 /// One checkpoint as `ls DIR` shows it.
@@ -96,6 +149,8 @@ struct Row<'a> {
     checkpoint: &'a Checkpoint,
     /// The newest complete checkpoint: the one a restart reads.
     latest: bool,
+    /// What it is, when it is not complete.
+    incomplete: Option<Incomplete>,
     /// Its datasets; or why it is incomplete, or cannot be described.
     datasets: Result<Vec<DatasetInfo>, String>,
 }
@@ -104,10 +159,10 @@ impl Row<'_> {
     /// "step 12  latest  ckpt.000000000012.h5  1.17 KiB  /g float64 (6, 5), /h int32 (4,)".
     fn cells(&self) -> Vec<String> {
         let c = self.checkpoint;
-        let mark = match (c.complete, self.latest) {
-            (false, _) => "incomplete",
-            (true, true) => "latest",
-            (true, false) => "",
+        let mark = match (self.incomplete, self.latest) {
+            (Some(kind), _) => kind.mark(),
+            (None, true) => "latest",
+            (None, false) => "",
         };
         let what = match &self.datasets {
             Ok(all) if all.is_empty() => "no datasets".to_string(),
@@ -126,12 +181,12 @@ impl Row<'_> {
                 .unwrap_or_default()
                 .to_string_lossy()
                 .into_owned(),
-            show::bytes(c.bytes()),
+            show::disk_use(c.used_bytes(), c.bytes()),
             what,
         ]
     }
 
-    fn json(&self) -> CheckpointJson {
+    fn json(&self, latest: Option<u64>) -> CheckpointJson {
         let c = self.checkpoint;
         let (datasets, error) = match (&self.datasets, c.complete) {
             (Ok(all), _) => (
@@ -146,8 +201,10 @@ impl Row<'_> {
             file: show::path(&c.master),
             latest: self.latest,
             complete: c.complete,
-            incomplete: (!c.complete).then(|| why_incomplete(c)),
+            incomplete: (!c.complete).then(|| why_incomplete(c, latest)),
+            incomplete_kind: self.incomplete.map(Incomplete::key),
             bytes: c.bytes(),
+            used_bytes: c.used_bytes(),
             tile_dir: c.tile_dir.as_deref().map(show::path),
             temporaries: c.temporaries.iter().map(|p| show::path(p)).collect(),
             error,
@@ -156,8 +213,9 @@ impl Row<'_> {
     }
 }
 
+/// `ls DIR --json`'s document.
 #[derive(Serialize)]
-struct Listing {
+pub struct Listing {
     dir: String,
     /// The newest complete checkpoint's step, or null when there is none.
     latest: Option<u64>,
@@ -175,8 +233,15 @@ struct CheckpointJson {
     complete: bool,
     /// Why it is not complete, else null.
     incomplete: Option<String>,
-    /// On disk: the master, its tile folder and any temporary masters.
+    /// What it is when not complete: "not_committed" (a write that did not commit),
+    /// "pruning_interrupted" (the next commit removes it) or "not_hdf5"; else null.
+    incomplete_kind: Option<&'static str>,
+    /// The apparent size of its files: the master, its tile folder's and any temporary
+    /// masters.
     bytes: u64,
+    /// The space those files use on disk (their blocks; less than `bytes` where files have
+    /// holes).
+    used_bytes: u64,
     /// Its tile folder, or null when it has none.
     tile_dir: Option<String>,
     /// Temporary masters: writes of it that did not commit, or one under way.

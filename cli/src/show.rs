@@ -22,6 +22,16 @@ pub fn bytes(n: u64) -> String {
     indicatif::BinaryBytes(n).to_string()
 }
 
+/// The space files use on disk, and their apparent size (the sum of their lengths) where it
+/// differs: "8.01 MiB on disk (10.01 MiB apparent)". A file with holes (a large tile's data
+/// aligned after its header) uses less than it seems; a small one a whole block.
+pub fn disk_use(used: u64, apparent: u64) -> String {
+    match used == apparent {
+        true => format!("{} on disk", bytes(used)),
+        false => format!("{} on disk ({} apparent)", bytes(used), bytes(apparent)),
+    }
+}
+
 /// A compression as users write it: "zstd:1+shuffle", "lz4", "deflate:6".
 pub fn compression(c: &Compression) -> String {
     let mut text = c.codec.name().to_string();

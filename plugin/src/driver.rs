@@ -25,26 +25,54 @@ struct GdsFile {
 
 type Outcome<T> = Result<T, DriverError>;
 
-/// Runs a callback body for host library slot `host`; an error or a panic is pushed on the HDF5 error stack and `failed`
-/// is returned instead.
+/// Runs the body of the callback `func` for host library slot `host`; an error or a panic is
+/// pushed on the HDF5 error stack and `failed` is returned instead. Every callback runs in one.
 fn guard<T>(host: usize, func: &str, failed: T, body: impl FnOnce() -> Outcome<T>) -> T {
     host::serving(host, || guarded(func, failed, body))
 }
 
 fn guarded<T>(func: &str, failed: T, body: impl FnOnce() -> Outcome<T>) -> T {
+    let body = || {
+        injected_panic(func);
+        body()
+    };
     match catch_unwind(AssertUnwindSafe(body)) {
         Ok(Ok(v)) => v,
         Ok(Err(error)) => {
             host::push_error(func, &error);
             failed
         }
-        Err(_) => {
-            let panicked = "internal error (please report): panic in the h5tile_gds driver";
+        Err(panic) => {
+            let what = (panic.downcast_ref::<&str>().copied())
+                .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
+                .unwrap_or("unknown panic");
+            let panicked =
+                format!("internal error (please report): panic in the h5tile_gds driver: {what}");
             host::push_error(func, &DriverError::from(panicked));
             failed
         }
     }
 }
+
+#[cfg(test)]
+thread_local! {
+    /// The callback whose guard panics at its next entry on this thread (tests).
+    static PANIC_IN: std::cell::Cell<Option<&'static str>> = const { std::cell::Cell::new(None) };
+}
+
+/// Panics where a test asked for a panic in `func` (`PANIC_IN`), once; nothing at all outside
+/// the unit tests.
+#[cfg(test)]
+fn injected_panic(func: &str) {
+    if PANIC_IN.with(|p| p.get()) == Some(func) {
+        PANIC_IN.with(|p| p.set(None));
+        panic!("injected panic in {func}");
+    }
+}
+
+#[cfg(not(test))]
+#[inline(always)]
+fn injected_panic(_: &str) {}
 
 /// The driver's file behind `f`; HDF5 never passes NULL, but a NULL is an error, not a crash.
 unsafe fn file<'a>(f: *const H5FD_t) -> Outcome<&'a GdsFile> {
@@ -169,32 +197,41 @@ unsafe extern "C" fn close<const H: usize>(f: *mut H5FD_t) -> herr_t {
 }
 
 unsafe extern "C" fn cmp<const H: usize>(a: *const H5FD_t, b: *const H5FD_t) -> c_int {
-    // A NULL file sorts first (HDF5 never passes one).
-    let key = |f| file(f).ok().map(|f| (f.file.device, f.file.inode));
-    match key(a).cmp(&key(b)) {
-        std::cmp::Ordering::Less => -1,
-        std::cmp::Ordering::Equal => 0,
-        std::cmp::Ordering::Greater => 1,
-    }
+    // HDF5 reads every value as an order, and two files that compare equal as one file: after
+    // a panic they compare by address, equal only when they are the same open file, so that
+    // two files are never taken for one (a file opened twice is at worst opened twice).
+    let by_address = (a as usize).cmp(&(b as usize)) as c_int;
+    guard(H, "h5tile_gds_cmp", by_address, || {
+        // A NULL file sorts first (HDF5 never passes one).
+        let key = |f| file(f).ok().map(|f| (f.file.device, f.file.inode));
+        Ok(key(a).cmp(&key(b)) as c_int)
+    })
 }
 
 unsafe extern "C" fn query<const H: usize>(_f: *const H5FD_t, flags: *mut c_ulong) -> herr_t {
-    if !flags.is_null() {
-        // HDF5 copies small raw reads and writes through its sieve buffer with memcpy, which
-        // device memory would not survive: no sieving in a process where CUDA is loaded.
-        let sieve = match device::cuda::in_process() {
-            true => 0,
-            false => H5FD_FEAT_DATA_SIEVE,
-        };
-        *flags = H5FD_FEAT_AGGREGATE_METADATA
-            | H5FD_FEAT_ACCUMULATE_METADATA
-            | sieve
-            | H5FD_FEAT_AGGREGATE_SMALLDATA
-            | H5FD_FEAT_POSIX_COMPAT_HANDLE
-            | H5FD_FEAT_SUPPORTS_SWMR_IO
-            | H5FD_FEAT_DEFAULT_VFD_COMPATIBLE;
-    }
-    0
+    guard(H, "h5tile_gds_query", -1, || {
+        if !flags.is_null() {
+            *flags = features();
+        }
+        Ok(0)
+    })
+}
+
+/// What the driver supports (`query`).
+fn features() -> c_ulong {
+    // HDF5 copies small raw reads and writes through its sieve buffer with memcpy, which
+    // device memory would not survive: no sieving in a process where CUDA is loaded.
+    let sieve = match device::cuda::in_process() {
+        true => 0,
+        false => H5FD_FEAT_DATA_SIEVE,
+    };
+    H5FD_FEAT_AGGREGATE_METADATA
+        | H5FD_FEAT_ACCUMULATE_METADATA
+        | sieve
+        | H5FD_FEAT_AGGREGATE_SMALLDATA
+        | H5FD_FEAT_POSIX_COMPAT_HANDLE
+        | H5FD_FEAT_SUPPORTS_SWMR_IO
+        | H5FD_FEAT_DEFAULT_VFD_COMPATIBLE
 }
 
 unsafe extern "C" fn get_eoa<const H: usize>(f: *const H5FD_t, _type: H5FD_mem_t) -> haddr_t {
@@ -379,7 +416,8 @@ fn vector_entry<T: Copy + PartialEq>(values: &[T], i: usize, stop: T) -> T {
 }
 
 /// A vector request: the `count` entries of `types`, `addrs`, `sizes` and `bufs` moved one by
-/// one (`write`: to the file), stopping at the first failure.
+/// one (`write`: to the file), stopping at the first failure (which the entry's own callback
+/// has reported).
 #[allow(clippy::too_many_arguments)]
 unsafe fn each_entry<const H: usize>(
     f: *mut H5FD_t,
@@ -390,15 +428,13 @@ unsafe fn each_entry<const H: usize>(
     sizes: *const usize,
     bufs: *const *mut c_void,
     write: bool,
-) -> herr_t {
+) -> Outcome<herr_t> {
     let n = count as usize;
     if n == 0 {
-        return 0;
+        return Ok(0);
     }
     if types.is_null() || addrs.is_null() || sizes.is_null() || bufs.is_null() {
-        let e = format!("a vector request of {n} entries has a NULL list");
-        host::push_error("h5tile_gds_vector", &DriverError::from(e));
-        return -1;
+        return Err(format!("a vector request of {n} entries has a NULL list").into());
     }
     let types = std::slice::from_raw_parts(types, n);
     let (addrs, sizes) = (
@@ -416,10 +452,10 @@ unsafe fn each_entry<const H: usize>(
             false => read::<H>(f, t, dxpl, addr, size, buf),
         };
         if done < 0 {
-            return -1;
+            return Ok(-1);
         }
     }
-    0
+    Ok(0)
 }
 
 unsafe extern "C" fn read_vector<const H: usize>(
@@ -431,7 +467,7 @@ unsafe extern "C" fn read_vector<const H: usize>(
     sizes: *mut usize,
     bufs: *mut *mut c_void,
 ) -> herr_t {
-    host::serving(H, || {
+    guard(H, "h5tile_gds_read_vector", -1, || {
         each_entry::<H>(f, dxpl, count, types, addrs, sizes, bufs, false)
     })
 }
@@ -446,7 +482,7 @@ unsafe extern "C" fn write_vector<const H: usize>(
     bufs: *mut *const c_void,
 ) -> herr_t {
     let bufs = bufs as *const *mut c_void;
-    host::serving(H, || {
+    guard(H, "h5tile_gds_write_vector", -1, || {
         each_entry::<H>(f, dxpl, count, types, addrs, sizes, bufs, true)
     })
 }
@@ -521,20 +557,22 @@ unsafe extern "C" fn ctl<const H: usize>(
     _input: *const c_void,
     _output: *mut *mut c_void,
 ) -> herr_t {
-    // No operation codes are understood; fail only when the caller asks to.
-    if flags & H5FD_CTL_FAIL_IF_UNKNOWN_FLAG != 0 {
-        let e = format!("unknown operation code {op}");
-        host::serving(H, || {
-            host::push_error("h5tile_gds_ctl", &DriverError::from(e))
-        });
-        return -1;
-    }
-    0
+    guard(H, "h5tile_gds_ctl", -1, || {
+        // No operation codes are understood; fail only when the caller asks to.
+        if flags & H5FD_CTL_FAIL_IF_UNKNOWN_FLAG != 0 {
+            return Err(format!("unknown operation code {op}").into());
+        }
+        Ok(0)
+    })
 }
 
 unsafe extern "C" fn terminate<const H: usize>() -> herr_t {
-    host::serving(H, host::release_error_class);
-    0
+    // HDF5 calls this while its error stack still works (the class is unregistered through
+    // it): a failure is pushed as any other.
+    guard(H, "h5tile_gds_terminate", -1, || {
+        host::release_error_class();
+        Ok(0)
+    })
 }
 
 /// The `h5tile_gds` driver class, one per host library (slot `host::UNKNOWN_HOST` last): its
@@ -710,5 +748,125 @@ mod tests {
             3
         );
         assert_eq!(vector_entry(&[4usize, 4, 4], 2, 0), 4);
+    }
+
+    /// The callbacks the class table names (`Some(f::<H>)`), read from this file.
+    fn class_callbacks() -> std::collections::BTreeSet<String> {
+        let source = include_str!("driver.rs");
+        let table = &source[source.find("const fn class<").unwrap()..];
+        let table = &table[..table.find("\n}\n").unwrap()];
+        let names = table.split("Some(").skip(1);
+        names
+            .map(|rest| rest.split("::<").next().unwrap().to_string())
+            .collect()
+    }
+
+    /// A panic in any callback stays in the driver: each one, made to panic at the entry of its
+    /// guard, pushes "internal error (please report): panic …" and returns its failed value
+    /// (`cmp`, which has none, orders the two files by address: never equal). A callback in the
+    /// class without a guard (or without an entry here) fails this test.
+    #[test]
+    fn every_callback_turns_a_panic_into_its_failed_value() {
+        let c = &CLASSES[host::UNKNOWN_HOST];
+        let d = tempfile::tempdir().unwrap();
+        let open = |name: &str| {
+            let name = std::ffi::CString::new(d.path().join(name).to_str().unwrap()).unwrap();
+            let flags = H5F_ACC_RDWR | H5F_ACC_CREAT | H5F_ACC_TRUNC;
+            let f = unsafe { c.open.unwrap()(name.as_ptr(), flags, 0, MAXADDR) };
+            assert!(!f.is_null());
+            f
+        };
+        // Two real files for `cmp`; every other call gets NULLs or nothing to do, so that one
+        // not guarded returns (rather than crashes) and is told apart by what it pushes.
+        let (a, b) = (open("a"), open("b"));
+        let by_address = (a as usize).cmp(&(b as usize)) as c_int;
+        use std::ptr::{null, null_mut as n};
+        let f = n::<H5FD_t>();
+        let (mut handle, buf) = (n::<c_void>(), n::<c_void>());
+        type Call<'a> = Box<dyn FnMut() -> bool + 'a>;
+        let calls: Vec<(&str, Call)> = unsafe {
+            vec![
+                ("terminate", Box::new(|| c.terminate.unwrap()() == -1)),
+                (
+                    "open",
+                    Box::new(|| c.open.unwrap()(null(), 0, 0, MAXADDR).is_null()),
+                ),
+                ("close", Box::new(|| c.close.unwrap()(f) == -1)),
+                ("cmp", Box::new(|| c.cmp.unwrap()(a, b) == by_address)),
+                ("query", Box::new(|| c.query.unwrap()(f, n()) == -1)),
+                (
+                    "get_eoa",
+                    Box::new(|| c.get_eoa.unwrap()(f, 0) == HADDR_UNDEF),
+                ),
+                ("set_eoa", Box::new(|| c.set_eoa.unwrap()(f, 0, 8) == -1)),
+                (
+                    "get_eof",
+                    Box::new(|| c.get_eof.unwrap()(f, 0) == HADDR_UNDEF),
+                ),
+                (
+                    "get_handle",
+                    Box::new(|| c.get_handle.unwrap()(f, 0, &mut handle) == -1),
+                ),
+                (
+                    "read",
+                    Box::new(|| c.read.unwrap()(f, H5FD_MEM_DRAW, 0, 0, 0, buf) == -1),
+                ),
+                (
+                    "write",
+                    Box::new(|| c.write.unwrap()(f, H5FD_MEM_DRAW, 0, 0, 0, buf) == -1),
+                ),
+                (
+                    "read_vector",
+                    Box::new(|| c.read_vector.unwrap()(f, 0, 0, n(), n(), n(), n()) == -1),
+                ),
+                (
+                    "write_vector",
+                    Box::new(|| c.write_vector.unwrap()(f, 0, 0, n(), n(), n(), n()) == -1),
+                ),
+                ("flush", Box::new(|| c.flush.unwrap()(f, 0, false) == -1)),
+                (
+                    "truncate",
+                    Box::new(|| c.truncate.unwrap()(f, 0, false) == -1),
+                ),
+                ("lock", Box::new(|| c.lock.unwrap()(f, true) == -1)),
+                ("unlock", Box::new(|| c.unlock.unwrap()(f) == -1)),
+                ("delete", Box::new(|| c.del.unwrap()(null(), 0) == -1)),
+                (
+                    "ctl",
+                    Box::new(|| c.ctl.unwrap()(f, 0, 0, null(), n()) == -1),
+                ),
+            ]
+        };
+        let named: std::collections::BTreeSet<String> =
+            calls.iter().map(|(n, _)| n.to_string()).collect();
+        assert_eq!(
+            named,
+            class_callbacks(),
+            "every callback of the class is called here"
+        );
+        for (callback, mut call) in calls {
+            let func: &'static str = format!("h5tile_gds_{callback}").leak();
+            host::PUSHED.with(|p| p.borrow_mut().clear());
+            PANIC_IN.with(|p| p.set(Some(func)));
+            let failed = call();
+            let never_entered = PANIC_IN.with(|p| p.take()).is_some();
+            assert!(
+                !never_entered,
+                "{callback} does not run in its guard, guard(H, \"{func}\", …)"
+            );
+            assert!(
+                failed,
+                "{callback} does not return its failed value after a panic"
+            );
+            let want = format!(
+                "internal error (please report): panic in the h5tile_gds driver: injected panic in {func}"
+            );
+            let pushed = host::PUSHED.with(|p| p.borrow().clone());
+            assert_eq!(pushed, [(func.to_string(), want)], "{callback}");
+        }
+        unsafe {
+            assert_eq!(c.close.unwrap()(a), 0);
+            assert_eq!(c.close.unwrap()(b), 0);
+        }
     }
 }

@@ -336,6 +336,11 @@ fn error_codes(kind: Kind) -> Option<(hid_t, hid_t, hid_t)> {
 /// of its kind, so the caller's HDF5 error report says what went wrong in the driver and a
 /// program can tell the kinds apart.
 pub fn push_error(func: &str, error: &DriverError) {
+    #[cfg(test)]
+    PUSHED.with(|p| {
+        p.borrow_mut()
+            .push((func.to_string(), error.message.clone()))
+    });
     // Not logged as an error: HDF5 itself tries opens that may fail (a file not there yet)
     // and reports the failures that matter, with this message on its stack.
     crate::log::debug(&error.message);
@@ -362,6 +367,15 @@ pub fn push_error(func: &str, error: &DriverError) {
             message.as_ptr(),
         );
     }
+}
+
+#[cfg(test)]
+thread_local! {
+    /// What `push_error` was given on this thread, (function, message): the unit tests load
+    /// no libhdf5 whose error stack would keep it.
+    pub static PUSHED: std::cell::RefCell<Vec<(String, String)>> = const {
+        std::cell::RefCell::new(Vec::new())
+    };
 }
 
 /// Forgets the running callback's library's error class (that HDF5 is shutting down; its ids

@@ -42,7 +42,9 @@ pub extern "C" fn H5PLget_plugin_type() -> c_int {
 /// that is loading the plugin (found on the stack), not another one the process holds.
 #[no_mangle]
 pub extern "C" fn H5PLget_plugin_info() -> *const abi::H5FD_class_t {
-    &driver::CLASSES[host::slot_of_caller()]
+    // No panic unwinds into HDF5's plugin loader: NULL tells it the plugin cannot be loaded.
+    std::panic::catch_unwind(|| &driver::CLASSES[host::slot_of_caller()] as *const _)
+        .unwrap_or(std::ptr::null())
 }
 
 /// The driver class, for registering the driver in-process (`H5FDregister`) in the libhdf5

@@ -18,6 +18,9 @@ __version__ = "0.2.0"
 from ._batches import BatchReader, from_file_batched
 from ._checkpoint import Checkpoint
 from ._errors import (
+    ArgumentKeyError,
+    ArgumentOverflowError,
+    ArgumentTypeError,
     CorruptError,
     CudaError,
     DtypeError,
@@ -32,6 +35,7 @@ from ._errors import (
     NotADatasetError,
     NotFoundError,
     PanicError,
+    PermissionDeniedError,
     ShapeError,
 )
 from ._library import library_version
@@ -42,6 +46,9 @@ from ._series import Series
 from ._write import to_file
 
 __all__ = [
+    "ArgumentKeyError",
+    "ArgumentOverflowError",
+    "ArgumentTypeError",
     "BatchReader",
     "Checkpoint",
     "CorruptError",
@@ -58,6 +65,7 @@ __all__ = [
     "NotADatasetError",
     "NotFoundError",
     "PanicError",
+    "PermissionDeniedError",
     "Series",
     "ShapeError",
     "fence",

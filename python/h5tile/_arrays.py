@@ -18,7 +18,7 @@ import numpy as np
 
 from . import _cuda
 from ._dtypes import code_of, native
-from ._errors import DtypeError, InvalidArgumentError
+from ._errors import ArgumentTypeError, DtypeError, InvalidArgumentError
 
 # DLPack device types (dlpack.h): host memory, CUDA memory, CUDA pinned host, CUDA managed.
 _DL_CPU, _DL_CUDA, _DL_CUDA_HOST, _DL_CUDA_MANAGED = 1, 2, 3, 13
@@ -54,7 +54,7 @@ def _cupy() -> Any:
     try:
         import cupy  # lazily: most programs never need it
     except ImportError as e:
-        raise TypeError(f"device arrays need CuPy here, and it cannot be imported: {e}") from e
+        raise ArgumentTypeError(f"device arrays need CuPy here, and it cannot be imported: {e}") from e
     return cupy
 
 
@@ -102,7 +102,7 @@ def _from_dlpack(obj: Any, writable: bool) -> Buffer:
     if device_type in (_DL_CUDA, _DL_CUDA_MANAGED):
         return _from_cuda_interface(_cupy().from_dlpack(obj), writable)
     if device_type not in (_DL_CPU, _DL_CUDA_HOST):
-        raise TypeError(f"DLPack device type {device_type} is neither host nor CUDA memory")
+        raise ArgumentTypeError(f"DLPack device type {device_type} is neither host nor CUDA memory")
     return _from_numpy(np.from_dlpack(obj), writable)
 
 
@@ -118,10 +118,14 @@ def buffer_of(obj: Any, *, writable: bool = False) -> Buffer:
         view = memoryview(obj)  # the buffer protocol: its own format, not numpy's guess
     except TypeError:
         if writable:
-            raise TypeError(
+            raise ArgumentTypeError(
                 f"out= must be a numpy array, a device array or a writable buffer, not {type(obj).__name__}"
             ) from None
-        return _from_numpy(np.asarray(obj), writable)
+        try:
+            made = np.asarray(obj)
+        except ValueError as e:  # ragged nesting
+            raise InvalidArgumentError(f"a {type(obj).__name__} that is no array: {e}") from None
+        return _from_numpy(made, writable)
     if writable and view.readonly:
         raise InvalidArgumentError("out= is a read-only buffer")
     return _from_numpy(np.asarray(view), writable)
@@ -151,4 +155,4 @@ def new_array(shape: tuple[int, ...], dtype: np.dtype, like: Any) -> Any:
         return _page_aligned_empty(shape, np.dtype(dtype))
     if type(like).__module__.split(".")[0] == "cupy":
         return _cupy().empty(shape, dtype)
-    raise TypeError(f"like= takes a numpy or CuPy array, not {type(like).__name__}")
+    raise ArgumentTypeError(f"like= takes a numpy or CuPy array, not {type(like).__name__}")

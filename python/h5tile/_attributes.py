@@ -14,7 +14,9 @@ from typing import Any, Callable, Union
 import numpy as np
 
 from ._dtypes import code_of, native
-from ._errors import DtypeError, InvalidArgumentError
+from ._errors import (
+    ArgumentKeyError, ArgumentOverflowError, ArgumentTypeError, DtypeError, InvalidArgumentError,
+)
 
 Stored = Union[bytes, np.ndarray]  # UTF-8 text, or a dense 1-D array of an h5tile element type
 Setter = Callable[[str, str, Any], None]  # (object, name, value as given)
@@ -27,7 +29,7 @@ def _numbers(value: Any, where: str) -> np.ndarray:
         return np.array([value], np.bool_)
     if isinstance(value, int):
         if not _INT64.min <= value <= _INT64.max:
-            raise OverflowError(f"{where}: {value} does not fit in int64")
+            raise ArgumentOverflowError(f"{where}: {value} does not fit in int64")
         return np.array([value], np.int64)
     if isinstance(value, float):
         return np.array([value], np.float64)
@@ -37,8 +39,8 @@ def _numbers(value: Any, where: str) -> np.ndarray:
         try:
             return np.asarray(value)
         except (ValueError, TypeError) as e:  # ragged nesting
-            raise TypeError(f"{where}: {e}") from None
-    raise TypeError(
+            raise ArgumentTypeError(f"{where}: {e}") from None
+    raise ArgumentTypeError(
         f"{where}: a {type(value).__name__} is not stored; give a str, a number, a numpy "
         "scalar or array, or a list or tuple of numbers"
     )
@@ -54,10 +56,10 @@ def attribute_value(value: Any, where: str) -> Stored:
         except UnicodeEncodeError as e:  # lone surrogates
             raise InvalidArgumentError(f"{where}: text is not UTF-8: {e}") from None
     if isinstance(value, (bytes, bytearray, memoryview)):
-        raise TypeError(f"{where}: bytes are not stored; give a str (decoded) for text")
+        raise ArgumentTypeError(f"{where}: bytes are not stored; give a str (decoded) for text")
     a = _numbers(value, where)
     if a.ndim > 1:
-        raise TypeError(f"{where}: an array of shape {a.shape}; attributes hold one dimension")
+        raise ArgumentTypeError(f"{where}: an array of shape {a.shape}; attributes hold one dimension")
     if a.size == 0:
         raise InvalidArgumentError(f"{where}: holds no values; give at least one")
     try:
@@ -69,7 +71,7 @@ def attribute_value(value: Any, where: str) -> Stored:
 
 def attribute_name(name: Any, where: str) -> str:
     if not isinstance(name, str):
-        raise TypeError(f"attribute names are str, not {type(name).__name__} ({name!r}) {where}")
+        raise ArgumentTypeError(f"attribute names are str, not {type(name).__name__} ({name!r}) {where}")
     if not name or "\0" in name:
         raise InvalidArgumentError(f"attribute name {name!r} {where} is empty or holds a NUL")
     return name
@@ -93,13 +95,14 @@ class Attributes(Mapping[str, Any]):
     def __getitem__(self, key: str) -> Any:
         if isinstance(key, str) and key.startswith("/"):
             if self._owner != "/":
-                raise KeyError(f"{key!r}: choose objects on the checkpoint's attrs, as ck.attrs['/u']")
+                raise ArgumentKeyError(
+                    f"{key!r}: choose objects on the checkpoint's attrs, as ck.attrs['/u']")
             return self if key == "/" else Attributes(self._set, key, self._values)
         return self._values[(self._owner, key)]
 
     def __setitem__(self, key: str, value: Any) -> None:
         if isinstance(key, str) and key.startswith("/"):
-            raise TypeError(
+            raise ArgumentTypeError(
                 f"attrs[{key!r}] names an object: set its attributes as attrs[{key!r}][name] = value"
             )
         self._set(self._owner, key, value)

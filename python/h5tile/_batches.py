@@ -15,10 +15,11 @@ from ._arrays import buffer_of, new_array
 from ._collective import poisoned, prepare_together, refuse_next
 from ._comm import fortran_handle
 from ._dtypes import code_of, dtype_of
+from ._errors import ArgumentTypeError
 from ._library import check, lib
 from ._read import read_options
 from ._shapes import u64_array
-from ._write import encode_name, encode_path
+from ._write import encode_file_path, encode_name
 
 
 class BatchReader:
@@ -117,7 +118,7 @@ def from_file_batched(
         try:
             sizes = [operator.index(n) for n in chunk_size]
         except TypeError:
-            raise TypeError(f"chunk_size takes a sequence of integers, not {chunk_size!r}") from None
+            raise ArgumentTypeError(f"chunk_size takes a sequence of integers, not {chunk_size!r}") from None
         opts = read_options(verify, narrowing, -1 if dtype is None else code_of(dtype))
         return sizes, opts
 
@@ -125,7 +126,7 @@ def from_file_batched(
     # Lengths and values (wrong length, 0, negative) are judged by the library, which agrees
     # the verdict over the ranks: ValueError (H5TILE_ERR_INVALID_ARGUMENT) on every one.
     it = ctypes.c_void_p()
-    check(lib.h5tile_batches_open_f(handle, encode_path(path), encode_name(dataset_name), len(sizes),
+    check(lib.h5tile_batches_open_f(handle, encode_file_path(path), encode_name(dataset_name), len(sizes),
                                     u64_array(sizes), ctypes.byref(opts), ctypes.byref(it)))
     try:
         return BatchReader(it, len(sizes), like)

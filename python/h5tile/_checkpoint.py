@@ -28,10 +28,10 @@ from ._collective import prepare_together
 from ._comm import fortran_handle, size_and_rank
 from ._dtypes import code_of
 from ._errors import H5TileError, InvalidArgumentError
-from ._library import check, failure, last_error, lib
+from ._library import check, failure, last_errno, last_error, lib
 from ._pending import track
 from ._write import (
-    WriteKeywords, c_write_options, encode_name, encode_path, place_tile, snapshot_options,
+    WriteKeywords, c_write_options, encode_file_path, encode_name, place_tile, snapshot_options,
     staging_budget,
 )
 
@@ -55,11 +55,13 @@ def _refuse(ck: int, error: BaseException) -> int:
     return int(lib.h5tile_checkpoint_fail(ck, text.encode("utf-8", "replace")))
 
 
-def _commit_failure(status: int, message: str) -> H5TileError:
-    """The exception of a failed commit; a rank's failure (see `_refuse`) told as what it was."""
+def _commit_failure(status: int) -> H5TileError:
+    """The exception of this thread's failed commit; a rank's failure (see `_refuse`) told as
+    what it was."""
+    message = last_error()
     start = message.find(_FAILED)
     if start < 0:
-        return failure(status, message)
+        return failure(status, message, last_errno())
     rank = message[:start]  # "on rank N: " on the other ranks
     what = message[start + len(_FAILED):]
     return failure(status, f"{rank}the checkpoint failed before its commit ({what}); nothing was written")
@@ -107,7 +109,8 @@ class Checkpoint:
             opts = c_write_options(write_options, "Checkpoint")
             if staging is not None:
                 opts = snapshot_options(opts, staging)
-            return int(lib.h5tile_checkpoint_begin_f(handle, encode_path(path), ctypes.byref(opts), out))
+            return int(lib.h5tile_checkpoint_begin_f(handle, encode_file_path(path), ctypes.byref(opts),
+                                                     out))
 
         self._open(path, comm, handle, begin)
 
@@ -203,7 +206,7 @@ class Checkpoint:
         self._steps = []
         if status:
             self._ended = "committed, and the commit failed"
-            raise _commit_failure(status, last_error())
+            raise _commit_failure(status)
 
     def commit_async(self, snapshot: bool = True, *, staging_bytes: int = 0) -> Future[None]:
         """`commit` that returns with a `concurrent.futures.Future` while the write runs in the
@@ -226,7 +229,7 @@ class Checkpoint:
         steps, self._steps = self._steps, []
         if status:
             self._ended = "committed, and the commit failed"
-            raise _commit_failure(status, last_error())
+            raise _commit_failure(status)
         return track(request, None if snapshot else steps)
 
     def _begin_snapshot(self, ck: int, staging_bytes: Any) -> int:

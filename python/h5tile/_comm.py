@@ -14,7 +14,7 @@ import ctypes
 import sys
 from typing import Any
 
-from ._errors import MPIError
+from ._errors import ArgumentTypeError, MPIError
 from ._library import lib
 
 # The longest MPI_Get_library_version string (MPICH's MPI_MAX_LIBRARY_VERSION_STRING; Open
@@ -76,7 +76,7 @@ def fortran_handle(comm: Any) -> int:
         return COMM_NULL
     py2f = getattr(comm, "py2f", None)
     if py2f is None:
-        raise TypeError(f"comm must be an mpi4py communicator or None, not {type(comm).__name__}")
+        raise ArgumentTypeError(f"comm must be an mpi4py communicator or None, not {type(comm).__name__}")
     mpi = sys.modules.get("mpi4py.MPI")
     if mpi is not None:
         _check_same_mpi(mpi)

@@ -35,6 +35,7 @@ U64s = POINTER(c_uint64)  # const uint64_t *, uint64_t *
 FUNCTIONS: dict[str, tuple[object, tuple[object, ...]]] = {
     "h5tile_version": (c_char_p, ()),
     "h5tile_last_error": (c_char_p, ()),
+    "h5tile_last_errno": (c_int, ()),
     "h5tile_status_name": (c_char_p, (c_int,)),
     "h5tile_write_f": (
         Status,
@@ -182,6 +183,12 @@ def last_error() -> str:
     return (lib.h5tile_last_error() or b"").decode("utf-8", "replace")
 
 
+def last_errno() -> int:
+    """The operating system's error number behind the last failed call on this thread (0:
+    none)."""
+    return int(lib.h5tile_last_errno())
+
+
 # The C flags a message may name, and the keyword a Python caller passes instead.
 _KEYWORDS = {
     "H5TILE_NO_OVERWRITE": "overwrite=False",
@@ -194,20 +201,25 @@ _KEYWORDS = {
 }
 
 
-def failure(status: int, message: str) -> H5TileError:
+def failure(status: int, message: str, errno: int = 0) -> H5TileError:
     """The exception for a failed call: the C message, and a note naming Python's keywords
-    for the C flags it mentions."""
-    error = error_for(status, message)
+    for the C flags it mentions; `errno` (0: none) as `error_for` takes it."""
+    error = error_for(status, message, errno)
     named = [f"{flag} is {kw}" for flag, kw in _KEYWORDS.items() if flag in message]
     if named and hasattr(error, "add_note"):  # Python >= 3.11; the message stays the C one
         error.add_note("in Python: " + ", ".join(named))
     return error
 
 
+def last_failure(status: int) -> H5TileError:
+    """The exception for `status`, with this thread's last message and error number."""
+    return failure(status, last_error(), last_errno())
+
+
 def check(status: int) -> None:
     """Raises the exception for `status`, with this thread's last message, unless it is OK."""
     if status != 0:
-        raise failure(status, last_error())
+        raise last_failure(status)
 
 
 def library_version() -> str:

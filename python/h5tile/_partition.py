@@ -6,7 +6,7 @@ from typing import Any, Sequence
 
 from ._comm import size_and_rank
 from ._library import check, lib
-from ._shapes import u64_array
+from ._shapes import as_tuple, u64_array
 
 
 def partition(global_shape: Sequence[int], comm: Any = None) -> tuple[tuple[int, ...], tuple[int, ...]]:
@@ -14,6 +14,7 @@ def partition(global_shape: Sequence[int], comm: Any = None) -> tuple[tuple[int,
     over `comm`'s ranks (the whole shape for comm=None). Ranks beyond the data get a block with
     a zero extent. Not collective."""
     nranks, rank = size_and_rank(comm)
+    global_shape = as_tuple(global_shape, "global_shape")
     ndim = len(global_shape)
     offset, shape = u64_array([0] * ndim), u64_array([0] * ndim)
     check(lib.h5tile_partition(nranks, rank, ndim, u64_array(global_shape), offset, shape))

@@ -23,7 +23,7 @@ from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any, Sequence
 
 from ._comm import fortran_handle
-from ._library import failure, last_error, lib
+from ._library import failure, last_errno, last_error, last_failure, lib
 from ._write import WriteKeywords, prepare_write
 
 if TYPE_CHECKING:
@@ -38,13 +38,14 @@ class _Pending:
         self.request = request
         self.keep: object = keep  # the arrays (and C arguments) stay alive until the write ends
         self.future = future
-        self.outcome: tuple[int, str] = (0, "")
+        self.outcome: tuple[int, str, int] = (0, "", 0)  # status, message, errno
         # Not a daemon: the interpreter waits for it at exit, before MPI may be finalized.
         self.thread = threading.Thread(target=self._wait, name="h5tile-wait")
 
     def _wait(self) -> None:
         status = lib.h5tile_wait(self.request)  # completes and frees the request
-        self.outcome = (status, last_error() if status else "")  # this thread's message
+        # This thread's message and error number.
+        self.outcome = (status, last_error(), last_errno()) if status else (0, "", 0)
         self.keep = None
         if status:
             self.future.set_exception(failure(*self.outcome))
@@ -110,7 +111,7 @@ def to_file_async(
     request = ctypes.c_void_p()
     status = lib.h5tile_write_async_f(*call.args(), ctypes.byref(request))
     if status:
-        raise failure(status, last_error())
+        raise last_failure(status)
     # A snapshot no longer reads the array once the call has returned: the Future need not hold it.
     return track(request, call.strings() if snapshot else call)
 
@@ -131,13 +132,19 @@ def fence(comm: Any = None) -> None:
     failed = next((p.outcome for p in started if p.outcome[0]), None)
     status = lib.h5tile_fence_f(handle)
     if status:
-        raise failure(status, last_error())
+        raise last_failure(status)
     if comm is not None:
-        # Each rank's own outcomes, agreed: the first failing rank's is everyone's.
+        # Each rank's own outcomes, agreed: everyone's is that of the first rank that failed
+        # itself (the others' writes failed with its message, "on rank N: ..." and no error
+        # number: the library agreed on the write's failure), its error number too.
         everyone = comm.allgather(failed)
-        rank = next((r for r, f in enumerate(everyone) if f is not None), None)
+        failing = [r for r, f in enumerate(everyone) if f is not None]
+        rank = next((r for r in failing if not everyone[r][1].startswith("on rank ")),
+                    failing[0] if failing else None)
         if rank is not None:
-            status, message = everyone[rank]
-            failed = (status, message if rank == comm.Get_rank() else f"on rank {rank}: {message}")
+            status, message, errno = everyone[rank]
+            if rank != comm.Get_rank() and not message.startswith("on rank "):
+                message = f"on rank {rank}: {message}"
+            failed = (status, message, errno)
     if failed is not None:
         raise failure(*failed)

@@ -18,7 +18,7 @@ from ._library import check, lib
 from ._options import ReadOptions
 from ._partition import partition
 from ._shapes import region_box, u64_array
-from ._write import encode_name, encode_path
+from ._write import encode_file_path, encode_name
 
 _MAX_NDIM = 32
 
@@ -27,7 +27,7 @@ def inspect(path: str | os.PathLike[str] | bytes, dataset_name: str) -> tuple[tu
     """(shape, numpy dtype) of a dataset, without reading its data. Not collective."""
     code, ndim = ctypes.c_int(), ctypes.c_size_t()
     shape = u64_array([0] * _MAX_NDIM)
-    check(lib.h5tile_inspect(encode_path(path), encode_name(dataset_name), ctypes.byref(code),
+    check(lib.h5tile_inspect(encode_file_path(path), encode_name(dataset_name), ctypes.byref(code),
                              ctypes.byref(ndim), shape))
     return tuple(shape[: ndim.value]), dtype_of(code.value)
 
@@ -63,7 +63,7 @@ def from_file(
     check of the tiles h5tile wrote. Raises an `H5TileError` subclass, the same on every rank.
     """
     handle = fortran_handle(comm)
-    bpath, bname = encode_path(path), encode_name(dataset_name)
+    bpath, bname = encode_file_path(path), encode_name(dataset_name)
     file_failed = False  # inspect failed: the file let this rank down, not its arguments
 
     def prepare() -> tuple[Any, Any, Any, Any, ReadOptions]:

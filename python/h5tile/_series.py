@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from . import _constants as C
 from ._checkpoint import Checkpoint
 from ._comm import fortran_handle
-from ._errors import InvalidArgumentError
+from ._errors import ArgumentTypeError, InvalidArgumentError
 from ._library import check, lib
 from ._options import SeriesOptions
 from ._write import WriteKeywords, c_write_options, encode_path, snapshot_options
@@ -23,14 +23,22 @@ if TYPE_CHECKING:
 _PATH_BYTES = 1 << 16  # room for the path `latest` returns
 
 
+def _integer(value: Any, what: str, also: str = "") -> int:
+    """`value` as an int (not a bool, nor a float): `what` takes an integer`also`."""
+    if not isinstance(value, bool):
+        try:
+            return operator.index(value)
+        except TypeError:
+            pass
+    raise ArgumentTypeError(f"{what} takes an integer{also}, not {value!r}")
+
+
 def _count(value: Any, what: str) -> int:
     """A retention count: None (0 to the library) or an integer of at least 1."""
     if value is None:
         return 0
-    if isinstance(value, bool):
-        raise TypeError(f"{what} takes an integer or None, not {value!r}")
-    n = operator.index(value)
-    if n < 1:
+    n = _integer(value, what, " or None")
+    if not 1 <= n < 2**64:
         raise InvalidArgumentError(f"{what}={n}: give an integer of at least 1, or None")
     return n
 
@@ -71,7 +79,7 @@ class Series:
 
     def path_of(self, step: int) -> str:
         """The file of the checkpoint of `step` (whether or not it exists)."""
-        return os.path.join(os.fsdecode(self.directory), f"ckpt.{operator.index(step):012d}.h5")
+        return os.path.join(os.fsdecode(self.directory), f"ckpt.{_integer(step, 'step'):012d}.h5")
 
     def save(self, step: int) -> Checkpoint:
         """A `Checkpoint` of `step` (an integer ≥ 0; every rank passes the same). Its commit
@@ -81,7 +89,7 @@ class Series:
         handle = fortran_handle(self.comm)
 
         def begin(out: Any, staging: int | None) -> int:
-            n = operator.index(step)
+            n = _integer(step, "step")
             if not 0 <= n < 2**64:
                 raise InvalidArgumentError(f"step {n}: steps are integers from 0 to 2**64 - 1")
             opts = self._options if staging is None else snapshot_options(self._options, staging)

@@ -12,7 +12,7 @@ from . import _constants as C
 from ._arrays import Buffer, buffer_of
 from ._collective import poisoned, prepare_together, refuse_next
 from ._comm import fortran_handle, size_and_rank
-from ._errors import InvalidArgumentError
+from ._errors import ArgumentTypeError, InvalidArgumentError, IsDirectoryError
 from ._library import check, lib
 from ._options import CODECS, LAYOUTS, WriteOptions
 from ._partition import partition
@@ -22,13 +22,38 @@ from ._shapes import as_tuple, u64_array
 def encode_path(path: Any) -> bytes:
     """`path` as the C library takes it; a NUL in it is refused (C would read only the part
     before it, and write there: "go\\0od.h5" replaced the file "go")."""
-    return _whole(os.fsencode(os.fspath(path)), "path", path)
+    try:
+        text = os.fsencode(os.fspath(path))
+    except TypeError:
+        raise ArgumentTypeError(
+            f"a path is a str, bytes or os.PathLike, not {type(path).__name__} ({path!r})"
+        ) from None
+    return _whole(text, "path", path)
+
+
+# The endings of a path that name a folder (pathlib drops them; a str or bytes path keeps them).
+_FOLDER_ENDINGS = (b"/", b"/.", b"/..")
+
+
+def encode_file_path(path: Any) -> bytes:
+    """`encode_path` for a path that names a file: one ending in '/' (or "/.", "/..") names a
+    folder, refused as IsDirectoryError before anything is touched (a write would otherwise
+    fail only at its rename, after writing every tile)."""
+    text = encode_path(path)
+    tail = next((t for t in _FOLDER_ENDINGS if text.endswith(t)), None)
+    if tail is not None:
+        raise IsDirectoryError(
+            f"'{os.fsdecode(text)}' names a folder, not a file: it ends in '{tail.decode()}'")
+    return text
 
 
 def encode_name(name: Any) -> bytes:
     """A dataset or group name as the C library takes it; a NUL in it is refused (C would
     read only the part before it: "/a\\0b" was stored as "/a")."""
-    return _whole(name if isinstance(name, bytes) else str(name).encode(), "name", name)
+    if not isinstance(name, (str, bytes)):  # None was written as the dataset "/None"
+        raise ArgumentTypeError(
+            f"dataset and group names are str, not {type(name).__name__} ({name!r})")
+    return _whole(name if isinstance(name, bytes) else name.encode(), "name", name)
 
 
 def _whole(text: bytes, what: str, given: Any) -> bytes:
@@ -105,12 +130,24 @@ def c_write_options(given: Mapping[str, Any], caller: str) -> WriteOptions:
     it does not know is a TypeError naming `caller`, as Python words its own."""
     unknown = sorted(given.keys() - _WRITE_DEFAULTS.keys())
     if unknown:
-        raise TypeError(f"{caller}() got an unexpected keyword argument {unknown[0]!r}")
+        raise ArgumentTypeError(f"{caller}() got an unexpected keyword argument {unknown[0]!r}")
     o: dict[str, Any] = {**_WRITE_DEFAULTS, **given}
     layout, compression = o["layout"], o["compression"]
     codec, level, shuffled = compression_of(compression)
-    if layout not in LAYOUTS:
+    if not isinstance(layout, str) or layout not in LAYOUTS:
         raise InvalidArgumentError(f"layout={layout!r}: choose one of {', '.join(map(repr, LAYOUTS))}")
+    ranks_per_file = o["ranks_per_file"]
+    try:
+        if isinstance(ranks_per_file, bool):
+            raise TypeError
+        ranks_per_file = operator.index(ranks_per_file)
+    except TypeError:
+        raise ArgumentTypeError(
+            f"ranks_per_file takes an integer number of ranks, not {ranks_per_file!r}") from None
+    if not 0 <= ranks_per_file < 2**64:
+        raise InvalidArgumentError(
+            f"ranks_per_file={ranks_per_file}: give a number of ranks from 0 (the environment's "
+            "H5TILE_RANKS_PER_FILE, else a file per node) to 2**64 - 1")
     opts = WriteOptions()
     check(lib.h5tile_write_options_init(ctypes.byref(opts), ctypes.sizeof(opts)))
     opts.layout = LAYOUTS[layout]
@@ -121,7 +158,7 @@ def c_write_options(given: Mapping[str, Any], caller: str) -> WriteOptions:
         | (C.H5TILE_ALLOW_PARTIAL if o["allow_partial"] else 0)
         | (C.H5TILE_SHUFFLE if o["shuffle"] or shuffled else 0)
     )
-    opts.ranks_per_file = o["ranks_per_file"]
+    opts.ranks_per_file = ranks_per_file
     opts.compression = codec
     opts.compression_level = level
     return opts
@@ -131,11 +168,11 @@ def staging_budget(staging_bytes: Any) -> int:
     """`staging_bytes` as `h5tile_write_options.staging_bytes` takes it: an integer number of
     bytes, 0 for the environment's H5TILE_STAGING_BYTES (else the library's default)."""
     if isinstance(staging_bytes, bool):
-        raise TypeError(f"staging_bytes takes an integer number of bytes, not {staging_bytes!r}")
+        raise ArgumentTypeError(f"staging_bytes takes an integer number of bytes, not {staging_bytes!r}")
     try:
         n = operator.index(staging_bytes)
     except TypeError:
-        raise TypeError(
+        raise ArgumentTypeError(
             f"staging_bytes takes an integer number of bytes, not {staging_bytes!r}"
         ) from None
     if not 0 <= n < 2**64:
@@ -233,7 +270,7 @@ def _prepare(
     if snapshot:
         opts = snapshot_options(opts, budget)
     tile = place_tile(array, comm, global_shape, offset)
-    return WriteCall(handle, encode_path(path), encode_name(dataset_name), tile, opts)
+    return WriteCall(handle, encode_file_path(path), encode_name(dataset_name), tile, opts)
 
 
 def prepare_write(

@@ -135,19 +135,19 @@ def test_the_declared_attribute_reader_reads_them(scratch: Path) -> None:
 
 BAD_VALUES = [
     # value, exception class, words of its message
-    ({}, TypeError, "a dict is not stored"),
-    (None, TypeError, "a NoneType is not stored"),
-    (object(), TypeError, "is not stored"),
-    (b"K", TypeError, "bytes are not stored"),
-    ([[1, 2], [3, 4]], TypeError, "one dimension"),
-    ([[1, 2], [3]], TypeError, "attribute 'x' of '/u'"),
+    ({}, h5tile.ArgumentTypeError, "a dict is not stored"),  # a TypeError and a ValueError
+    (None, h5tile.ArgumentTypeError, "a NoneType is not stored"),
+    (object(), h5tile.ArgumentTypeError, "is not stored"),
+    (b"K", h5tile.ArgumentTypeError, "bytes are not stored"),
+    ([[1, 2], [3, 4]], h5tile.ArgumentTypeError, "one dimension"),
+    ([[1, 2], [3]], h5tile.ArgumentTypeError, "attribute 'x' of '/u'"),
     (["a", "b"], h5tile.DtypeError, "not one h5tile stores"),
     (np.array([1, 2], dtype=object), h5tile.DtypeError, "not one h5tile stores"),
     (np.longdouble(1), h5tile.DtypeError, "not one h5tile stores"),
     ([], h5tile.InvalidArgumentError, "holds no values"),
     ("a\0b", h5tile.InvalidArgumentError, "NUL"),
     ("\udc80", h5tile.InvalidArgumentError, "not UTF-8"),
-    (2**63, OverflowError, "does not fit in int64"),
+    (2**63, h5tile.ArgumentOverflowError, "does not fit in int64"),  # an OverflowError
 ]
 
 

@@ -17,6 +17,7 @@ import sys
 import threading
 import weakref
 from pathlib import Path
+from typing import Any
 
 import h5py
 import numpy as np
@@ -25,6 +26,7 @@ import pytest
 import h5tile
 from conftest import DLPackOnly, tree
 from h5tile import _comm, _constants, _library
+from h5tile._shapes import u64_array
 from h5tile._write import _WRITE_DEFAULTS, WriteKeywords
 
 DTYPES = [np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32,
@@ -266,6 +268,299 @@ def test_a_0d_array_is_refused_naming_its_shape_never_stored_as_1(scratch: Path)
     # A 1-element array is a dataset of shape (1,), as asked.
     h5tile.to_file(np.atleast_1d(np.float64(3.0)), scratch / "a.h5", "x")
     assert h5py.File(scratch / "a.h5")["x"].shape == (1,)
+
+
+# ---- Every failure is an H5TileError, and the built-in the docs name -------------------------
+
+def _checkpoint(scratch: Path) -> h5tile.Checkpoint:
+    return h5tile.Checkpoint(scratch / "ck.h5")
+
+
+# Arguments of the wrong type or out of range, each with the built-in it must also be (every
+# one is an InvalidArgumentError, a ValueError) and the words its message must hold. Some
+# raised a plain TypeError, KeyError or OverflowError; a number beyond 2**64 - 1 was cut to
+# its low 64 bits (an offset of 2**70 wrote at 0), and a name of None wrote "/None".
+MALFORMED = {
+    "region=(2,)": (lambda s: h5tile.from_file(s / "a.h5", "d", region=(2,)), TypeError,
+                    r"^region\[0\] is 2: region takes slices"),
+    "region='0:2'": (lambda s: h5tile.from_file(s / "a.h5", "d", region="0:2"), TypeError,
+                     "region takes a tuple of slices, not str"),
+    "region slice('a', 2)": (lambda s: h5tile.from_file(s / "a.h5", "d", region=(slice("a", 2),)),
+                             TypeError, r"region\[0\] is slice\('a', 2, None\)"),
+    "path=5": (lambda s: h5tile.to_file(np.zeros(3), 5, "d"), TypeError, "path"),
+    "read path=None": (lambda s: h5tile.from_file(None, "d"), TypeError, "path"),
+    "inspect path=5": (lambda s: h5tile.inspect(5, "d"), TypeError, "path"),
+    "dataset_name=None": (lambda s: h5tile.to_file(np.zeros(3), s / "b.h5", None), TypeError,
+                          "dataset"),
+    "global_shape=5": (lambda s: h5tile.to_file(np.zeros(3), s / "b.h5", "d", global_shape=5),
+                       TypeError, "global_shape takes a sequence of integers"),
+    "offset=['a']": (lambda s: h5tile.to_file(np.zeros(3), s / "b.h5", "d", offset=["a"]),
+                     TypeError, "offset takes a sequence of integers"),
+    "offset=[2**70]": (lambda s: h5tile.to_file(np.zeros(3), s / "b.h5", "d", global_shape=[2**70 + 3],
+                                                offset=[2**70]), ValueError, "2\\*\\*64 - 1"),
+    "ragged array": (lambda s: h5tile.to_file([[1, 2], [3]], s / "b.h5", "d"), ValueError,
+                     "inhomogeneous"),
+    "chunk_size=(2.5, 3)": (lambda s: h5tile.from_file_batched(s / "a.h5", "d", (2.5, 3)), TypeError,
+                            "chunk_size takes a sequence of integers"),
+    "like=[1.0]": (lambda s: h5tile.from_file(s / "a.h5", "d", like=[1.0]), TypeError, "like="),
+    "out=object()": (lambda s: h5tile.from_file(s / "a.h5", "d", out=object()), TypeError, "out="),
+    "comm='world'": (lambda s: h5tile.to_file(np.zeros(3), s / "b.h5", "d", comm="world"), TypeError,
+                     "comm must be an mpi4py communicator"),
+    "layout=[]": (lambda s: h5tile.to_file(np.zeros(3), s / "b.h5", "d", layout=[]), ValueError,
+                  r"layout=\[\]: choose one of"),
+    "ranks_per_file='a'": (lambda s: h5tile.to_file(np.zeros(3), s / "b.h5", "d", ranks_per_file="a"),
+                           TypeError, "ranks_per_file"),
+    "ranks_per_file=2**70": (lambda s: h5tile.to_file(np.zeros(3), s / "b.h5", "d", ranks_per_file=2**70),
+                             ValueError, "ranks_per_file"),
+    "staging_bytes='1M'": (lambda s: h5tile.to_file_async(np.zeros(3), s / "b.h5", "d", staging_bytes="1M"),
+                           TypeError, "staging_bytes"),
+    "to_file_async(synk=)": (lambda s: h5tile.to_file_async(np.zeros(3), s / "b.h5", "d", synk=1),
+                             TypeError, r"^to_file_async\(\) got an unexpected keyword argument 'synk'$"),
+    "partition(5)": (lambda s: h5tile.partition(5), TypeError, "global_shape takes a sequence"),
+    "partition((2**70,))": (lambda s: h5tile.partition((2**70,)), ValueError, "2\\*\\*64 - 1"),
+    "Series(keep_last='3')": (lambda s: h5tile.Series(s / "s", keep_last="3"), TypeError, "keep_last"),
+    "Series.save('x')": (lambda s: h5tile.Series(s / "s").save("x"), TypeError, "step"),
+    "Series.path_of('x')": (lambda s: h5tile.Series(s / "s").path_of("x"), TypeError, "step"),
+    "Checkpoint(5)": (lambda s: h5tile.Checkpoint(5), TypeError, "path"),
+    "ck.add(offset='ab')": (lambda s: _checkpoint(s).add("u", np.zeros(3), offset="ab"), TypeError,
+                            "offset"),
+    "ck.attrs[x] = {}": (lambda s: _checkpoint(s).attrs.__setitem__("x", {}), TypeError,
+                         "a dict is not stored"),
+    "ck.attrs[5] = 1": (lambda s: _checkpoint(s).attrs.__setitem__(5, 1), TypeError,
+                        "attribute names are str"),
+    "ck.attrs['/u'] = 1": (lambda s: _checkpoint(s).attrs.__setitem__("/u", 1), TypeError,
+                           "names an object"),
+    "ck.attrs[x] = 2**63": (lambda s: _checkpoint(s).attrs.__setitem__("x", 2**63), OverflowError,
+                            "does not fit in int64"),
+    "ck.attrs['/u']['/v']": (lambda s: _checkpoint(s).attrs["/u"]["/v"], KeyError,
+                             "choose objects on the checkpoint's attrs"),
+    "ck.commit_async(staging_bytes='x')": (lambda s: _checkpoint(s).commit_async(staging_bytes="x"),
+                                           TypeError, "staging_bytes"),
+}
+
+
+@pytest.mark.parametrize("case", MALFORMED)
+def test_a_malformed_argument_is_an_h5tile_error_and_the_builtin(scratch: Path, case: str) -> None:
+    h5tile.to_file(np.zeros((4, 5)), scratch / "a.h5", "d")
+    before = tree(scratch)
+    call, builtin, words = MALFORMED[case]
+    with pytest.raises(builtin) as e:
+        call(scratch)
+    assert isinstance(e.value, h5tile.InvalidArgumentError), repr(e.value)  # also a ValueError
+    assert e.value.status == 1 and e.value.name == "H5TILE_ERR_INVALID_ARGUMENT"
+    assert re.search(words, str(e.value).strip("\"")), str(e.value)
+    gc.collect()  # checkpoints left unfinished are dropped
+    assert tree(scratch) == before
+
+
+def test_a_missing_attribute_is_a_key_error_as_in_a_dict(scratch: Path) -> None:
+    # A lookup of a name not set is the mapping protocol (`get`, `in`), not a failure.
+    ck = _checkpoint(scratch)
+    assert ck.attrs.get("nope") is None and "nope" not in ck.attrs
+    with pytest.raises(KeyError):
+        ck.attrs["nope"]
+    ck.abort()
+
+
+@pytest.mark.parametrize("tail", ["/", "//", "/."])
+def test_a_path_ending_in_a_slash_is_a_directory_before_anything_is_done(scratch: Path,
+                                                                         tail: str) -> None:
+    # It failed late, at the rename, after the tiles and the folders were written.
+    target = str(scratch / "new" / "a.h5") + tail
+    h5tile.fence()
+    calls = [lambda: h5tile.to_file(np.arange(3.0), target, "d"),
+             lambda: h5tile.to_file(np.arange(3.0), target.encode(), "d", layout="single"),
+             lambda: h5tile.to_file_async(np.arange(3.0), target, "d"),  # at the call
+             lambda: h5tile.Checkpoint(target),
+             lambda: h5tile.from_file(target, "d"),
+             lambda: h5tile.inspect(target, "d"),
+             lambda: h5tile.from_file_batched(target, "d", (1,))]
+    for call in calls:
+        with pytest.raises(IsADirectoryError) as e:
+            call()
+        assert isinstance(e.value, h5tile.IsDirectoryError) and isinstance(e.value, ValueError)
+        assert e.value.status == 2 and "names a folder, not a file" in str(e.value), e.value
+    h5tile.fence()  # nothing was started
+    # The C library refuses it too, before it creates anything.
+    a = np.arange(3.0)
+    status = _library.lib.h5tile_write_f(
+        _comm.COMM_NULL, target.encode(), b"d", _constants.H5TILE_FLOAT64, 1, u64_array([3]),
+        u64_array([0]), u64_array([3]), a.ctypes.data, None)
+    assert status == _constants.H5TILE_ERR_IS_DIRECTORY, _library.last_error()
+    assert "names a folder, not a file" in _library.last_error()
+    assert list(scratch.iterdir()) == []  # not even the folder "new"
+
+
+# In a child process, as a user who may not write the folder `locked` (uid 65534 when the
+# tests run as root, whom permission bits do not stop), or under a file-size limit: each
+# failure, as the child saw it.
+OS_ERRORS_CHILD = """
+import resource, signal  # here: the other user cannot read this Python's modules
+
+
+def child(folder, locked, secret, roomy):
+    failures = {}
+
+    def record(case, call):
+        try:
+            call()
+        except Exception as e:
+            failures[case] = {"mro": [c.__name__ for c in type(e).__mro__], "errno": e.errno,
+                              "status": e.status, "message": str(e)}
+
+    def future_failure(call):
+        error = call().exception(timeout=60)
+        if error is not None:
+            raise error
+
+    big = np.zeros((512, 512))  # 2 MiB
+    for layout in ("vds", "single"):
+        record(f"write {layout}", lambda: h5tile.to_file(big, f"{locked}/a.h5", "d", layout=layout))
+    record("write async", lambda: future_failure(
+        lambda: h5tile.to_file_async(big, f"{locked}/b.h5", "d")))
+    record("fence", h5tile.fence)
+    record("read", lambda: h5tile.from_file(secret, "d"))
+
+    def commit():
+        with h5tile.Checkpoint(f"{locked}/ck.h5") as ck:
+            ck.add("u", big)
+    record("checkpoint", commit)
+    # A file-size limit fails writes with EFBIG, as a full disk fails them with ENOSPC.
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 20, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
+    for layout in ("vds", "single"):
+        record(f"too large {layout}", lambda: h5tile.to_file(big, f"{roomy}/c.h5", "d", layout=layout))
+    return failures
+"""
+
+
+def run_as_other_user(work: Any, *args: Any) -> Any:
+    """`work(*args)` in a forked child that first becomes uid and gid 65534 (when root); its
+    result, sent back as JSON. The library's threads are per call, so a fork between calls
+    leaves nothing behind in the child."""
+    import json
+    h5tile.fence()
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: never back into pytest
+        try:
+            os.close(read)
+            with os.fdopen(write, "w") as out:
+                try:
+                    if os.geteuid() == 0:
+                        os.setgroups([])
+                        os.setresgid(65534, 65534, 65534)
+                        os.setresuid(65534, 65534, 65534)
+                    json.dump({"result": work(*args)}, out)
+                except BaseException:
+                    import traceback
+                    json.dump({"error": traceback.format_exc()}, out)
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as got:
+        text = got.read()
+    os.waitpid(pid, 0)
+    sent = json.loads(text)
+    assert "error" not in sent, sent["error"]
+    return sent["result"]
+
+
+def test_os_errors_carry_their_errno_and_permission_denied_is_a_permission_error() -> None:
+    import errno
+    import shutil
+    import tempfile
+    namespace: dict[str, Any] = {"np": np, "h5tile": h5tile}
+    exec(OS_ERRORS_CHILD, namespace)
+    # Not the scratch folder: the other user must reach these (mkdtemp makes folders 0700).
+    folder = Path(tempfile.mkdtemp(prefix="h5tile-oserrors-"))
+    try:
+        folder.chmod(0o755)
+        locked, roomy = folder / "locked", folder / "roomy"
+        locked.mkdir(mode=0o555)  # the other user (or anyone not root) may not write here
+        roomy.mkdir(mode=0o777)
+        roomy.chmod(0o777)
+        h5tile.to_file(np.arange(4.0), folder / "secret.h5", "d", layout="single")
+        (folder / "secret.h5").chmod(0o000 if os.geteuid() else 0o600)
+        before = tree(folder)
+        failures = run_as_other_user(namespace["child"], str(folder), str(locked),
+                                     str(folder / "secret.h5"), str(roomy))
+        (folder / "secret.h5").chmod(0o600)
+        denied = ["write vds", "write single", "write async", "fence", "read", "checkpoint"]
+        too_large = ["too large vds", "too large single"]
+        assert sorted(failures) == sorted(denied + too_large), failures
+        for case in denied:
+            f = failures[case]
+            assert {"PermissionError", "IOFailure", "H5TileError"} <= set(f["mro"]), (case, f)
+            assert f["errno"] == errno.EACCES and f["status"] == 8, (case, f)
+            assert f["message"].startswith("Permission denied"), (case, f)
+        for case in too_large:
+            f = failures[case]
+            assert {"IOFailure", "OSError"} <= set(f["mro"]), (case, f)
+            assert "PermissionError" not in f["mro"], (case, f)
+            assert f["errno"] == errno.EFBIG and f["status"] == 8, (case, f)
+        assert tree(folder) == before  # nothing written, nothing left
+        assert sorted(p.name for p in folder.rglob("*")) == ["locked", "roomy", "secret.h5"]
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def test_errno_is_that_of_the_last_failure_on_this_thread(scratch: Path) -> None:
+    import errno
+    long_name = scratch / ("x" * 300 + ".h5")  # longer than a file name may be
+    with pytest.raises(h5tile.IOFailure) as e:
+        h5tile.to_file(np.arange(3), long_name, "d")
+    assert type(e.value) is h5tile.IOFailure  # Python has no OSError subclass for this number
+    assert e.value.errno == errno.ENAMETOOLONG == _library.lib.h5tile_last_errno()
+    assert str(e.value).startswith("File name too long"), e.value  # the message as it was
+    # 0 after a success, and after a failure with no operating-system cause.
+    h5tile.to_file(np.arange(3), scratch / "a.h5", "d")
+    assert _library.lib.h5tile_last_errno() == 0
+    with pytest.raises(h5tile.ShapeError) as shape:
+        h5tile.to_file(np.arange(3), scratch / "b.h5", "d", global_shape=(4,))
+    assert not isinstance(shape.value, OSError) and _library.lib.h5tile_last_errno() == 0
+    assert sorted(tree(scratch)) == ["a.h5", "a.h5.tiles/" + next((scratch / "a.h5.tiles").iterdir()).name]
+
+
+# Several processes writing one path without comm= (each its own writer): a write whose
+# temporary master another one removed (taking it for a crashed write's) must say so.
+SAME_PATH_WRITER = """
+import json, sys
+import numpy as np
+import h5tile
+path, writes = sys.argv[1], int(sys.argv[2])
+failures = []
+for k in range(writes):
+    try:
+        h5tile.to_file(np.full((64, 64), float(k)), path, "d")
+    except Exception as e:
+        failures.append([isinstance(e, h5tile.H5TileError), isinstance(e, FileNotFoundError),
+                         getattr(e, "errno", None), str(e)])
+print(json.dumps(failures))
+"""
+
+
+def test_processes_writing_one_path_without_comm_are_told_so(scratch: Path) -> None:
+    import json
+    at_commit: list[str] = []
+    for _ in range(5):  # rounds, until a commit has met another process's write
+        writers = [subprocess.Popen([sys.executable, "-c", SAME_PATH_WRITER,
+                                     str(scratch / "one.h5"), "30"],
+                                    stdout=subprocess.PIPE, text=True) for _ in range(4)]
+        for w in writers:
+            out, _ = w.communicate(timeout=300)
+            assert w.returncode == 0
+            for ours, not_found, errno, message in json.loads(out):
+                assert ours, message  # every failure is an H5TileError
+                if "cannot rename new master" in message or re.search(r"cannot sync '[^']*\.tmp'", message):
+                    at_commit.append(message)
+                    assert not_found and errno == 2, message  # ENOENT: a FileNotFoundError
+        if at_commit:
+            break
+    assert at_commit, "no write met another one at its commit"
+    for message in at_commit:
+        assert message.startswith("another process wrote or removed"), message
+        assert "several processes writing one path, each alone: without comm=" in message, message
 
 
 def test_missing_things_and_groups(scratch: Path) -> None:

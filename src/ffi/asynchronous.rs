@@ -60,7 +60,7 @@ pub unsafe extern "C" fn h5tile_write_async(
 ) -> h5tile_status {
     let call = WriteCall(path, dataset, dtype, ndim, global_shape, opts);
     let tiles = TilesArg::One(tile_offset, tile_shape, buf);
-    call.start(comm, tiles, req)
+    call.start("h5tile_write_async", comm, tiles, req)
 }
 
 /// `h5tile_write_tiles` that returns before the data is written, as `h5tile_write_async`.
@@ -87,23 +87,24 @@ pub unsafe extern "C" fn h5tile_write_tiles_async(
 ) -> h5tile_status {
     let call = WriteCall(path, dataset, dtype, ndim, global_shape, opts);
     let tiles = TilesArg::Many(ntiles, tile_offsets, tile_shapes, bufs);
-    call.start(comm, tiles, req)
+    call.start("h5tile_write_tiles_async", comm, tiles, req)
 }
 
 impl WriteCall {
-    /// Starts the write of `tiles` over `comm` as the `_async` calls do: `*req` is NULL (where
-    /// `req` is not) unless the write started.
+    /// Starts the write of `tiles` over `comm` as the `_async` calls do (`name`): `*req` is
+    /// NULL (where `req` is not) unless the write started.
     ///
     /// # Safety
     /// As `h5tile_write_tiles_async`.
     pub(super) unsafe fn start(
         self,
+        name: &'static str,
         comm: MPI_Comm,
         tiles: TilesArg,
         req: *mut *mut h5tile_request,
     ) -> h5tile_status {
         clear_out(req);
-        run(|| {
+        run(name, || {
             let comm = Comm::from_raw(comm)?;
             let ck = self.args(&comm, tiles)?.checkpoint();
             comm.agree_on(|| write::check(&ck))?;
@@ -139,7 +140,7 @@ pub(super) unsafe fn start_request(
 /// waited for already.
 #[no_mangle]
 pub unsafe extern "C" fn h5tile_wait(req: *mut h5tile_request) -> h5tile_status {
-    run(|| {
+    run("h5tile_wait", || {
         if req.is_null() {
             return fail(H5TILE_ERR_INVALID_ARGUMENT, "req is NULL");
         }
@@ -155,7 +156,7 @@ pub unsafe extern "C" fn h5tile_wait(req: *mut h5tile_request) -> h5tile_status 
 /// `req` as for `h5tile_wait`; `done` NULL or writable.
 #[no_mangle]
 pub unsafe extern "C" fn h5tile_test(req: *mut h5tile_request, done: *mut c_int) -> h5tile_status {
-    run(|| {
+    run("h5tile_test", || {
         let done = out_arg(done, "done")?;
         *done = 0;
         if req.is_null() {
@@ -176,7 +177,7 @@ pub unsafe extern "C" fn h5tile_test(req: *mut h5tile_request, done: *mut c_int)
 /// `comm` must be a valid communicator or `MPI_COMM_NULL`.
 #[no_mangle]
 pub unsafe extern "C" fn h5tile_fence(comm: MPI_Comm) -> h5tile_status {
-    run(|| {
+    run("h5tile_fence", || {
         let comm = Comm::from_raw(comm)?;
         pending::fence(&comm)
     })

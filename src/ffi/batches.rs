@@ -1,7 +1,7 @@
 //! The C ABI of batched reading: an opaque iterator, opened collectively, then advanced and
 //! freed by the rank that owns it.
 
-use super::boundary::{clear_out, dataset_arg, ndim_arg, out_arg, run, slice_arg};
+use super::boundary::{clear_out, dataset_arg, guard, ndim_arg, out_arg, run, slice_arg};
 use super::fortran::{or_status, MPI_Fint};
 use super::h5tile_read_options;
 use crate::dtype::h5tile_dtype;
@@ -45,7 +45,7 @@ pub unsafe extern "C" fn h5tile_batches_open(
     out: *mut *mut h5tile_batches,
 ) -> h5tile_status {
     clear_out(out);
-    run(|| {
+    run("h5tile_batches_open", || {
         let comm = Comm::from_raw(comm)?;
         let (out, path, dataset, chunk, options) = comm.agree_on(|| {
             let out = out_arg(out, "out")?;
@@ -76,7 +76,7 @@ pub unsafe extern "C" fn h5tile_batches_open_f(
     out: *mut *mut h5tile_batches,
 ) -> h5tile_status {
     clear_out(out);
-    or_status(comm, |c| {
+    or_status("h5tile_batches_open_f", comm, |c| {
         h5tile_batches_open(c, path, dataset, ndim, chunk_shape, opts, out)
     })
 }
@@ -100,7 +100,7 @@ pub unsafe extern "C" fn h5tile_batches_next(
     chunk_shape: *mut u64,
     done: *mut bool,
 ) -> h5tile_status {
-    run(|| {
+    run("h5tile_batches_next", || {
         let it = &mut out_arg(it, "it")?.0;
         let done = out_arg(done, "done")?;
         if it.next_bytes().is_none() {
@@ -144,7 +144,7 @@ pub unsafe extern "C" fn h5tile_batches_next_view(
     chunk_shape: *mut u64,
     done: *mut bool,
 ) -> h5tile_status {
-    run(|| {
+    run("h5tile_batches_next_view", || {
         let it = &mut out_arg(it, "it")?.0;
         let data = out_arg(data, "data")?;
         let done = out_arg(done, "done")?;
@@ -190,7 +190,7 @@ pub unsafe extern "C" fn h5tile_batches_info(
     max_chunk_bytes: *mut usize,
     nchunks: *mut u64,
 ) -> h5tile_status {
-    run(|| {
+    run("h5tile_batches_info", || {
         let it = &it
             .as_ref()
             .ok_or_else(|| Error::new(H5TILE_ERR_INVALID_ARGUMENT, "it is NULL"))?
@@ -215,10 +215,9 @@ pub unsafe extern "C" fn h5tile_batches_info(
 /// `it` must be NULL or come from `h5tile_batches_open`, and not be used afterwards.
 #[no_mangle]
 pub unsafe extern "C" fn h5tile_batches_free(it: *mut h5tile_batches) {
-    if !it.is_null() {
-        let _ = catch_panic(|| {
+    guard("h5tile_batches_free", || {
+        if !it.is_null() {
             drop(Box::from_raw(it));
-            Ok(())
-        });
-    }
+        }
+    })
 }

@@ -4,7 +4,7 @@
 
 use super::asynchronous::{h5tile_request, start_request};
 use super::boundary::{
-    array_arg, clear_out, out_arg, run, slice_arg, str_arg, tile_arg, tile_buffer,
+    array_arg, clear_out, guard, out_arg, run, slice_arg, str_arg, tile_arg, tile_buffer,
 };
 use super::{h5tile_series_options, h5tile_write_options};
 use crate::dtype::{h5tile_dtype, Dtype};
@@ -46,26 +46,27 @@ pub unsafe extern "C" fn h5tile_checkpoint_begin(
     opts: *const h5tile_write_options,
     out: *mut *mut h5tile_checkpoint,
 ) -> h5tile_status {
-    begin(comm, opts, out, || {
+    begin("h5tile_checkpoint_begin", comm, opts, out, || {
         Ok((PathBuf::from(str_arg(path, "path")?), None))
     })
 }
 
-/// What `h5tile_checkpoint_begin` and `h5tile_series_begin` share: `*out` is NULL until the
-/// empty checkpoint over `comm` with the options `opts` is made, of the file (and the series
-/// step) that `target` names.
+/// What `h5tile_checkpoint_begin` and `h5tile_series_begin` (`name`) share: `*out` is NULL
+/// until the empty checkpoint over `comm` with the options `opts` is made, of the file (and the
+/// series step) that `target` names.
 ///
 /// # Safety
 /// As `h5tile_checkpoint_begin`.
 unsafe fn begin(
+    name: &'static str,
     comm: MPI_Comm,
     opts: *const h5tile_write_options,
     out: *mut *mut h5tile_checkpoint,
     target: impl FnOnce() -> Result<(PathBuf, Option<SeriesStep>)>,
 ) -> h5tile_status {
-    run(|| {
+    clear_out(out);
+    run(name, || {
         let out = out_arg(out, "out")?;
-        *out = std::ptr::null_mut();
         let (path, series) = target()?;
         let checkpoint = Checkpoint {
             path,
@@ -79,16 +80,17 @@ unsafe fn begin(
     })
 }
 
-/// Runs `step`, one step of assembling the checkpoint `ck` on this rank: its failure is
-/// returned now and noted, for the commit to return on every rank.
+/// Runs `step`, one step of assembling the checkpoint `ck` on this rank (the call `name`): its
+/// failure is returned now and noted, for the commit to return on every rank.
 ///
 /// # Safety
 /// `ck` must be NULL or a live checkpoint.
 unsafe fn gather(
+    name: &'static str,
     ck: *mut h5tile_checkpoint,
     step: impl FnOnce(&mut Assembly<'static>) -> Result<()>,
 ) -> h5tile_status {
-    run(|| {
+    run(name, || {
         let assembly = &mut out_arg(ck, "ck")?.assembly;
         let outcome = step(assembly);
         assembly.note(outcome)
@@ -133,7 +135,7 @@ pub unsafe extern "C" fn h5tile_checkpoint_add(
     tile_shape: *const u64,
     buf: *const c_void,
 ) -> h5tile_status {
-    gather(ck, |assembly| {
+    gather("h5tile_checkpoint_add", ck, |assembly| {
         let dataset = str_arg(dataset, "dataset")?;
         let (dtype, ndim) = array_arg(dtype, ndim)?;
         let global = slice_arg(global_shape, ndim, "global_shape")?;
@@ -170,7 +172,7 @@ pub unsafe extern "C" fn h5tile_checkpoint_attr(
     count: usize,
     values: *const c_void,
 ) -> h5tile_status {
-    gather(ck, |assembly| {
+    gather("h5tile_checkpoint_attr", ck, |assembly| {
         let (object, name) = (str_arg(object, "object")?, str_arg(name, "name")?);
         let dtype = Dtype::parse(dtype)?;
         let len = count.checked_mul(dtype.size()).ok_or_else(|| {
@@ -197,7 +199,7 @@ pub unsafe extern "C" fn h5tile_checkpoint_attr_string(
     name: *const c_char,
     value: *const c_char,
 ) -> h5tile_status {
-    gather(ck, |assembly| {
+    gather("h5tile_checkpoint_attr_string", ck, |assembly| {
         let (object, name) = (str_arg(object, "object")?, str_arg(name, "name")?);
         let text = str_arg(value, "value")?.to_string();
         assembly.attr(object, name, AttributeValue::Text(text));
@@ -216,7 +218,7 @@ pub unsafe extern "C" fn h5tile_checkpoint_attr_string(
 /// `ck` must come from `h5tile_checkpoint_begin` or `h5tile_series_begin`, not yet freed.
 #[no_mangle]
 pub unsafe extern "C" fn h5tile_checkpoint_commit(ck: *mut h5tile_checkpoint) -> h5tile_status {
-    run(|| {
+    run("h5tile_checkpoint_commit", || {
         let (comm, a) = take_checked(ck)?;
         commit_checked(&comm, &a.checkpoint, a.series.as_ref())
     })
@@ -236,7 +238,7 @@ pub unsafe extern "C" fn h5tile_checkpoint_commit_async(
     req: *mut *mut h5tile_request,
 ) -> h5tile_status {
     clear_out(req);
-    run(|| {
+    run("h5tile_checkpoint_commit_async", || {
         let (comm, a) = take_checked(ck)?;
         start_request(comm, a.checkpoint, a.series, req);
         Ok(())
@@ -256,7 +258,7 @@ pub unsafe extern "C" fn h5tile_checkpoint_fail(
     ck: *mut h5tile_checkpoint,
     why: *const c_char,
 ) -> h5tile_status {
-    run(|| {
+    run("h5tile_checkpoint_fail", || {
         let ck = out_arg(ck, "ck")?;
         let why = match why.is_null() {
             true => "no reason given".to_string(),
@@ -280,9 +282,11 @@ pub unsafe extern "C" fn h5tile_checkpoint_fail(
 /// freed.
 #[no_mangle]
 pub unsafe extern "C" fn h5tile_checkpoint_abort(ck: *mut h5tile_checkpoint) {
-    if !ck.is_null() {
-        drop(Box::from_raw(ck));
-    }
+    guard("h5tile_checkpoint_abort", || {
+        if !ck.is_null() {
+            drop(Box::from_raw(ck));
+        }
+    })
 }
 
 /// Reads attribute `name` of `object` ("/" for the file) of the file `path` as `count` values
@@ -303,7 +307,7 @@ pub unsafe extern "C" fn h5tile_attr_read(
     count: usize,
     values: *mut c_void,
 ) -> h5tile_status {
-    run(|| {
+    run("h5tile_attr_read", || {
         let comm = Comm::from_raw(comm)?;
         let (path, object, name, dtype) = comm.agree_on(|| {
             let path = Path::new(str_arg(path, "path")?);
@@ -343,7 +347,7 @@ pub unsafe extern "C" fn h5tile_series_begin(
     opts: *const h5tile_write_options,
     out: *mut *mut h5tile_checkpoint,
 ) -> h5tile_status {
-    begin(comm, opts, out, || {
+    begin("h5tile_series_begin", comm, opts, out, || {
         let dir = PathBuf::from(str_arg(dir, "dir")?);
         if dir.as_os_str().is_empty() {
             return fail(H5TILE_ERR_INVALID_ARGUMENT, "dir is empty");
@@ -378,7 +382,7 @@ pub unsafe extern "C" fn h5tile_series_latest(
     path: *mut c_char,
     path_bytes: usize,
 ) -> h5tile_status {
-    run(|| {
+    run("h5tile_series_latest", || {
         let comm = Comm::from_raw(comm)?;
         let dir = comm.agree_on(|| {
             out_arg(step, "step")?;

@@ -1,7 +1,7 @@
 //! The `_f` variants for Fortran: the same collective calls, taking the Fortran handle
 //! (`MPI_Fint`) of the communicator. The Fortran module `include/h5tile.f90` calls these.
 
-use super::boundary::{clear_out, run};
+use super::boundary::{clear_out, guard, status_of};
 use super::write::{TilesArg, WriteCall};
 use super::{
     h5tile_attr_read, h5tile_checkpoint, h5tile_checkpoint_begin, h5tile_fence, h5tile_read,
@@ -15,16 +15,18 @@ use std::ffi::{c_char, c_void};
 
 pub use crate::platform::comm::{comm_from_fortran, MPI_Fint};
 
-/// Makes `call` with the C communicator of the Fortran handle `comm`; a handle that has none
-/// fails as the call would (status and last error), without making it.
+/// Makes `call` with the C communicator of the Fortran handle `comm`, in the boundary of the
+/// exported function `name`; a handle that has none fails as the call would (status and last
+/// error), without making it.
 pub(super) fn or_status(
+    name: &'static str,
     comm: MPI_Fint,
     call: impl FnOnce(MPI_Comm) -> h5tile_status,
 ) -> h5tile_status {
-    match comm_from_fortran(comm) {
+    guard(name, || match comm_from_fortran(comm) {
         Ok(c) => call(c),
-        Err(e) => run(|| Err(e)),
-    }
+        Err(e) => status_of(|| Err(e)),
+    })
 }
 
 /// `h5tile_write` taking a Fortran communicator handle.
@@ -46,7 +48,9 @@ pub unsafe extern "C" fn h5tile_write_f(
 ) -> h5tile_status {
     let call = WriteCall(path, dataset, dtype, ndim, global_shape, opts);
     let tiles = TilesArg::One(tile_offset, tile_shape, buf);
-    or_status(comm, |c| call.write(c, tiles))
+    or_status("h5tile_write_f", comm, |c| {
+        call.write("h5tile_write_f", c, tiles)
+    })
 }
 
 /// `h5tile_write_tiles` taking a Fortran communicator handle.
@@ -69,7 +73,9 @@ pub unsafe extern "C" fn h5tile_write_tiles_f(
 ) -> h5tile_status {
     let call = WriteCall(path, dataset, dtype, ndim, global_shape, opts);
     let tiles = TilesArg::Many(ntiles, tile_offsets, tile_shapes, bufs);
-    or_status(comm, |c| call.write(c, tiles))
+    or_status("h5tile_write_tiles_f", comm, |c| {
+        call.write("h5tile_write_tiles_f", c, tiles)
+    })
 }
 
 /// `h5tile_write_async` taking a Fortran communicator handle.
@@ -93,7 +99,9 @@ pub unsafe extern "C" fn h5tile_write_async_f(
     let call = WriteCall(path, dataset, dtype, ndim, global_shape, opts);
     let tiles = TilesArg::One(tile_offset, tile_shape, buf);
     clear_out(req);
-    or_status(comm, |c| call.start(c, tiles, req))
+    or_status("h5tile_write_async_f", comm, |c| {
+        call.start("h5tile_write_async_f", c, tiles, req)
+    })
 }
 
 /// `h5tile_fence` taking a Fortran communicator handle.
@@ -102,7 +110,7 @@ pub unsafe extern "C" fn h5tile_write_async_f(
 /// As `h5tile_fence`.
 #[no_mangle]
 pub unsafe extern "C" fn h5tile_fence_f(comm: MPI_Fint) -> h5tile_status {
-    or_status(comm, |c| h5tile_fence(c))
+    or_status("h5tile_fence_f", comm, |c| h5tile_fence(c))
 }
 
 /// `h5tile_read` taking a Fortran communicator handle.
@@ -121,7 +129,7 @@ pub unsafe extern "C" fn h5tile_read_f(
     buf: *mut c_void,
     opts: *const h5tile_read_options,
 ) -> h5tile_status {
-    or_status(comm, |c| {
+    or_status("h5tile_read_f", comm, |c| {
         h5tile_read(
             c,
             path,
@@ -158,7 +166,9 @@ pub unsafe extern "C" fn h5tile_write_tiles_async_f(
     let call = WriteCall(path, dataset, dtype, ndim, global_shape, opts);
     let tiles = TilesArg::Many(ntiles, tile_offsets, tile_shapes, bufs);
     clear_out(req);
-    or_status(comm, |c| call.start(c, tiles, req))
+    or_status("h5tile_write_tiles_async_f", comm, |c| {
+        call.start("h5tile_write_tiles_async_f", c, tiles, req)
+    })
 }
 
 /// `h5tile_checkpoint_begin` taking a Fortran communicator handle.
@@ -173,7 +183,9 @@ pub unsafe extern "C" fn h5tile_checkpoint_begin_f(
     out: *mut *mut h5tile_checkpoint,
 ) -> h5tile_status {
     clear_out(out);
-    or_status(comm, |c| h5tile_checkpoint_begin(c, path, opts, out))
+    or_status("h5tile_checkpoint_begin_f", comm, |c| {
+        h5tile_checkpoint_begin(c, path, opts, out)
+    })
 }
 
 /// `h5tile_series_begin` taking a Fortran communicator handle.
@@ -190,7 +202,7 @@ pub unsafe extern "C" fn h5tile_series_begin_f(
     out: *mut *mut h5tile_checkpoint,
 ) -> h5tile_status {
     clear_out(out);
-    or_status(comm, |c| {
+    or_status("h5tile_series_begin_f", comm, |c| {
         h5tile_series_begin(c, dir, step, sopts, opts, out)
     })
 }
@@ -208,7 +220,7 @@ pub unsafe extern "C" fn h5tile_series_latest_f(
     path: *mut c_char,
     path_bytes: usize,
 ) -> h5tile_status {
-    or_status(comm, |c| {
+    or_status("h5tile_series_latest_f", comm, |c| {
         h5tile_series_latest(c, dir, flags, step, path, path_bytes)
     })
 }
@@ -227,7 +239,7 @@ pub unsafe extern "C" fn h5tile_attr_read_f(
     count: usize,
     values: *mut c_void,
 ) -> h5tile_status {
-    or_status(comm, |c| {
+    or_status("h5tile_attr_read_f", comm, |c| {
         h5tile_attr_read(c, path, object, name, dtype, count, values)
     })
 }

@@ -47,7 +47,9 @@ use std::ffi::{c_char, c_int};
 /// The library version, "MAJOR.MINOR.PATCH" (the same as the `H5TILE_VERSION_*` macros).
 #[no_mangle]
 pub extern "C" fn h5tile_version() -> *const c_char {
-    concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr() as *const c_char
+    boundary::guard("h5tile_version", || {
+        concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr() as *const c_char
+    })
 }
 
 /// For language bindings: makes this thread's next h5tile call fail on this rank with `status`
@@ -64,7 +66,7 @@ pub extern "C" fn h5tile_version() -> *const c_char {
 /// `why` must be NULL or a NUL-terminated string.
 #[no_mangle]
 pub unsafe extern "C" fn h5tile_refuse_next(status: c_int, why: *const c_char) -> h5tile_status {
-    boundary::run(|| {
+    boundary::run("h5tile_refuse_next", || {
         let status = match h5tile_status::from_code(status as u32) {
             Some(s) if s != H5TILE_OK => s,
             _ => {
@@ -87,17 +89,28 @@ pub unsafe extern "C" fn h5tile_refuse_next(status: c_int, why: *const c_char) -
 /// pointer stays valid until the next h5tile call on this thread; never NULL.
 #[no_mangle]
 pub extern "C" fn h5tile_last_error() -> *const c_char {
-    boundary::last_error_ptr()
+    boundary::guard("h5tile_last_error", boundary::last_error_ptr)
+}
+
+/// The operating system's error number (`errno`, e.g. `EACCES`) behind the last failed h5tile
+/// call on this thread, whose message `h5tile_last_error()` gives; 0 after a success or a failure
+/// with no operating-system cause. In a collective call, a rank that did not meet the error
+/// itself but was told of another rank's failure has 0.
+#[no_mangle]
+pub extern "C" fn h5tile_last_errno() -> c_int {
+    boundary::guard("h5tile_last_errno", boundary::last_errno)
 }
 
 /// The name of a status code, e.g. "H5TILE_ERR_SHAPE" ("unknown status" for other values).
 #[no_mangle]
 pub extern "C" fn h5tile_status_name(status: c_int) -> *const c_char {
-    let name = u32::try_from(status)
-        .ok()
-        .and_then(h5tile_status::from_code)
-        .map_or(c"unknown status", h5tile_status::name);
-    name.as_ptr() as *const c_char
+    boundary::guard("h5tile_status_name", || {
+        let name = u32::try_from(status)
+            .ok()
+            .and_then(h5tile_status::from_code)
+            .map_or(c"unknown status", h5tile_status::name);
+        name.as_ptr() as *const c_char
+    })
 }
 
 #[cfg(test)]
@@ -161,5 +174,35 @@ mod tests {
             assert_eq!(status, H5TILE_ERR_INVALID_ARGUMENT);
             assert_eq!(inspect(), H5TILE_OK);
         }
+    }
+
+    /// `h5tile_last_errno` is the error number of the last failure on this thread: that of an
+    /// operating-system error, 0 after a success or a failure with no such cause.
+    #[test]
+    fn the_last_errno_is_that_of_the_last_failure() {
+        let denied = std::io::Error::from_raw_os_error(libc::EACCES);
+        let io = || {
+            Err(Error::io(
+                "cannot create",
+                std::path::Path::new("/x"),
+                &denied,
+            ))
+        };
+        assert_eq!(boundary::run("test", io), H5TILE_ERR_IO);
+        assert_eq!(h5tile_last_errno(), libc::EACCES);
+        assert_eq!(boundary::run("test", || Ok(())), H5TILE_OK);
+        assert_eq!(h5tile_last_errno(), 0);
+        assert_eq!(boundary::run("test", io), H5TILE_ERR_IO);
+        assert_eq!(
+            boundary::run("test", || fail(H5TILE_ERR_SHAPE, "gap")),
+            H5TILE_ERR_SHAPE
+        );
+        assert_eq!(h5tile_last_errno(), 0);
+        // Each thread its own.
+        assert_eq!(boundary::run("test", io), H5TILE_ERR_IO);
+        std::thread::spawn(|| assert_eq!(h5tile_last_errno(), 0))
+            .join()
+            .unwrap();
+        assert_eq!(h5tile_last_errno(), libc::EACCES);
     }
 }

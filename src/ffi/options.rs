@@ -470,7 +470,9 @@ pub unsafe extern "C" fn h5tile_write_options_init(
     opts: *mut h5tile_write_options,
     size: usize,
 ) -> h5tile_status {
-    super::boundary::run(|| write_sized(opts, size, h5tile_write_options::defaults(), FIRST_WRITE))
+    super::boundary::run("h5tile_write_options_init", || {
+        write_sized(opts, size, h5tile_write_options::defaults(), FIRST_WRITE)
+    })
 }
 
 /// Fills `*opts` with this version's default read options for a struct of `size` bytes (the
@@ -484,7 +486,9 @@ pub unsafe extern "C" fn h5tile_read_options_init(
     opts: *mut h5tile_read_options,
     size: usize,
 ) -> h5tile_status {
-    super::boundary::run(|| write_sized(opts, size, h5tile_read_options::defaults(), FIRST_READ))
+    super::boundary::run("h5tile_read_options_init", || {
+        write_sized(opts, size, h5tile_read_options::defaults(), FIRST_READ)
+    })
 }
 
 /// Fills `*opts` with this version's default series options for a struct of `size` bytes (the
@@ -498,7 +502,7 @@ pub unsafe extern "C" fn h5tile_series_options_init(
     opts: *mut h5tile_series_options,
     size: usize,
 ) -> h5tile_status {
-    super::boundary::run(|| {
+    super::boundary::run("h5tile_series_options_init", || {
         write_sized(opts, size, h5tile_series_options::defaults(), FIRST_SERIES)
     })
 }

@@ -19,7 +19,7 @@ pub unsafe extern "C" fn h5tile_partition(
     tile_offset: *mut u64,
     tile_shape: *mut u64,
 ) -> h5tile_status {
-    run(|| {
+    run("h5tile_partition", || {
         let ndim = ndim_arg(ndim)?;
         let global = slice_arg(global_shape, ndim, "global_shape")?;
         if nranks == 0 || rank >= nranks {

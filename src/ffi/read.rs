@@ -40,7 +40,7 @@ pub unsafe extern "C" fn h5tile_read(
     buf: *mut c_void,
     opts: *const h5tile_read_options,
 ) -> h5tile_status {
-    run(|| {
+    run("h5tile_read", || {
         let comm = Comm::from_raw(comm)?;
         let (path, dataset, dtype, tile, buf, options) = comm.agree_on(|| {
             let (path, dataset) = dataset_arg(path, dataset)?;
@@ -67,7 +67,7 @@ pub unsafe extern "C" fn h5tile_inspect(
     ndim: *mut usize,
     shape: *mut u64,
 ) -> h5tile_status {
-    run(|| {
+    run("h5tile_inspect", || {
         let (path, dataset) = dataset_arg(path, dataset)?;
         let dtype_out = out_arg(dtype, "dtype")?;
         let ndim_out = out_arg(ndim, "ndim")?;

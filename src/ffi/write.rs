@@ -42,7 +42,7 @@ pub unsafe extern "C" fn h5tile_write(
 ) -> h5tile_status {
     let call = WriteCall(path, dataset, dtype, ndim, global_shape, opts);
     let tiles = TilesArg::One(tile_offset, tile_shape, buf);
-    call.write(comm, tiles)
+    call.write("h5tile_write", comm, tiles)
 }
 
 /// `h5tile_write` with `ntiles` tiles on this rank (0 is allowed): tile `i` has offset
@@ -68,7 +68,7 @@ pub unsafe extern "C" fn h5tile_write_tiles(
 ) -> h5tile_status {
     let call = WriteCall(path, dataset, dtype, ndim, global_shape, opts);
     let tiles = TilesArg::Many(ntiles, tile_offsets, tile_shapes, bufs);
-    call.write(comm, tiles)
+    call.write("h5tile_write_tiles", comm, tiles)
 }
 
 /// This rank's tiles as the write calls take them.
@@ -116,12 +116,17 @@ pub(super) struct WriteCall(
 );
 
 impl WriteCall {
-    /// Writes `tiles` over `comm` and returns when the data is on disk.
+    /// Writes `tiles` over `comm` and returns when the data is on disk (the call `name`).
     ///
     /// # Safety
     /// As `h5tile_write_tiles`.
-    pub(super) unsafe fn write(self, comm: MPI_Comm, tiles: TilesArg) -> h5tile_status {
-        run(|| {
+    pub(super) unsafe fn write(
+        self,
+        name: &'static str,
+        comm: MPI_Comm,
+        tiles: TilesArg,
+    ) -> h5tile_status {
+        run(name, || {
             let comm = Comm::from_raw(comm)?;
             write::write(&comm, &self.args(&comm, tiles)?)
         })

@@ -139,11 +139,26 @@ pub fn temporary_master(master: &Path, generation: u64) -> PathBuf {
     master.with_file_name(format!(".{name}.{generation:016x}.tmp"))
 }
 
-/// Checks `path` can receive a new dataset before anything is written: not a directory, not
-/// existing when overwriting is forbidden; then creates its missing parent directories.
+/// Checks `path` can receive a new dataset before anything is written: a file name (one ending
+/// in '/', "/." or "/.." names a folder, and would fail only at the rename), not a directory,
+/// not existing when overwriting is forbidden; then creates its missing parent directories.
 pub fn prepare_target(path: &Path, no_overwrite: bool) -> Result<()> {
+    use std::os::unix::ffi::OsStrExt;
     if path.as_os_str().is_empty() {
         return fail(crate::status::H5TILE_ERR_INVALID_ARGUMENT, "path is empty");
+    }
+    let bytes = path.as_os_str().as_bytes();
+    if let Some(tail) = ["/", "/.", "/.."]
+        .iter()
+        .find(|t| bytes.ends_with(t.as_bytes()))
+    {
+        return fail(
+            H5TILE_ERR_IS_DIRECTORY,
+            format!(
+                "'{}' names a folder, not a file: it ends in '{tail}'",
+                path.display()
+            ),
+        );
     }
     match std::fs::metadata(path) {
         Ok(m) if m.is_dir() => {
@@ -210,16 +225,33 @@ pub fn create_tile_dir(dir: &Path) -> Result<()> {
 /// Ok the new dataset is the one readers see; `sync_parent` then makes the rename durable.
 /// Without `sync` (`H5TILE_NO_SYNC`) nothing is synced: the rename alone still makes the switch
 /// atomic for readers and for a crashed process, not across a power failure.
+/// Where what it syncs or renames is gone, another process took it: one writing the same path
+/// alone, whose `remove_stale` took this write's temporary master for a crashed write's.
 pub fn commit(tmp: &Path, master: &Path, tiles: Option<&Path>, sync: bool) -> Result<()> {
-    if sync {
-        sync_path(tmp)?;
-        if let Some(dir) = tiles.filter(|d| d.is_dir()) {
-            sync_path(dir)?;
-            sync_parent(master)?;
+    let switch = || {
+        if sync {
+            sync_path(tmp)?;
+            if let Some(dir) = tiles.filter(|d| d.is_dir()) {
+                sync_path(dir)?;
+                sync_parent(master)?;
+            }
         }
-    }
-    std::fs::rename(tmp, master)
-        .map_err(|e| Error::io("cannot rename new master into place at", master, &e))
+        std::fs::rename(tmp, master)
+            .map_err(|e| Error::io("cannot rename new master into place at", master, &e))
+    };
+    switch().map_err(|e| match e.errno == libc::ENOENT {
+        true => Error {
+            message: format!(
+                "another process wrote or removed '{}' while this write ran (several processes \
+                 writing one path, each alone: without comm=, or with MPI_COMM_NULL?); nothing \
+                 of this write was committed [{}]",
+                master.display(),
+                e.message
+            ),
+            ..e
+        },
+        false => e,
+    })
 }
 
 /// The names of the files in `master`'s tile folder that its virtual datasets map.
@@ -381,6 +413,55 @@ mod tests {
         let deep = d.path().join("a/b/c.h5");
         prepare_target(&deep, true).unwrap();
         assert!(d.path().join("a/b").is_dir());
+    }
+
+    /// A path ending in '/' (or "/.", "/..") names a folder: refused before anything is made,
+    /// its parent folders included (it failed at the rename, after everything was written).
+    #[test]
+    fn prepare_target_refuses_a_path_naming_a_folder_first() {
+        let d = tempfile::tempdir().unwrap();
+        for tail in ["/", "//", "/.", "/.."] {
+            let path = format!("{}/new/x.h5{tail}", d.path().display());
+            let e = prepare_target(Path::new(&path), false).unwrap_err();
+            assert_eq!(e.status, H5TILE_ERR_IS_DIRECTORY, "{path}");
+            assert!(
+                e.message
+                    .starts_with(&format!("'{path}' names a folder, not a file")),
+                "{}",
+                e.message
+            );
+        }
+        assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 0);
+    }
+
+    /// A commit whose temporary master another process removed (its `remove_stale` took it
+    /// for a crashed write's) says so, first, keeping the operating system's reason.
+    #[test]
+    fn a_commit_whose_new_master_is_gone_names_another_process() {
+        let d = tempfile::tempdir().unwrap();
+        let m = d.path().join("f.h5");
+        for sync in [true, false] {
+            let e = commit(&temporary_master(&m, 7), &m, None, sync).unwrap_err();
+            assert_eq!((e.status, e.errno), (H5TILE_ERR_IO, libc::ENOENT));
+            let m = m.display();
+            assert!(
+                e.message.starts_with(&format!(
+                    "another process wrote or removed '{m}' while this write ran \
+                     (several processes writing one path"
+                )),
+                "{}",
+                e.message
+            );
+            assert!(
+                e.message.contains("No such file or directory"),
+                "{}",
+                e.message
+            );
+        }
+        // Its own temporary master in place, it commits.
+        std::fs::write(temporary_master(&m, 8), b"new").unwrap();
+        commit(&temporary_master(&m, 8), &m, None, true).unwrap();
+        assert_eq!(std::fs::read(&m).unwrap(), b"new");
     }
 
     #[test]

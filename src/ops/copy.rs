@@ -12,7 +12,7 @@ use super::inspect::{describe, DatasetInfo};
 use super::relocate::{point_at_tile_folder, source_files, tile_files_of, Place, SourceFile};
 use super::verify::{checksummed_bytes, verify_checksums};
 use crate::layout::{new_generation, temporary_master, tile_dir};
-use std::io::{Read, Write};
+use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 /// How a copied file was checked.
@@ -437,28 +437,67 @@ fn make_folder(dir: &Path, undo: &mut Undo) -> FileResult<()> {
     Ok(())
 }
 
-/// Copies the file `from` to `to` (created or truncated) and syncs it.
+/// Copies the file `from` to `to` (created or truncated) and syncs it. Holes stay holes: a
+/// tile file's data starts on a 2 MiB boundary after one, which a dense copy would fill.
 fn copy_file(from: &Path, to: &Path, progress: &dyn Fn(u64)) -> FileResult<()> {
     let mut input = std::fs::File::open(from)
         .map_err(|e| FileError::io(format!("cannot read '{}'", from.display()), &e))?;
     let mut output = std::fs::File::create(to)
         .map_err(|e| FileError::io(format!("cannot create '{}'", to.display()), &e))?;
+    let read_failed =
+        |e: std::io::Error| FileError::io(format!("cannot read '{}'", from.display()), &e);
+    let write_failed =
+        |e: std::io::Error| FileError::io(format!("cannot write '{}'", to.display()), &e);
+    let len = input.metadata().map_err(read_failed)?.len();
     let mut buf = vec![0u8; 8 << 20];
-    loop {
-        let n = input
-            .read(&mut buf)
-            .map_err(|e| FileError::io(format!("cannot read '{}'", from.display()), &e))?;
-        if n == 0 {
-            break;
+    let mut at = 0u64;
+    while at < len {
+        let (start, end) = data_after(&input, at, len).map_err(read_failed)?;
+        progress(start - at);
+        input.seek(SeekFrom::Start(start)).map_err(read_failed)?;
+        output.seek(SeekFrom::Start(start)).map_err(write_failed)?;
+        let mut left = end - start;
+        while left > 0 {
+            let want = buf.len().min(left as usize);
+            let n = input.read(&mut buf[..want]).map_err(read_failed)?;
+            if n == 0 {
+                break; // the file shrank under us: the comparison after the copy says so
+            }
+            output.write_all(&buf[..n]).map_err(write_failed)?;
+            progress(n as u64);
+            left -= n as u64;
         }
-        output
-            .write_all(&buf[..n])
-            .map_err(|e| FileError::io(format!("cannot write '{}'", to.display()), &e))?;
-        progress(n as u64);
+        at = end;
     }
+    // A trailing hole, and the length: the copy is as long as the original.
+    output.set_len(len).map_err(write_failed)?;
     output
         .sync_all()
         .map_err(|e| FileError::io(format!("cannot sync '{}'", to.display()), &e))
+}
+
+/// The next run of data in `file` from `at` on, as [start, end) (`SEEK_DATA`, `SEEK_HOLE`);
+/// where the file system cannot tell, all of [at, len) is data. [len, len) past the last data.
+fn data_after(file: &std::fs::File, at: u64, len: u64) -> std::io::Result<(u64, u64)> {
+    use std::os::fd::AsRawFd;
+    let seek = |whence| unsafe { libc::lseek(file.as_raw_fd(), at as libc::off_t, whence) };
+    let start = seek(libc::SEEK_DATA);
+    if start < 0 {
+        let e = std::io::Error::last_os_error();
+        return match e.raw_os_error() {
+            Some(libc::ENXIO) => Ok((len, len)), // no data after `at`
+            Some(libc::EINVAL) => Ok((at, len)), // no SEEK_DATA here
+            _ => Err(e),
+        };
+    }
+    let start = start as u64;
+    let seek_hole = unsafe { libc::lseek(file.as_raw_fd(), start as libc::off_t, libc::SEEK_HOLE) };
+    let end = if seek_hole < 0 {
+        len
+    } else {
+        (seek_hole as u64).min(len)
+    };
+    Ok((start.min(len), end))
 }
 
 /// Checks that `copy` holds the bytes of `original`.

@@ -76,6 +76,52 @@ impl Checkpoint {
         }
         total
     }
+
+    /// The space the files of `bytes` take on disk (their blocks, as `du` counts them): less
+    /// than `bytes` where a file has holes (a large tile's data aligned after its header).
+    pub fn used_bytes(&self) -> u64 {
+        use std::os::unix::fs::MetadataExt;
+        let used = |p: &Path| std::fs::symlink_metadata(p).map_or(0, |m| m.blocks() * 512);
+        let mut total = used(&self.master) + self.temporaries.iter().map(|p| used(p)).sum::<u64>();
+        if let Some(Ok(entries)) = self.tile_dir.as_ref().map(std::fs::read_dir) {
+            total += entries.flatten().map(|e| used(&e.path())).sum::<u64>();
+        }
+        total
+    }
+
+    /// Whether this step is what an interrupted pruning leaves, `latest` being the newest
+    /// complete step: it has no master and is older than `latest`. After each commit `prune`
+    /// removes every such step (a pruned checkpoint loses its master first, then its tile
+    /// folder and temporaries; a write that did not commit never had one), so one is left only
+    /// where that pruning stopped (killed, or failed) before the rest; the next commit's
+    /// pruning removes it. A step newer than `latest` with no master is a write that did not
+    /// commit (or one under way), which `prune` never touches.
+    pub fn pruning_interrupted(&self, latest: Option<u64>) -> bool {
+        !self.has_master && latest.is_some_and(|latest| self.step < latest)
+    }
+
+    /// This step's files that `prune` removes with (or without) its master: the files of its
+    /// tile folder named as h5tile names tile files and subfiles (others' files there are not
+    /// ours), sorted, then its temporary masters.
+    pub fn own_files(&self) -> Vec<PathBuf> {
+        let mut files: Vec<PathBuf> = self
+            .tile_dir
+            .as_ref()
+            .and_then(|d| std::fs::read_dir(d).ok())
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|e| {
+                e.file_name()
+                    .to_str()
+                    .is_some_and(|n| generation_of(n).is_some())
+            })
+            .map(|e| e.path())
+            .collect();
+        files.sort();
+        files.extend(self.temporaries.iter().cloned());
+        files
+    }
 }
 
 /// Every checkpoint series `dir` holds anything of (a master, a tile folder or a temporary
@@ -820,6 +866,41 @@ mod tests {
             prune(&dir.join("missing"), 5, opts).unwrap_err().status,
             H5TILE_ERR_NOT_FOUND
         );
+    }
+
+    #[test]
+    fn an_interrupted_pruning_is_told_apart_and_the_next_prune_removes_it() {
+        let d = tempfile::tempdir().unwrap();
+        let dir = d.path();
+        let three = checkpoint(dir, 3, Layout::Vds);
+        checkpoint(dir, 4, Layout::Vds);
+        checkpoint(dir, 5, Layout::Vds);
+        // The pruning after step 5 killed once step 3's master and a tile file were gone
+        // (`prune` removes the master first); then a write of step 6 killed before its commit.
+        std::fs::remove_file(&three).unwrap();
+        std::fs::remove_file(&tile_files(&three)[0]).unwrap();
+        let (tiles6, tmp6) = crashed_write(dir, 6);
+        let found = checkpoints(dir).unwrap();
+        let latest = found.iter().find(|c| c.complete).map(|c| c.step);
+        let kinds: Vec<(u64, bool)> = found
+            .iter()
+            .filter(|c| !c.complete)
+            .map(|c| (c.step, c.pruning_interrupted(latest)))
+            .collect();
+        assert_eq!(kinds, [(6, false), (3, true)]);
+        let left = &found[3];
+        assert_eq!(left.own_files(), tile_files(&three));
+        assert_eq!(
+            found[0].own_files(),
+            [
+                tiles6.join(crate::layout::tile_file_name("/g", 0xdead, 0, 0)),
+                tmp6
+            ]
+        );
+        assert!(left.used_bytes() > 0 && found[0].used_bytes() > 0);
+        // The same pruning again leaves the write of step 6, newer than the latest.
+        prune(dir, 5, SeriesOptions::default()).unwrap();
+        assert!(!tile_dir(&three).exists() && tiles6.exists());
     }
 
     #[test]

@@ -28,6 +28,11 @@ pub struct Problem {
     pub what: String,
     /// For bytes that do not match their checksums: their range in the file, [start, end).
     pub bytes: Option<(u64, u64)>,
+    /// For a problem found reading the tile's bytes: those of its own bytes (in its row-major
+    /// order) that failed, [start, end): a run of blocks that do not match their checksums,
+    /// the rest of the tile from a block that cannot be read, or all of it when its checksums
+    /// cannot be applied or it does not decode. None for a problem of its source file.
+    pub tile_bytes: Option<(u64, u64)>,
     /// The tile's bytes are in the dataset's own file (the single-file layout).
     pub in_own_file: bool,
 }
@@ -40,6 +45,7 @@ impl Problem {
             region: tile.region.clone(),
             what: what.into(),
             bytes: None,
+            tile_bytes: None,
             in_own_file: tile.file == ".",
         }
     }
@@ -376,32 +382,33 @@ pub fn verify_checksums(
     block: u64,
     progress: &dyn Fn(u64),
 ) -> Vec<Problem> {
-    let problem = |what: String, bytes: Option<(u64, u64)>| Problem {
+    let len = tile.data_bytes(elem);
+    let problem = |what: String, bytes: Option<(u64, u64)>, failed: (u64, u64)| Problem {
         file: path.to_path_buf(),
         bytes,
+        tile_bytes: Some(failed),
         ..Problem::new(tile, what)
     };
     let (Some(sums), Some(place)) = (&tile.sums, tile.placement(elem)) else {
         return match (&tile.sums, &tile.within) {
             (Some(sums), None) => verify_compressed(path, tile, elem, (sums, block), progress)
-                .map(|why| problem(why, None))
+                .map(|why| problem(why, None, (0, len)))
                 .into_iter()
                 .collect(),
             _ => Vec::new(),
         };
     };
-    let len = tile.data_bytes(elem);
     // h5tile sums 1 MiB blocks: a block far larger is a damaged record, not memory to take.
     if block == 0 || block > MAX_BLOCK || sums.len() as u64 != len.div_ceil(block.max(1)) {
         let why = format!(
             "has {} recorded checksums for a tile of {len} bytes in blocks of {block}",
             sums.len()
         );
-        return vec![problem(why, None)];
+        return vec![problem(why, None, (0, len))];
     }
     let file = match std::fs::File::open(path) {
         Ok(file) => file,
-        Err(e) => return vec![problem(format!("cannot be read ({e})"), None)],
+        Err(e) => return vec![problem(format!("cannot be read ({e})"), None, (0, len))],
     };
     // Planned a window of blocks at a time: a plan holds each block's ranges in the file.
     let blocks = (0..len.div_ceil(block)).step_by(SURVEY_BLOCKS as usize);
@@ -410,7 +417,7 @@ pub fn verify_checksums(
         let mut plan = ByteReads::new(0);
         let file = match file.try_clone() {
             Ok(file) => plan.add_file(file, path.to_path_buf(), len, String::new()),
-            Err(e) => return vec![problem(format!("cannot be read ({e})"), None)],
+            Err(e) => return vec![problem(format!("cannot be read ({e})"), None, (0, len))],
         };
         let summed = SummedTile {
             file,
@@ -437,7 +444,7 @@ pub fn verify_checksums(
     }
     let mut problems: Vec<Problem> = joined
         .into_iter()
-        .map(|m| problem(m.to_string(), Some((m.at, m.end))))
+        .map(|m| problem(m.to_string(), Some((m.at, m.end)), m.label.in_tile))
         .collect();
     if let Some((label, e)) = failed {
         let k = label.in_tile.0 / block;
@@ -448,7 +455,7 @@ pub fn verify_checksums(
             }
             _ => format!("cannot be read at bytes {at}..{end} ({e})"),
         };
-        problems.push(problem(what, Some((at, end))));
+        problems.push(problem(what, Some((at, end)), (label.in_tile.0, len)));
     }
     problems
 }

@@ -84,7 +84,9 @@ pub fn error(what: String) -> Error {
     };
     // The innermost cause comes last in the stack.
     match entries.iter().rev().find_map(|e| e.cause(&what)) {
-        Some((status, cause)) => Error::new(status, format!("{cause} [{full}]")),
+        Some((status, cause, errno)) => {
+            Error::new(status, format!("{cause} [{full}]")).with_errno(errno)
+        }
         None => Error::new(H5TILE_ERR_HDF5, full),
     }
 }
@@ -102,36 +104,47 @@ impl StackEntry {
         format!("{}: {} ({})", self.func, self.desc, self.minor)
     }
 
-    /// The status and leading words this entry gives the error, if it names a cause below HDF5
-    /// (`what` failed because of it: HDF5's own drivers do not always name the file).
-    fn cause(&self, what: &str) -> Option<(h5tile_status, String)> {
+    /// The status, leading words and operating-system error number (0: none) this entry gives
+    /// the error, if it names a cause below HDF5 (`what` failed because of it: HDF5's own
+    /// drivers do not always name the file).
+    fn cause(&self, what: &str) -> Option<(h5tile_status, String, i32)> {
         if self.class == h5tile_gds::ERROR_CLASS {
             use h5tile_gds::ErrorKind as Kind;
             return match Kind::from_minor_text(&self.minor)? {
-                Kind::Os => Some((H5TILE_ERR_IO, self.desc.clone())),
+                Kind::Os => Some((H5TILE_ERR_IO, self.desc.clone(), self.errno().unwrap_or(0))),
                 Kind::GdsRefused | Kind::TransferFailed => {
-                    Some((H5TILE_ERR_CUDA, self.desc.clone()))
+                    Some((H5TILE_ERR_CUDA, self.desc.clone(), 0))
                 }
                 Kind::Driver => None,
             };
         }
-        // HDF5's own drivers (sec2 …) write "…, errno = N, error message = '…', …".
-        let errno: i32 = self
-            .desc
-            .split("errno = ")
-            .nth(1)?
-            .split(',')
-            .next()?
-            .trim()
-            .parse()
-            .ok()?;
+        let errno = self.errno()?;
         let reason = std::io::Error::from_raw_os_error(errno).to_string();
         let reason = reason
             .split(" (os error")
             .next()
             .unwrap_or(&reason)
             .to_string();
-        (errno > 0).then(|| (H5TILE_ERR_IO, format!("{reason}: {what} ({})", self.desc)))
+        (errno > 0).then(|| {
+            (
+                H5TILE_ERR_IO,
+                format!("{reason}: {what} ({})", self.desc),
+                errno,
+            )
+        })
+    }
+
+    /// The error number in the description: HDF5's own drivers (sec2 …) and the h5tile_gds
+    /// driver write "…, errno = N, error message = '…', …".
+    fn errno(&self) -> Option<i32> {
+        self.desc
+            .split("errno = ")
+            .nth(1)?
+            .split(',')
+            .next()?
+            .trim()
+            .parse()
+            .ok()
     }
 }
 
@@ -222,4 +235,40 @@ unsafe extern "C" fn collect_error(
 /// A Rust string as a C string for HDF5; interior NULs were rejected at the boundary.
 pub fn cstr(s: &str) -> std::ffi::CString {
     std::ffi::CString::new(s).expect("strings reaching HDF5 have no interior NUL")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An operating-system error met below HDF5 keeps its error number, from HDF5's own
+    /// drivers' words and from the h5tile_gds driver's alike.
+    #[test]
+    fn a_cause_below_hdf5_keeps_its_errno() {
+        let entry = |class: &str, desc: &str, minor: &str| StackEntry {
+            class: class.into(),
+            func: "H5FD_sec2_open".into(),
+            desc: desc.into(),
+            minor: minor.into(),
+        };
+        let sec2 = entry(
+            "HDF5",
+            "unable to open file: name = 'a.h5', errno = 13, error message = 'Permission denied', flags = 0",
+            "unable to open file",
+        );
+        let (status, cause, errno) = sec2.cause("cannot open 'a.h5'").unwrap();
+        assert_eq!((status, errno), (H5TILE_ERR_IO, libc::EACCES));
+        assert!(
+            cause.starts_with("Permission denied: cannot open 'a.h5'"),
+            "{cause}"
+        );
+        let gds = entry(
+            h5tile_gds::ERROR_CLASS,
+            "Disk quota exceeded: cannot write 'a.h5' (errno = 122, error message = 'Disk quota exceeded')",
+            h5tile_gds::ErrorKind::Os.minor_text(),
+        );
+        assert_eq!(gds.cause("w").unwrap().2, libc::EDQUOT);
+        let plain = entry("HDF5", "not an HDF5 file", "file signature not found");
+        assert_eq!(plain.cause("w"), None);
+    }
 }
