@@ -505,6 +505,21 @@ static inline long long find_value(const char *file, double x) {
     return at;
 }
 
+/* Flips bit 4 of byte `at` of `file` (rank 0 does; every rank waits for it), the rest of the
+ * file as it was: damage only a checksum can see. Dies where the file has no such byte. */
+static inline void flip_bit(const char *file, long long at) {
+    if (check_mpi_rank() == 0) {
+        FILE *f = fopen(file, "r+b");
+        CHECK_MSG(f != NULL, "fopen '%s': %s", file, strerror(errno));
+        unsigned char b;
+        CHECK(fseek(f, at, SEEK_SET) == 0 && fread(&b, 1, 1, f) == 1);
+        b ^= 0x10;
+        CHECK(fseek(f, at, SEEK_SET) == 0 && fwrite(&b, 1, 1, f) == 1);
+        CHECK(fclose(f) == 0);
+    }
+    MPI_Barrier(MPI_COMM_WORLD);
+}
+
 /* The start of every mpi_* test: MPI initialised at `thread_level` (MPI_THREAD_SINGLE is what
  * MPI_Init gives), this process's rank and the size of MPI_COMM_WORLD, and the scratch folder
  * (argv[1]) emptied by rank 0 before any rank goes on. Returns the scratch folder. */

@@ -112,16 +112,7 @@ static void damage_u(const char *dir, int v) {
     file_ending(dir, ".r0.t1.h5", victim, sizeof victim);
     long long at = find_value(victim, u_value(v, 0, 1));
     CHECK_MSG(at >= 0, "value not found in %s", victim);
-    if (rank == 0) {
-        int fd = open(victim, O_RDWR);
-        CHECK(fd >= 0);
-        unsigned char b;
-        CHECK(pread(fd, &b, 1, at + 2) == 1);
-        b ^= 0x10;
-        CHECK(pwrite(fd, &b, 1, at + 2) == 1);
-        close(fd);
-    }
-    MPI_Barrier(MPI_COMM_WORLD);
+    flip_bit(victim, at + 2);
 }
 
 int main(int argc, char **argv) {

@@ -54,19 +54,6 @@ static void expect_named(int st, int want, const char *what) {
               what, h5tile_last_error());
 }
 
-static void flip_bit(const char *file, long long at) {
-    if (rank == 0) {
-        FILE *f = fopen(file, "r+b");
-        CHECK(f != NULL);
-        unsigned char b;
-        CHECK(fseek(f, at, SEEK_SET) == 0 && fread(&b, 1, 1, f) == 1);
-        b ^= 0x10;
-        CHECK(fseek(f, at, SEEK_SET) == 0 && fwrite(&b, 1, 1, f) == 1);
-        CHECK(fclose(f) == 0);
-    }
-    MPI_Barrier(MPI_COMM_WORLD);
-}
-
 static void batches_fail_at(const char *path, unsigned flags, int want_fail) {
     const uint64_t chunk[2] = {128, N};
     h5tile_read_options ro = h5tile_read_options_default();

@@ -134,15 +134,40 @@ pub fn read_f64(path: &Path, dataset: &str, tile: &Tile) -> Result<Vec<f64>> {
     Ok(out)
 }
 
-/// The files in the tile folder of `master`, sorted by name.
+/// The files in the tile folder of `master`, sorted by name; none where it has no folder.
 pub fn tile_files(master: &Path) -> Vec<PathBuf> {
     let dir = crate::layout::tile_dir(master);
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
+    let entries = match std::fs::read_dir(&dir) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Vec::new(),
+        entries => entries.unwrap(),
+    };
+    let mut files: Vec<PathBuf> = entries.map(|e| e.unwrap().path()).collect();
     files.sort();
     files
+}
+
+/// The names of `tile_files(master)`, in the same order.
+pub fn tile_names(master: &Path) -> Vec<String> {
+    tile_files(master)
+        .iter()
+        .map(|f| f.file_name().unwrap().to_string_lossy().into_owned())
+        .collect()
+}
+
+/// XORs byte `at` of `file` with `mask` in place, the rest of the file as it was: damage that
+/// only a checksum (or a parser) can see.
+pub fn flip_bits(file: &Path, at: u64, mask: u8) {
+    use std::os::unix::fs::FileExt;
+    // A mask of 0 would leave the file as it was, and the test after it pass for nothing.
+    assert_ne!(mask, 0, "flip_bits: a mask of 0 changes nothing");
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(file)
+        .unwrap();
+    let mut b = [0u8; 1];
+    f.read_exact_at(&mut b, at).unwrap();
+    f.write_all_at(&[b[0] ^ mask], at).unwrap();
 }
 
 /// The successive states of the xorshift64 generator from `start` (not 0): varied data, the

@@ -27,13 +27,14 @@ use h5tile::internals::status::{
     Error, H5TILE_ERR_CORRUPT, H5TILE_ERR_HDF5, H5TILE_ERR_MISSING_TILE, H5TILE_ERR_PANIC,
     H5TILE_OK,
 };
-use h5tile::internals::testkit::read_into;
+use h5tile::internals::testkit::{flip_bits, read_into};
 use h5tile::internals::{Batches, Comm, Dtype, ReadOptions, Tile};
 use proptest::prelude::*;
 use proptest::sample::Index;
 use proptest::test_runner::TestCaseError;
 use std::collections::BTreeSet;
 use std::ffi::{c_void, CStr, CString};
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 // ---------------------------------------------------------------------------------------------
@@ -398,23 +399,23 @@ fn apply(damage: &Damage, tiles: &[StoredTile]) -> Damaged {
             for d in list {
                 let (ChunkDamage::Flip(t, c, at, ..) | ChunkDamage::Zero(t, c, at, _)) = d;
                 let k = t.index(tiles.len());
-                let chunk = c.get(&tiles[k].chunks);
-                let mut bytes = std::fs::read(&tiles[k].path).unwrap();
-                let stored = &mut bytes[chunk.addr as usize..(chunk.addr + chunk.size) as usize];
-                let from = (stored.len() as f64 * at) as usize;
+                let (file, chunk) = (&tiles[k].path, c.get(&tiles[k].chunks));
+                let len = chunk.size as usize;
+                let from = (len as f64 * at) as usize;
                 match d {
                     ChunkDamage::Flip(.., stride, masks) => {
-                        for (n, m) in masks.iter().enumerate() {
-                            let p = (from + n * stride) % stored.len();
-                            stored[p] ^= m;
+                        for (n, &m) in masks.iter().enumerate() {
+                            let p = (from + n * stride) % len;
+                            flip_bits(file, chunk.addr + p as u64, m);
                         }
                     }
                     ChunkDamage::Zero(.., n) => {
-                        let to = (from + *n as usize).min(stored.len());
-                        stored[from..to].fill(0);
+                        let to = (from + *n as usize).min(len);
+                        let f = std::fs::OpenOptions::new().write(true).open(file).unwrap();
+                        let zeros = vec![0u8; to - from];
+                        f.write_all_at(&zeros, chunk.addr + from as u64).unwrap();
                     }
                 }
-                std::fs::write(&tiles[k].path, bytes).unwrap();
                 hit.insert((k, chunk.index));
             }
             Damaged::Chunks(hit)
@@ -747,11 +748,9 @@ fn an_undamaged_compressed_dataset_reads_back_and_one_damaged_tile_is_caught() {
     let mut buf = vec![0u8; 300 * 1000 * 8];
     read(&whole, &mut buf).unwrap();
     assert!(Kind::F64.decode(&buf) == s.expected(&whole));
-    let mut bytes = std::fs::read(&tiles[0].path).unwrap();
     for c in &tiles[0].chunks {
-        bytes[(c.addr + c.size / 2) as usize] ^= 0x10;
+        flip_bits(&tiles[0].path, c.addr + c.size / 2, 0x10);
     }
-    std::fs::write(&tiles[0].path, bytes).unwrap();
     let damaged = Damaged::Chunks([(0, 0), (0, 1)].into_iter().collect());
     let e = read(&whole, &mut buf).unwrap_err();
     check_failure("read", &whole, &e, &damaged, &tiles).unwrap();

@@ -5,16 +5,17 @@
 //! where it is known); what is read successfully is what was written, except where no reader
 //! can know better without checksums (each such case is named below).
 //!
-//! Cases that make HDF5 parse damaged files run in a child process (this test binary, entered
-//! through `child_process_entry`), so a hang is caught by a timeout and a crash by the exit
-//! signal, and neither takes the other tests down with it.
+//! Cases that make HDF5 parse damaged files run in a child process (this test binary run again
+//! for its ignored test `child_process_entry`, by `common::run_child_entry`), so a hang is
+//! caught by a timeout and a crash by the exit signal, and neither takes the other tests down
+//! with it.
 //!
 //! 64 cases per property by default; `PROPTEST_CASES=N` runs N of each (e.g.
 //! `PROPTEST_CASES=5000 cargo test --release --test fuzz_inputs` for a long run). A failing
 //! case is printed, shrunk, with the seed; `PROPTEST_RNG_SEED` replays one.
 
 mod common;
-use common::{cases, tile_files, value, write_grid};
+use common::{cases, run_child_entry, tile_files, value, write_grid};
 use h5tile::ffi::{
     h5tile_last_error, h5tile_read, h5tile_write, h5tile_write_options, H5TILE_FLOAT64,
     H5TILE_GDS_FROM_ENVIRONMENT, H5TILE_LAYOUT_SINGLE, H5TILE_LAYOUT_SUBFILES, H5TILE_LAYOUT_VDS,
@@ -27,16 +28,16 @@ use h5tile::internals::status::{
     H5TILE_ERR_NOT_A_DATASET, H5TILE_ERR_NOT_FOUND, H5TILE_ERR_PANIC, H5TILE_ERR_SHAPE, H5TILE_OK,
 };
 use h5tile::internals::testkit::{
-    self, read_f64, read_into, spawn_child, whole_grid, write_whole, GRID, GRID_TILES,
+    self, flip_bits, read_f64, read_into, whole_grid, write_whole, GRID, GRID_TILES,
 };
 use h5tile::internals::{host_bytes, Batches, Comm, Dtype, ReadOptions, Tile, WriteOptions};
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 use std::collections::BTreeSet;
-use std::ffi::{CStr, CString};
+use std::ffi::{CStr, CString, OsStr};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// A failure, checked to be a clean one: never `H5TILE_ERR_PANIC`, always a message.
 fn clean(e: &Error) -> Result<(), TestCaseError> {
@@ -861,15 +862,15 @@ struct Outcome {
 
 const CHILD_ENV: &str = "H5TILE_FUZZ_CHILD";
 
-/// Not a test: where the child process enters (the test binary run again with this test's
-/// name). With `H5TILE_FUZZ_CHILD=<master>;<boxes>` set, reads the grid at `<master>` (each box
-/// as float64, the whole grid as float32, all of it in 2x2 batches) and prints one line per
-/// read; otherwise does nothing.
+/// Not a test: where the child process enters (`common::run_child_entry`). With
+/// `H5TILE_FUZZ_CHILD=<master>;<boxes>` set, reads the grid at `<master>` (each box as float64,
+/// the whole grid as float32, all of it in 2x2 batches) and prints one line per read, on
+/// stderr (`run_child_entry` says why).
 #[test]
+#[ignore = "not a test: the child process's entry, run by run_child"]
 fn child_process_entry() {
-    let Ok(spec) = std::env::var(CHILD_ENV) else {
-        return;
-    };
+    let spec = std::env::var(CHILD_ENV)
+        .unwrap_or_else(|_| panic!("run by run_child alone, with {CHILD_ENV} set"));
     let (master, boxes) = spec.split_once(';').unwrap();
     let master = Path::new(master);
     let print = |what: &str, want: &Tile, result: Result<Vec<f64>, Error>| {
@@ -883,7 +884,7 @@ fn child_process_entry() {
             ),
             Err(e) => format!("ERR {} {}", e.status as u32, e.message.replace('\n', " ")),
         };
-        println!("FUZZ {what} {} {body}", tile_text(want));
+        eprintln!("FUZZ {what} {} {body}", tile_text(want));
     };
     for b in boxes.split('/').filter(|b| !b.is_empty()) {
         let want = parse_tile(b);
@@ -931,7 +932,7 @@ fn child_process_entry() {
             }
         }
     }
-    println!("FUZZ done");
+    eprintln!("FUZZ done");
 }
 
 fn tile_text(t: &Tile) -> String {
@@ -954,40 +955,12 @@ fn run_child(master: &Path, boxes: &[Tile], limit: Duration) -> Result<Vec<Outco
         master.display(),
         boxes.iter().map(tile_text).collect::<Vec<_>>().join("/")
     );
-    let mut command = std::process::Command::new(std::env::current_exe().unwrap());
-    command
-        .args([
-            "child_process_entry",
-            "--exact",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(CHILD_ENV, spec)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::null());
-    let mut child = spawn_child(&mut command);
-    // Read stdout on a thread so a full pipe never blocks the child.
-    let mut stdout = child.stdout.take().unwrap();
-    let reader = std::thread::spawn(move || {
-        let mut s = String::new();
-        std::io::Read::read_to_string(&mut stdout, &mut s).map(|_| s)
-    });
-    let start = Instant::now();
-    let status = loop {
-        if let Some(s) = child.try_wait().unwrap() {
-            break s;
-        }
-        if start.elapsed() > limit {
-            child.kill().unwrap();
-            child.wait().unwrap();
-            return Err(format!("HANG: no answer after {limit:?}"));
-        }
-        std::thread::sleep(Duration::from_millis(2));
-    };
-    let out = reader.join().unwrap().unwrap();
+    let child = run_child_entry(&[(CHILD_ENV, OsStr::new(&spec))], limit)?;
+    let out = child.stderr;
     if !out.lines().any(|l| l == "FUZZ done") {
         return Err(format!(
-            "CRASH: the child ended with {status}; it said:\n{out}"
+            "CRASH: the child ended with {}; it said:\n{out}",
+            child.status
         ));
     }
     Ok(out
@@ -1211,7 +1184,11 @@ proptest! {
         let other = apply(&damage, &master, target, &previous, scratch.path());
         let outcomes = run_child(&master, &boxes, Duration::from_secs(60))
             .map_err(|e| TestCaseError::fail(format!("{e}\ndamage {damage:?} to {target:?}")))?;
-        prop_assert!(outcomes.len() > boxes.len(), "{:?}", outcomes);
+        // Every box answered, in order, and the converted read: no answer lost on the way.
+        let reads: Vec<&Tile> =
+            outcomes.iter().filter(|o| o.what == "read").map(|o| &o.want).collect();
+        prop_assert_eq!(reads, boxes.iter().collect::<Vec<_>>(), "{:?}", outcomes);
+        prop_assert_eq!(outcomes.iter().filter(|o| o.what == "read32").count(), 1);
         for o in &outcomes {
             match target {
                 Some(k) => {
@@ -1278,10 +1255,8 @@ fn whole_grid_read_with_heap_byte_flipped(at: usize, mask: u8) -> Outcome {
     let dir = tempfile::tempdir().unwrap();
     let master = dir.path().join("m.h5");
     write_grid(&master, 0.0);
-    let mut bytes = std::fs::read(&master).unwrap();
-    let heap = global_heap_start(&bytes);
-    bytes[heap + at] ^= mask;
-    std::fs::write(&master, bytes).unwrap();
+    let heap = global_heap_start(&std::fs::read(&master).unwrap());
+    flip_bits(&master, (heap + at) as u64, mask);
     let outcomes = run_child(&master, &[whole_grid()], Duration::from_secs(20)).unwrap();
     outcomes.into_iter().next().unwrap()
 }

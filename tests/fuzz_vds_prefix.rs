@@ -9,15 +9,16 @@
 //! 64 cases by default; `PROPTEST_CASES=N` runs N.
 
 mod common;
-use common::cases;
+use common::{cases, run_child_entry};
 use h5tile::internals::hdf5::{self, Dataset, File};
-use h5tile::internals::testkit::{read_into, spawn_child, whole_grid, GRID_TILES};
+use h5tile::internals::testkit::{read_into, whole_grid, GRID_TILES};
 use h5tile::internals::{Dtype, ReadOptions};
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
 use std::ffi::OsString;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 fn value(i: u64, j: u64) -> f64 {
     common::value(i, j, 0.0)
@@ -108,14 +109,14 @@ fn value_of(pieces: &[Piece], dir: &Path) -> OsString {
 
 const CHILD_ENV: &str = "H5TILE_FUZZ_PREFIX_CHILD";
 
-/// Not a test: where the child process enters (this binary run again with this test's name).
-/// With `H5TILE_FUZZ_PREFIX_CHILD=<master>` set, prints h5tile's read of the whole grid and
-/// HDF5's; otherwise does nothing.
+/// Not a test: where the child process enters (`common::run_child_entry`). With
+/// `H5TILE_FUZZ_PREFIX_CHILD=<master>` set, prints h5tile's read of the whole grid and HDF5's,
+/// on stderr (`run_child_entry` says why).
 #[test]
+#[ignore = "not a test: the child process's entry, run by run_child"]
 fn child_process_entry() {
-    let Some(master) = std::env::var_os(CHILD_ENV) else {
-        return;
-    };
+    let master = std::env::var_os(CHILD_ENV)
+        .unwrap_or_else(|| panic!("run by run_child alone, with {CHILD_ENV} set"));
     let master = Path::new(&master);
     let mut out = vec![f64::NAN; 30];
     // Decoy tiles hold other values than written: checked, they would be H5TILE_ERR_CORRUPT;
@@ -133,34 +134,25 @@ fn child_process_entry() {
         unchecked,
     );
     match got {
-        Ok(()) => println!("FUZZ h5tile {out:?}"),
-        Err(e) => println!(
+        Ok(()) => eprintln!("FUZZ h5tile {out:?}"),
+        Err(e) => eprintln!(
             "FUZZ h5tile error {:?} {}",
             e.status,
             e.message.replace('\n', " ")
         ),
     }
-    println!("FUZZ hdf5 {:?}", hdf5_read(master));
+    eprintln!("FUZZ hdf5 {:?}", hdf5_read(master));
 }
 
 /// Runs the child on the grid at `master` with `HDF5_VDS_PREFIX=prefix`: h5tile's line, HDF5's.
 fn run_child(master: &Path, prefix: &OsString) -> (String, String) {
-    let mut command = std::process::Command::new(std::env::current_exe().unwrap());
-    command
-        .args(["child_process_entry", "--exact", "--nocapture"])
-        .env(CHILD_ENV, master)
-        .env("HDF5_VDS_PREFIX", prefix)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped());
-    let child = spawn_child(&mut command);
-    let out = child.wait_with_output().unwrap();
-    assert!(
-        out.status.success(),
-        "child: {}: {}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8_lossy(&out.stdout);
+    let env = [
+        (CHILD_ENV, master.as_os_str()),
+        ("HDF5_VDS_PREFIX", prefix.as_os_str()),
+    ];
+    let out = run_child_entry(&env, Duration::from_secs(60)).unwrap();
+    let text = out.stderr;
+    assert!(out.status.success(), "child: {}: {text}", out.status);
     let line = |who: &str| {
         text.lines()
             .find_map(|l| l.strip_prefix(&format!("FUZZ {who} ")))

@@ -121,9 +121,25 @@ def test_package_and_library_versions_agree() -> None:
     assert h5tile.library_version() == h5tile.__version__
 
 
-def test_status_names_are_the_libraries() -> None:
-    for status, cls in h5tile._errors.ERROR_CLASSES.items():
-        assert _library.lib.h5tile_status_name(status).decode() == cls.name
+def test_every_failure_status_has_its_exception_class(header: str) -> None:
+    m = re.search(r"typedef enum \{([^{}]*)\}\s*h5tile_status;", header)
+    assert m, "typedef h5tile_status not found"
+    statuses = {name: int(v) for name, v in re.findall(r"(H5TILE_\w+) = (-?\d+)", m.group(1))}
+    assert statuses.pop("H5TILE_OK") == 0
+    assert len(statuses) > 10, "the header parser found too few statuses"
+    # The library names exactly these: a status it has but the header lacks fails here too.
+    name_of = {s: _library.lib.h5tile_status_name(s).decode() for s in range(-1024, 1024)}
+    named = {s: n for s, n in name_of.items() if s != 0 and n != "unknown status"}
+    assert named == {v: n for n, v in statuses.items()}, "h5tile_status_name and h5tile.h differ"
+    classes = h5tile._errors.ERROR_CLASSES
+    missing = sorted(n for n, v in statuses.items() if v not in classes)
+    assert not missing, f"statuses of h5tile.h with no exception class in h5tile/_errors.py: {missing}"
+    gone = sorted(set(classes) - set(statuses.values()))
+    assert not gone, f"exception classes for statuses h5tile.h no longer has: {gone}"
+    for name, status in statuses.items():
+        cls = classes[status]
+        assert issubclass(cls, h5tile.H5TileError) and (cls.status, cls.name) == (status, name)
+        assert type(h5tile._errors.error_for(status, "why")) is cls, name
 
 
 def test_calls_release_the_gil() -> None:

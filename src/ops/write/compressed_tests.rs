@@ -5,7 +5,7 @@ use crate::ops::read::ReadOptions;
 use crate::platform::codecs::{Filter, Pipeline};
 use crate::platform::device::host_bytes;
 use crate::platform::hdf5::{Dataset, File};
-use crate::testkit::{read_f64, read_into, write_tiles};
+use crate::testkit::{flip_bits, read_f64, read_into, tile_files, write_tiles};
 
 const GLOBAL: [u64; 2] = [1000, 700];
 
@@ -71,7 +71,7 @@ fn every_compression() -> Vec<Compression> {
 /// The filters of every tile dataset in the tile folder of `path`.
 fn tile_filters(path: &Path) -> Vec<Vec<Filter>> {
     let mut out = Vec::new();
-    for file in crate::testkit::tile_files(path) {
+    for file in tile_files(path) {
         let f = File::open_read(&file).unwrap();
         for name in f.dataset_paths().unwrap() {
             let d = Dataset::open(&f, &name).unwrap();
@@ -124,7 +124,7 @@ fn compressed_tiles_round_trip_in_the_layouts_that_compress() {
                 assert_eq!(Pipeline::from_filters(f), Some(pipeline), "{layout:?} {c}");
                 assert_eq!(f, &pipeline.filters());
             }
-            let stored: u64 = crate::testkit::tile_files(&path)
+            let stored: u64 = tile_files(&path)
                 .iter()
                 .map(|f| std::fs::metadata(f).unwrap().len())
                 .sum();
@@ -160,7 +160,7 @@ fn the_single_file_layout_refuses_compression_naming_the_layouts_that_compress()
 /// (file, dataset, address, size) of the first chunk of each tile dataset in the tile folder.
 fn first_chunks(path: &Path) -> Vec<(std::path::PathBuf, String, u64, u64)> {
     let mut out = Vec::new();
-    for file in crate::testkit::tile_files(path) {
+    for file in tile_files(path) {
         let f = File::open_read(&file).unwrap();
         for name in f.dataset_paths().unwrap() {
             let d = Dataset::open(&f, &name).unwrap();
@@ -171,18 +171,6 @@ fn first_chunks(path: &Path) -> Vec<(std::path::PathBuf, String, u64, u64)> {
     out
 }
 
-fn flip(file: &Path, at: u64) {
-    use std::os::unix::fs::FileExt;
-    let f = std::fs::OpenOptions::new()
-        .read(true)
-        .write(true)
-        .open(file)
-        .unwrap();
-    let mut b = [0u8; 1];
-    f.read_exact_at(&mut b, at).unwrap();
-    f.write_all_at(&[b[0] ^ 0x10], at).unwrap();
-}
-
 #[test]
 fn a_changed_byte_in_a_compressed_chunk_is_corrupt_naming_the_file_the_tile_and_the_chunk() {
     let d = tempfile::tempdir().unwrap();
@@ -191,7 +179,7 @@ fn a_changed_byte_in_a_compressed_chunk_is_corrupt_naming_the_file_the_tile_and_
             let path = write_compressed_slabs(d.path(), layout, c);
             // The second tile's first chunk (rows 600 to 786) changes.
             let (file, _, addr, size) = first_chunks(&path).pop().unwrap();
-            flip(&file, addr + size / 2);
+            flip_bits(&file, addr + size / 2, 0x10);
             let name = file.file_name().unwrap().to_string_lossy().to_string();
             for want in [
                 Tile::new(vec![0, 0], GLOBAL.to_vec()),
@@ -255,7 +243,7 @@ fn a_changed_zstd_frame_checksum_is_corrupt_where_hdf5_would_decode_the_chunk() 
         Compression::new(Codec::Zstd, 0, false).unwrap(),
     );
     let (file, _, addr, size) = first_chunks(&path).pop().unwrap();
-    flip(&file, addr + size - 1);
+    flip_bits(&file, addr + size - 1, 0x10);
     let want = Tile::new(vec![600, 0], vec![10, 700]);
     let e = read_f64(&path, "/v", &want).unwrap_err();
     assert_eq!(e.status, H5TILE_ERR_CORRUPT, "{}", e.message);
@@ -300,7 +288,7 @@ fn compressed_tiles_without_chunk_checksums_read_checking_their_blocks() {
                 Codec::Zstd => addr + size - 1,
                 _ => addr + size / 2,
             };
-            flip(&file, at);
+            flip_bits(&file, at, 0x10);
             let want = Tile::new(vec![650, 10], vec![2, 3]);
             let got = read_f64(&path, "/v", &want);
             match c.codec {
@@ -344,7 +332,7 @@ fn verifying_checksums_decodes_compressed_tiles() {
         };
         assert!(problems().iter().all(Vec::is_empty), "{layout:?}");
         let (file, _, addr, size) = first_chunks(&path).pop().unwrap();
-        flip(&file, addr + size / 3);
+        flip_bits(&file, addr + size / 3, 0x10);
         let found = problems();
         assert!(found[0].is_empty(), "{layout:?}: {:?}", found[0]);
         assert_eq!(found[1].len(), 1, "{layout:?}");
@@ -372,7 +360,7 @@ fn an_open_iterator_reads_the_compressed_version_it_opened_after_a_rewrite() {
             Batches::open(&Comm::solo(), &path, "/v", &chunk, &ReadOptions::default()).unwrap();
         let mut buf = vec![0u8; 250 * 700 * 8];
         assert!(it.next(&mut buf).unwrap().is_some());
-        let old = crate::testkit::tile_files(&path);
+        let old = tile_files(&path);
         let uncompressed = WriteOptions {
             layout,
             ..WriteOptions::default()

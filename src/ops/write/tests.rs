@@ -4,7 +4,7 @@ use super::*;
 use crate::layout::{subfiles, vds};
 use crate::ops::read::ReadOptions;
 use crate::platform::device::{host_bytes, Buffer};
-use crate::testkit::{read_f64, read_into, write_tiles, write_whole};
+use crate::testkit::{read_f64, read_into, tile_names, write_tiles, write_whole};
 use std::cell::Cell;
 
 thread_local! {
@@ -72,18 +72,6 @@ fn read_all(path: &Path) -> Result<Vec<f64>> {
     read_f64(path, "/grid/values", &Tile::new(vec![0, 0], vec![6, 4]))
 }
 
-fn tile_files(path: &Path) -> Vec<String> {
-    let mut v: Vec<String> = std::fs::read_dir(layout::tile_dir(path))
-        .map(|d| {
-            d.flatten()
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .collect()
-        })
-        .unwrap_or_default();
-    v.sort();
-    v
-}
-
 /// The slabs' elements, row-major: `base + 10 i + j`.
 fn expected(base: f64) -> Vec<f64> {
     (0..24)
@@ -120,9 +108,9 @@ fn tiles_round_trip_and_overwrite_leaves_no_stale_tile() {
     let d = tempfile::tempdir().unwrap();
     let path = d.path().join("new/dir/f.h5");
     write_and_read_back(&path, 0.0, 1, Layout::Vds);
-    assert_eq!(tile_files(&path).len(), 6);
+    assert_eq!(tile_names(&path).len(), 6);
     write_and_read_back(&path, 1000.0, 4, Layout::Vds);
-    assert_eq!(tile_files(&path).len(), 2, "{:?}", tile_files(&path));
+    assert_eq!(tile_names(&path).len(), 2, "{:?}", tile_names(&path));
 }
 
 #[test]
@@ -130,13 +118,13 @@ fn a_write_failing_before_commit_keeps_the_old_dataset_and_removes_its_own_files
     let d = tempfile::tempdir().unwrap();
     let path = d.path().join("f.h5");
     write_slabs(&path, 0.0, 2).unwrap();
-    let before_tiles = tile_files(&path);
+    let before_tiles = tile_names(&path);
     let before_master = std::fs::read(&path).unwrap();
     FAIL_BEFORE_COMMIT.with(|f| f.set(true));
     let e = write_slabs(&path, 500.0, 3).unwrap_err();
     assert_eq!(e.status, H5TILE_ERR_IO);
     assert_eq!(std::fs::read(&path).unwrap(), before_master);
-    assert_eq!(tile_files(&path), before_tiles);
+    assert_eq!(tile_names(&path), before_tiles);
     assert_eq!(read_all(&path).unwrap(), expected(0.0));
     let leftovers: Vec<_> = std::fs::read_dir(d.path())
         .unwrap()
@@ -172,7 +160,7 @@ fn what_a_crash_leaves_does_not_disturb_readers_and_the_next_write_removes_it() 
     assert_eq!(read_all(&path).unwrap(), expected(0.0));
     write_and_read_back(&path, 2.0, 6, Layout::Vds);
     assert!(!orphan.exists() && !tmp.exists());
-    assert_eq!(tile_files(&path).len(), 1);
+    assert_eq!(tile_names(&path).len(), 1);
 }
 
 #[test]
@@ -228,7 +216,7 @@ fn the_single_layout_round_trips_and_replaces_a_vds_without_leaving_tiles() {
     let d = tempfile::tempdir().unwrap();
     let path = d.path().join("f.h5");
     write_slabs(&path, 0.0, 2).unwrap();
-    assert_eq!(tile_files(&path).len(), 3);
+    assert_eq!(tile_names(&path).len(), 3);
     write_and_read_back(&path, 7.0, 1, Layout::Single);
     assert!(
         !layout::tile_dir(&path).exists(),
@@ -249,7 +237,7 @@ fn the_subfiled_layout_writes_one_file_per_group_and_round_trips() {
     let path = d.path().join("f.h5");
     // The datasets of the one subfile of `path`, and the master's mappings of the dataset.
     let stored = |path: &Path| {
-        let files = tile_files(path);
+        let files = tile_names(path);
         assert_eq!(files.len(), 1, "{files:?}");
         assert!(files[0].starts_with("grid+values.") && files[0].ends_with(".s0.h5"));
         let sub = layout::tile_dir(path).join(&files[0]);
@@ -268,7 +256,7 @@ fn the_subfiled_layout_writes_one_file_per_group_and_round_trips() {
     // This process alone is one group: six tiles, one subfile. They fill the dataset, so they
     // are one dataset there, mapped once; with coalescing off, a dataset and a mapping each.
     write_and_read_back(&path, 0.0, 1, Layout::Subfiles);
-    let files = tile_files(&path);
+    let files = tile_names(&path);
     assert_eq!(stored(&path), (vec![subfiles::box_dataset(0)], 1));
     let apart = WriteOptions {
         layout: Layout::Subfiles,
@@ -281,12 +269,12 @@ fn the_subfiled_layout_writes_one_file_per_group_and_round_trips() {
     assert_eq!(stored(&path), (each, 6));
     // Rewritten, in another layout and back: only the current generation's files stay.
     write_and_read_back(&path, 5.0, 4, Layout::Subfiles);
-    assert_eq!(tile_files(&path).len(), 1);
-    assert_ne!(tile_files(&path), files);
+    assert_eq!(tile_names(&path).len(), 1);
+    assert_ne!(tile_names(&path), files);
     write_slabs_as(&path, 6.0, 2, Layout::Vds).unwrap();
-    assert_eq!(tile_files(&path).len(), 3);
+    assert_eq!(tile_names(&path).len(), 3);
     write_and_read_back(&path, 7.0, 3, Layout::Subfiles);
-    assert_eq!(tile_files(&path).len(), 1);
+    assert_eq!(tile_names(&path).len(), 1);
     write_slabs_as(&path, 8.0, 3, Layout::Single).unwrap();
     assert!(!layout::tile_dir(&path).exists());
     assert_eq!(read_all(&path).unwrap(), expected(8.0));
@@ -298,11 +286,11 @@ fn a_subfile_of_another_write_in_place_of_the_named_one_is_refused() {
     let path = d.path().join("f.h5");
     write_slabs_as(&path, 0.0, 2, Layout::Subfiles).unwrap();
     let dir = layout::tile_dir(&path);
-    let old = dir.join(&tile_files(&path)[0]);
+    let old = dir.join(&tile_names(&path)[0]);
     let kept = d.path().join("old-subfile.h5");
     std::fs::copy(&old, &kept).unwrap();
     write_slabs_as(&path, 1.0, 2, Layout::Subfiles).unwrap();
-    let current = dir.join(&tile_files(&path)[0]);
+    let current = dir.join(&tile_names(&path)[0]);
     // Same tiles, same sizes: only the stamp tells the old subfile from the new one.
     assert_eq!(
         std::fs::metadata(&kept).unwrap().len(),
@@ -437,7 +425,7 @@ fn keep_others_replaces_or_adds_one_dataset_and_removes_only_its_old_tiles() {
     write_field(&path, "/u", 0.0, 8, Layout::Vds, true).unwrap(); // no file yet: a plain write
     write_field(&path, "/g/v", 1000.0, 8, Layout::Vds, true).unwrap();
     write_field(&path, "/w", 2000.0, 8, Layout::Single, true).unwrap();
-    let v_tiles: Vec<String> = tile_files(&path)
+    let v_tiles: Vec<String> = tile_names(&path)
         .into_iter()
         .filter(|n| n.starts_with("g+v."))
         .collect();
@@ -446,7 +434,7 @@ fn keep_others_replaces_or_adds_one_dataset_and_removes_only_its_old_tiles() {
     assert_eq!(field_base(&path, "/u", 8).unwrap(), 3000.0);
     assert_eq!(field_base(&path, "/g/v", 8).unwrap(), 1000.0);
     assert_eq!(field_base(&path, "/w", 8).unwrap(), 2000.0);
-    let tiles = tile_files(&path);
+    let tiles = tile_names(&path);
     assert_eq!(
         tiles.len(),
         4,
@@ -460,7 +448,7 @@ fn keep_others_replaces_or_adds_one_dataset_and_removes_only_its_old_tiles() {
         field_base(&path, "/u", 8).unwrap_err().status,
         H5TILE_ERR_NOT_FOUND
     );
-    assert!(tile_files(&path).iter().all(|n| n.starts_with("x.")));
+    assert!(tile_names(&path).iter().all(|n| n.starts_with("x.")));
 }
 
 #[test]
@@ -487,7 +475,7 @@ fn keep_others_refuses_what_it_cannot_keep_and_touches_nothing() {
     let d = tempfile::tempdir().unwrap();
     let path = d.path().join("ckpt.h5");
     write_field(&path, "/g/v", 0.0, 8, Layout::Vds, true).unwrap();
-    let (master, tiles) = (std::fs::read(&path).unwrap(), tile_files(&path));
+    let (master, tiles) = (std::fs::read(&path).unwrap(), tile_names(&path));
     let refused =
         |dataset: &str| write_field(&path, dataset, 9.0, 8, Layout::Vds, true).unwrap_err();
     let e = refused("/g");
@@ -505,7 +493,7 @@ fn keep_others_refuses_what_it_cannot_keep_and_touches_nothing() {
         e.message
     );
     assert_eq!(std::fs::read(&path).unwrap(), master);
-    assert_eq!(tile_files(&path), tiles);
+    assert_eq!(tile_names(&path), tiles);
     // Not an HDF5 file: its contents cannot be kept, and it stays as it was.
     let text = d.path().join("notes.h5");
     std::fs::write(&text, b"not HDF5").unwrap();
@@ -513,7 +501,7 @@ fn keep_others_refuses_what_it_cannot_keep_and_touches_nothing() {
     assert_eq!(e.status, H5TILE_ERR_HDF5, "{}", e.message);
     assert!(e.message.contains("H5TILE_KEEP_OTHERS"), "{}", e.message);
     assert_eq!(std::fs::read(&text).unwrap(), b"not HDF5");
-    assert!(tile_files(&text).is_empty());
+    assert!(tile_names(&text).is_empty());
 }
 
 /// The fields of a small solver checkpoint, `base` added to every value: "/u" (float64 6x4 in
@@ -679,7 +667,7 @@ fn a_checkpoint_commits_many_fields_and_attributes_in_every_layout() {
             assert_eq!(e.status, status, "{object} {name}");
         }
         drop(file);
-        let files = tile_files(&path);
+        let files = tile_names(&path);
         match layout {
             // One file per non-empty tile of every field.
             Layout::Vds => assert_eq!(files.len(), 4, "{files:?}"),
@@ -691,8 +679,8 @@ fn a_checkpoint_commits_many_fields_and_attributes_in_every_layout() {
         let again = Fields::new(50);
         solo_commit(&again.checkpoint(&path, options)).unwrap();
         again.assert_in(&path);
-        assert_eq!(tile_files(&path).len(), files.len(), "{layout:?}");
-        assert!(files.iter().all(|f| !tile_files(&path).contains(f)));
+        assert_eq!(tile_names(&path).len(), files.len(), "{layout:?}");
+        assert!(files.iter().all(|f| !tile_names(&path).contains(f)));
     }
 }
 
@@ -707,13 +695,13 @@ fn a_checkpoint_failing_before_its_commit_leaves_every_old_field() {
         };
         let old = Fields::new(1);
         solo_commit(&old.checkpoint(&path, options)).unwrap();
-        let (master, files) = (std::fs::read(&path).unwrap(), tile_files(&path));
+        let (master, files) = (std::fs::read(&path).unwrap(), tile_names(&path));
         FAIL_BEFORE_COMMIT.with(|f| f.set(true));
         let new = Fields::new(2);
         let e = solo_commit(&new.checkpoint(&path, options)).unwrap_err();
         assert_eq!(e.status, H5TILE_ERR_IO);
         assert_eq!(std::fs::read(&path).unwrap(), master, "{layout:?}");
-        assert_eq!(tile_files(&path), files, "{layout:?}");
+        assert_eq!(tile_names(&path), files, "{layout:?}");
         old.assert_in(&path);
     }
     let names: Vec<_> = std::fs::read_dir(d.path()).unwrap().flatten().collect();
@@ -731,7 +719,7 @@ fn keeping_others_never_removes_a_subfile_another_dataset_still_maps() {
     };
     let first = Fields::new(1);
     solo_commit(&first.checkpoint(&path, options)).unwrap();
-    let shared = tile_files(&path);
+    let shared = tile_names(&path);
     assert_eq!(shared.len(), 1);
     // "/u" alone, rewritten: the shared subfile still holds "/g/p" and "/t".
     let u: Vec<f64> = (0..24).map(|k| -k as f64).collect();
@@ -745,14 +733,14 @@ fn keeping_others_never_removes_a_subfile_another_dataset_still_maps() {
         ..Fields::new(1)
     };
     expected.assert_in(&path);
-    assert!(shared.iter().all(|f| tile_files(&path).contains(f)));
-    assert_eq!(tile_files(&path).len(), 2);
+    assert!(shared.iter().all(|f| tile_names(&path).contains(f)));
+    assert_eq!(tile_names(&path).len(), 2);
     // The whole checkpoint again: nothing maps the first subfile any more.
     let last = Fields::new(3);
     solo_commit(&last.checkpoint(&path, options)).unwrap();
     last.assert_in(&path);
-    assert_eq!(tile_files(&path).len(), 1);
-    assert!(shared.iter().all(|f| !tile_files(&path).contains(f)));
+    assert_eq!(tile_names(&path).len(), 1);
+    assert!(shared.iter().all(|f| !tile_names(&path).contains(f)));
     // Attributes kept from before are replaced, not duplicated.
     let file = crate::platform::hdf5::File::open_read(&path).unwrap();
     assert_eq!(
