@@ -18,6 +18,7 @@
 pub mod checksums;
 pub mod chunks;
 pub mod extremes;
+pub mod in_flight;
 pub mod index;
 pub mod keep;
 pub mod placement;
@@ -283,8 +284,9 @@ pub fn sync_parent(master: &Path) -> Result<()> {
 
 /// After a commit: deletes tile files of every other generation (with `keep_referenced`,
 /// only those the new master does not map: it kept other datasets, whose files may be of
-/// any generation) and temporary masters left by crashed writes of this master. Returns the
-/// first failure, having tried every file.
+/// any generation) and temporary masters left by crashed writes of this master, but none of
+/// a generation another process is still writing (`in_flight`). Returns the first failure,
+/// having tried every file.
 pub fn remove_stale(master: &Path, generation: u64, keep_referenced: bool) -> Result<()> {
     let referenced = match keep_referenced {
         true => Some(referenced_files(master)?),
@@ -298,18 +300,24 @@ pub fn remove_stale(master: &Path, generation: u64, keep_referenced: bool) -> Re
             }
         }
     };
+    // Each other generation asked once: a write in flight keeps all its files.
+    let mut live = std::collections::HashMap::new();
+    let mut stale = |g: u64| {
+        g != generation
+            && !*live
+                .entry(g)
+                .or_insert_with(|| in_flight::in_flight(master, g))
+    };
     let dir = tile_dir(master);
     if let Ok(entries) = std::fs::read_dir(&dir) {
         for entry in entries.flatten() {
             let name = entry.file_name().to_string_lossy().into_owned();
             let needed = referenced.as_ref().is_some_and(|r| r.contains(&name));
-            if !needed && generation_of(&name).is_some_and(|g| g != generation) {
+            if !needed && generation_of(&name).is_some_and(&mut stale) {
                 remove(entry.path());
             }
         }
     }
-    // An empty folder is no use to anyone; a non-empty one is left alone.
-    let _ = std::fs::remove_dir(&dir);
     let name = master
         .file_name()
         .unwrap_or_default()
@@ -324,13 +332,37 @@ pub fn remove_stale(master: &Path, generation: u64, keep_referenced: bool) -> Re
         for entry in entries.flatten() {
             let n = entry.file_name().to_string_lossy().into_owned();
             if let Some(g) = n.strip_prefix(&prefix).and_then(|r| r.strip_suffix(".tmp")) {
-                if u64::from_str_radix(g, 16).is_ok_and(|g| g != generation) {
+                if u64::from_str_radix(g, 16).is_ok_and(&mut stale) {
                     remove(entry.path());
                 }
+            } else if let Some(g) = in_flight::lock_generation(master, &n) {
+                // A crashed write's lock file (the look removes it); a live one stays.
+                stale(g);
             }
         }
     }
+    // An empty folder is no use to anyone; a non-empty one is left alone, and so is one a
+    // write in flight may be about to fill (it made or found the folder before its files).
+    if !live_writes(master, generation) {
+        let _ = std::fs::remove_dir(&dir);
+    }
     first_error.map_or(Ok(()), Err)
+}
+
+/// Whether another process is writing `master` now: a lock file of another generation is held.
+fn live_writes(master: &Path, generation: u64) -> bool {
+    let parent = master
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let Ok(entries) = std::fs::read_dir(parent) else {
+        return false;
+    };
+    entries.flatten().any(|entry| {
+        let n = entry.file_name().to_string_lossy().into_owned();
+        in_flight::lock_generation(master, &n)
+            .is_some_and(|g| g != generation && in_flight::in_flight(master, g))
+    })
 }
 
 #[cfg(test)]

@@ -506,9 +506,11 @@ fn tiles_of(name: &str) -> Option<&str> {
 }
 
 /// The checkpoint's name whose temporary master is named `name`: `.<name>.<16 hex>.tmp`, as
-/// `layout::temporary_master` makes it.
+/// `layout::temporary_master` makes it; or whose write's lock file it is (`.lock`, as
+/// `layout::in_flight` names it): a crashed write leaves both, and they go together.
 fn temporary_of(name: &str) -> Option<&str> {
-    let inner = name.strip_prefix('.')?.strip_suffix(".tmp")?;
+    let name = name.strip_prefix('.')?;
+    let inner = (name.strip_suffix(".tmp")).or_else(|| name.strip_suffix(".lock"))?;
     let (master, generation) = inner.rsplit_once('.')?;
     let hex = generation.len() == 16 && generation.bytes().all(|b| b.is_ascii_hexdigit());
     (hex && step_of(master).is_some()).then_some(master)
@@ -559,7 +561,7 @@ mod tests {
     use crate::layout::temporary_master;
     use crate::ops::write::{Layout, WriteOptions};
     use crate::status::H5TILE_ERR_IO;
-    use crate::testkit::{tile_files, write_grid};
+    use crate::testkit::{flip_bits, tile_files, write_grid};
 
     /// Writes the kit's grid as `/g` of the checkpoint of `step` in `dir`, in `layout`; its path.
     fn checkpoint(dir: &Path, step: u64, layout: Layout) -> PathBuf {
@@ -598,9 +600,7 @@ mod tests {
         let info = describe(master, Some("/g")).unwrap().pop().unwrap();
         let tile = &info.tiled().unwrap().tiles[k];
         let (at, _) = tile.placement(info.element_bytes).unwrap().file_range(0, 1);
-        let mut bytes = std::fs::read(&tile.path).unwrap();
-        bytes[at as usize] ^= 0x10;
-        std::fs::write(&tile.path, bytes).unwrap();
+        flip_bits(&tile.path, at, 0x10);
     }
 
     #[test]

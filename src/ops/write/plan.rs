@@ -16,6 +16,9 @@ pub struct Plan {
     pub generation: u64,
     /// Every rank's tiles in the order of their `k` (rank 0 only).
     pub all: Option<Vec<Vec<Planned>>>,
+    /// Held by rank 0 until the commit's cleanup is done, so that another process's cleanup
+    /// leaves this write's files alone (`layout::in_flight`).
+    pub _in_flight: Option<layout::in_flight::WriteLock>,
 }
 
 impl Plan {
@@ -58,6 +61,7 @@ pub fn plan(comm: &Comm, ck: &Checkpoint) -> Result<Plan> {
     let all: Option<Vec<Vec<Planned>>> = comm
         .gather_varcount_to_root(&encode(&planned_here(comm, ck)))
         .map(|per_rank| per_rank.iter().map(|w| decode(w, &ndims[..])).collect());
+    let mut lock = None;
     let planned = comm.agree_on(|| match &all {
         None => Ok(0),
         Some(all) => {
@@ -71,11 +75,15 @@ pub fn plan(comm: &Comm, ck: &Checkpoint) -> Result<Plan> {
                     layout::keep::check(&ck.path, dataset)?;
                 }
             }
+            let generation = layout::new_generation();
+            // Before the tile folder is made (another write's cleanup removes an empty one
+            // unless a write is in flight) and any rank creates a file of this generation.
+            lock = Some(layout::in_flight::WriteLock::take(&ck.path, generation));
             let in_tile_dir = matches!(o.layout, Layout::Vds | Layout::Subfiles);
             if in_tile_dir && all.iter().flatten().any(|p| !p.tile.is_empty()) {
                 layout::create_tile_dir(&layout::tile_dir(&ck.path))?;
             }
-            Ok(layout::new_generation())
+            Ok(generation)
         }
     });
     let mut generation = [planned?];
@@ -83,6 +91,7 @@ pub fn plan(comm: &Comm, ck: &Checkpoint) -> Result<Plan> {
     Ok(Plan {
         generation: generation[0],
         all,
+        _in_flight: lock,
     })
 }
 
