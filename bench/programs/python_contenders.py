@@ -1,6 +1,6 @@
-"""The Python contenders of make bench, one measurement a process, as bench_h5tile's modes:
-prints one JSON line with the same keys (seconds, seconds_with_sum, sum, peak_rss_bytes,
-tile_bytes), from rank 0.
+"""The python section's contenders of make bench (h5tile's Python package, legate.io.hdf5),
+one measurement a process, as bench_h5tile's modes: prints one JSON line with the same keys
+(seconds, seconds_with_sum, sum, peak_rss_bytes, tile_bytes), from rank 0.
 
   python_contenders.py h5tile_write FILE ROWS COLS   h5tile.to_file: each rank its row slab
   python_contenders.py h5tile_read  FILE ROWS COLS   h5tile.from_file: each rank its row slab
