@@ -4,9 +4,10 @@
 
 use std::path::{Path, PathBuf};
 
-/// The layers, from the bottom up: each uses only those before it.
-const LAYERS: [&str; 7] = [
-    "status", "dtype", "geometry", "platform", "layout", "ops", "ffi",
+/// The layers, from the bottom up: each uses only those before it. (`ffi` cannot use `tool`
+/// either: the library is built without it, and would not compile.)
+const LAYERS: [&str; 8] = [
+    "status", "dtype", "geometry", "platform", "layout", "ops", "tool", "ffi",
 ];
 
 /// A token of blanked code: an identifier (or number), `::`, or one other character, with

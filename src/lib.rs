@@ -14,7 +14,10 @@
 //! - `layout`: where a dataset's bytes live in files, and how a write commits; it decides where
 //!   bytes reach the disk (the single file's rows and subfiles' tiles through
 //!   `platform::tile_bytes`, tile files through HDF5 and the h5tile_gds driver).
-//! - `ops`: the operations: `write`, `read`, `batches`, `pending` (background writes).
+//! - `ops`: the operations: `write`, `read`, `batches`, `pending` (background writes),
+//!   checkpoints and series.
+//! - `tool`: what the `h5tile` command does beside the C API (copy, pack, remove, listings),
+//!   built with the feature `internals` only.
 //! - `ffi`: the C ABI: arguments in, statuses out; the only `extern "C"` functions.
 //!
 //! Beside the layers, for tests only (and the feature `internals`): `testkit`, the fixtures
@@ -29,6 +32,8 @@ pub(crate) mod platform;
 pub mod status;
 #[cfg(any(test, feature = "internals"))]
 pub(crate) mod testkit;
+#[cfg(any(test, feature = "internals"))]
+pub(crate) mod tool;
 
 /// What the integration tests in `tests/` and the command-line tool (`cli/`) drive directly
 /// (with the feature `internals`, which they turn on). Not an API: C programs use `h5tile.h`.
@@ -61,35 +66,39 @@ pub mod internals {
     /// prints what these return.
     pub mod tool {
         pub use crate::layout::{new_generation, temporary_master, tile_dir};
-        pub use crate::ops::copy::{CopiedFile, CopyPlan, CopyReport, Verified};
-        pub use crate::ops::files::FileError;
-        pub use crate::ops::inspect::{
-            describe, describe_stored, DatasetInfo, Scalar, StorageKind, Stored, TileExtremes,
-            TileInfo, VirtualInfo, VirtualLayout,
+        pub use crate::ops::describe::{
+            describe, DatasetInfo, Scalar, StorageKind, Stored, TileExtremes, TileInfo,
+            VirtualInfo, VirtualLayout,
         };
-        pub use crate::ops::pack::{
+        pub use crate::ops::series::{
+            checkpoint_path, checkpoints, latest, latest_verified, prune, record_latest, recorded,
+            step_of, to_prune, Checkpoint, SeriesOptions, LATEST_RECORD,
+        };
+        pub use crate::ops::verify::{
+            check_sources_part, checksum_jobs, checksummed_bytes, default_threads,
+            verify_checksums, verify_tiles, Problem, TileJob,
+        };
+        pub use crate::platform::codecs::{Codec, Compression};
+        pub use crate::tool::copy::{CopiedFile, CopyPlan, CopyReport, Verified};
+        pub use crate::tool::files::FileError;
+        pub use crate::tool::listing::{
+            check_sources, complete_steps, describe_stored, job_bytes, looks_like_series,
+            sources_to_open,
+        };
+        pub use crate::tool::pack::{
             CopiedObject, KeptLink, Omitted, PackCodec, PackOptions, PackPlan, PackReport,
             PackedDataset, PackedFile, OWN_ATTRIBUTE_PREFIX,
         };
-        pub use crate::ops::relocate::{point_at_tile_folder, source_files, Place, SourceFile};
-        pub use crate::ops::remove::{remove_master, Removal};
-        pub use crate::ops::series::{
-            checkpoint_path, checkpoints, complete_steps, latest, latest_verified,
-            looks_like_series, prune, record_latest, recorded, step_of, to_prune, Checkpoint,
-            SeriesOptions, LATEST_RECORD,
-        };
-        pub use crate::ops::verify::{
-            check_sources, check_sources_part, checksum_jobs, checksummed_bytes, default_threads,
-            job_bytes, sources_to_open, verify_checksums, verify_tiles, Problem, TileJob,
-        };
-        pub use crate::platform::codecs::{Codec, Compression};
+        pub use crate::tool::relocate::{point_at_tile_folder, source_files, Place, SourceFile};
+        pub use crate::tool::remove::{remove_master, Removal};
     }
 
     /// The HDF5 handles and the driver registered in-process.
     pub mod hdf5 {
         pub use crate::platform::hdf5::gds;
         pub use crate::platform::hdf5::{
-            cstr, error, lock, take_error_stack, work, Attributes, Dataset, File, Plist, Space,
+            cstr, error, lock, take_error_stack, work, Attributes, Dataset, File, Handle, Plist,
+            Space,
         };
     }
 }

@@ -4,7 +4,7 @@
 //! (`rchar` in /proc/self/io) against one whole read of the same dataset. Its own test
 //! binary, so no other test's I/O is counted.
 
-use h5tile::internals::hdf5::{self, Dataset, File, Plist, Space};
+use h5tile::internals::hdf5::{self, Dataset, File, Handle, Plist, Space};
 use h5tile::internals::Batches;
 use h5tile::internals::Comm;
 use h5tile::internals::Dtype;

@@ -5,7 +5,7 @@
 //! binary with one test: the filter stays on the thread that installed it.
 
 use h5tile::internals::hdf5::gds::file_access;
-use h5tile::internals::hdf5::{cstr, File};
+use h5tile::internals::hdf5::{cstr, File, Handle};
 use h5tile::internals::status::H5TILE_ERR_IO;
 use hdf5_sys::h5f::{H5Fcreate, H5F_ACC_TRUNC};
 use hdf5_sys::h5p::{H5Pset_file_locking, H5P_DEFAULT};

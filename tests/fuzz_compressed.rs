@@ -22,7 +22,7 @@ use h5tile::ffi::{
     H5TILE_COMPRESS_LZ4, H5TILE_COMPRESS_ZSTD, H5TILE_FLOAT64, H5TILE_GDS_FROM_ENVIRONMENT,
     H5TILE_INT32, H5TILE_LAYOUT_SUBFILES, H5TILE_LAYOUT_VDS, H5TILE_NO_SYNC, H5TILE_SHUFFLE,
 };
-use h5tile::internals::hdf5::{self, Dataset, File};
+use h5tile::internals::hdf5::{self, Dataset, File, Handle};
 use h5tile::internals::status::{
     Error, H5TILE_ERR_CORRUPT, H5TILE_ERR_HDF5, H5TILE_ERR_MISSING_TILE, H5TILE_ERR_PANIC,
     H5TILE_OK,

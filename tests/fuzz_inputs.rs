@@ -20,7 +20,7 @@ use h5tile::ffi::{
     h5tile_last_error, h5tile_read, h5tile_write, h5tile_write_options, H5TILE_FLOAT64,
     H5TILE_GDS_FROM_ENVIRONMENT, H5TILE_LAYOUT_SINGLE, H5TILE_LAYOUT_SUBFILES, H5TILE_LAYOUT_VDS,
 };
-use h5tile::internals::hdf5::{self, cstr, Attributes, Dataset, File};
+use h5tile::internals::hdf5::{self, cstr, Attributes, Dataset, File, Handle};
 use h5tile::internals::status::{h5tile_status, Error};
 use h5tile::internals::status::{
     H5TILE_ERR_CORRUPT, H5TILE_ERR_CUDA, H5TILE_ERR_DTYPE, H5TILE_ERR_HDF5,

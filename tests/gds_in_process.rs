@@ -4,7 +4,7 @@
 //! process.
 
 use h5tile::internals::hdf5::gds::{driver, file_access};
-use h5tile::internals::hdf5::{cstr, Dataset, File, Plist, Space};
+use h5tile::internals::hdf5::{cstr, Dataset, File, Handle, Plist, Space};
 use h5tile::internals::Dtype;
 use hdf5_sys::h5f::{
     H5Fcreate, H5Fget_access_plist, H5Fget_vfd_handle, H5Fopen, H5F_ACC_RDONLY, H5F_ACC_TRUNC,

@@ -421,7 +421,7 @@ struct FileJson {
     step: Option<u64>,
     /// Why the file cannot be opened, else null.
     error: Option<String>,
-    datasets: Vec<DatasetJson>,
+    datasets: Vec<CheckedDatasetJson>,
 }
 
 #[derive(Serialize)]
@@ -445,7 +445,7 @@ struct IncompleteJson {
 }
 
 #[derive(Serialize)]
-struct DatasetJson {
+struct CheckedDatasetJson {
     name: String,
     /// Tiles (mappings) and distinct source files: 0 for a dataset that is not virtual.
     tiles: usize,
@@ -517,9 +517,9 @@ fn file_json(check: &FileCheck) -> FileJson {
     }
 }
 
-fn dataset_json(d: &DatasetCheck) -> DatasetJson {
+fn dataset_json(d: &DatasetCheck) -> CheckedDatasetJson {
     let vds = d.info.tiled();
-    DatasetJson {
+    CheckedDatasetJson {
         name: d.info.name.clone(),
         tiles: vds.map_or(0, |v| v.tiles.len()),
         files: vds.map_or(0, |v| v.files().len()),

@@ -6,6 +6,7 @@
 mod check;
 mod check_parts;
 mod cp;
+mod dataset_json;
 mod failure;
 mod ls;
 mod pack;

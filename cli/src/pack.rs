@@ -4,8 +4,8 @@
 //! until then nothing at DST changes, and a failure leaves nothing behind. A SRC that is a
 //! series folder stands for its latest complete checkpoint.
 
+use crate::dataset_json::CompressionJson;
 use crate::failure::Failure;
-use crate::ls::CompressionJson;
 use crate::progress::{Progress, When};
 use crate::series::is_series;
 use crate::show;

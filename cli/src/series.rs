@@ -3,8 +3,8 @@
 //! series, the listing of one, and how a step that is not a complete checkpoint is described
 //! (a write that did not commit, or a pruning that was interrupted).
 
+use crate::dataset_json::DatasetJson;
 use crate::failure::Failure;
-use crate::ls::DatasetJson;
 use crate::show;
 use h5tile::internals::tool::{
     checkpoints, describe_stored, looks_like_series, recorded, Checkpoint, DatasetInfo,

@@ -3,7 +3,7 @@
 //! sources): what each command prints (text and JSON), its exit status, and what it does to
 //! the files.
 
-use h5tile::internals::hdf5::{self, Dataset, File, Plist, Space};
+use h5tile::internals::hdf5::{self, Dataset, File, Handle, Plist, Space};
 use h5tile::internals::testkit::{
     forget_chunk_checksums, grid_value, grid_values, read_f64, read_into, spawn_child, tile_files,
     whole_grid, write_tiles, GRID_TILES,

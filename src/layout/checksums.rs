@@ -49,7 +49,6 @@ pub(crate) const NONE: u64 = u64::MAX;
 
 /// The checksum of one block (the tools' check; the library sums blocks as they pass, with
 /// `BlockSum`).
-#[cfg_attr(not(any(test, feature = "internals")), allow(dead_code))]
 pub fn block_sum(bytes: &[u8]) -> u64 {
     xxh3::oneshot(bytes)
 }

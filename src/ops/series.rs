@@ -7,7 +7,7 @@
 //! folder itself. Retention (`SeriesOptions`) removes old checkpoints after each commit,
 //! never the one just committed.
 
-use super::inspect::{describe, DatasetInfo};
+use super::describe::{describe, DatasetInfo};
 use super::verify::{check_sources_part, checksum_jobs, default_threads, verify_tiles};
 use crate::layout::{generation_of, new_generation, sync_path, tile_dir};
 use crate::platform::comm::Comm;
@@ -66,63 +66,7 @@ pub struct Checkpoint {
     pub temporaries: Vec<PathBuf>,
 }
 
-impl Checkpoint {
-    /// Bytes on disk: the master, the files of its tile folder and the temporary masters.
-    pub fn bytes(&self) -> u64 {
-        let size = |p: &Path| std::fs::symlink_metadata(p).map_or(0, |m| m.len());
-        let mut total = size(&self.master) + self.temporaries.iter().map(|p| size(p)).sum::<u64>();
-        if let Some(Ok(entries)) = self.tile_dir.as_ref().map(std::fs::read_dir) {
-            total += entries.flatten().map(|e| size(&e.path())).sum::<u64>();
-        }
-        total
-    }
-
-    /// The space the files of `bytes` take on disk (their blocks, as `du` counts them): less
-    /// than `bytes` where a file has holes (a large tile's data aligned after its header).
-    pub fn used_bytes(&self) -> u64 {
-        use std::os::unix::fs::MetadataExt;
-        let used = |p: &Path| std::fs::symlink_metadata(p).map_or(0, |m| m.blocks() * 512);
-        let mut total = used(&self.master) + self.temporaries.iter().map(|p| used(p)).sum::<u64>();
-        if let Some(Ok(entries)) = self.tile_dir.as_ref().map(std::fs::read_dir) {
-            total += entries.flatten().map(|e| used(&e.path())).sum::<u64>();
-        }
-        total
-    }
-
-    /// Whether this step is what an interrupted pruning leaves, `latest` being the newest
-    /// complete step: it has no master and is older than `latest`. After each commit `prune`
-    /// removes every such step (a pruned checkpoint loses its master first, then its tile
-    /// folder and temporaries; a write that did not commit never had one), so one is left only
-    /// where that pruning stopped (killed, or failed) before the rest; the next commit's
-    /// pruning removes it. A step newer than `latest` with no master is a write that did not
-    /// commit (or one under way), which `prune` never touches.
-    pub fn pruning_interrupted(&self, latest: Option<u64>) -> bool {
-        !self.has_master && latest.is_some_and(|latest| self.step < latest)
-    }
-
-    /// This step's files that `prune` removes with (or without) its master: the files of its
-    /// tile folder named as h5tile names tile files and subfiles (others' files there are not
-    /// ours), sorted, then its temporary masters.
-    pub fn own_files(&self) -> Vec<PathBuf> {
-        let mut files: Vec<PathBuf> = self
-            .tile_dir
-            .as_ref()
-            .and_then(|d| std::fs::read_dir(d).ok())
-            .into_iter()
-            .flatten()
-            .flatten()
-            .filter(|e| {
-                e.file_name()
-                    .to_str()
-                    .is_some_and(|n| generation_of(n).is_some())
-            })
-            .map(|e| e.path())
-            .collect();
-        files.sort();
-        files.extend(self.temporaries.iter().cloned());
-        files
-    }
-}
+impl Checkpoint {}
 
 /// Every checkpoint series `dir` holds anything of (a master, a tile folder or a temporary
 /// master), newest first, each master checked to open as HDF5. A missing `dir` is NOT_FOUND.
@@ -132,25 +76,6 @@ pub fn checkpoints(dir: &Path) -> Result<Vec<Checkpoint>> {
         c.complete = c.has_master && opens_as_hdf5(&c.master);
     }
     Ok(found)
-}
-
-/// The steps of complete checkpoints in dir, newest first: a master file exists at its final
-/// name (the commit is the rename of a complete master, so a crash leaves only temporaries and
-/// tile folders) and it opens as HDF5. A missing dir gives NOT_FOUND with the path.
-pub fn complete_steps(dir: &Path) -> Result<Vec<u64>> {
-    let mut steps: Vec<u64> = checkpoints(dir)?
-        .into_iter()
-        .filter(|c| c.complete)
-        .map(|c| c.step)
-        .collect();
-    steps.dedup();
-    Ok(steps)
-}
-
-/// Whether `dir` holds anything of a series: the record, or a checkpoint's master, tile folder
-/// or temporary master.
-pub fn looks_like_series(dir: &Path) -> bool {
-    dir.join(LATEST_RECORD).is_file() || listing(dir).is_ok_and(|found| !found.is_empty())
 }
 
 /// The step the record in `dir` names and its checkpoint's path, when the record is there and
@@ -442,7 +367,7 @@ fn opens_as_hdf5(path: &Path) -> bool {
 
 /// What `dir` holds of each checkpoint, by name, newest first (for one step, the name
 /// `checkpoint_path` gives first), completeness not yet looked at.
-fn listing(dir: &Path) -> Result<Vec<Checkpoint>> {
+pub(crate) fn listing(dir: &Path) -> Result<Vec<Checkpoint>> {
     let entries = match std::fs::read_dir(dir) {
         Ok(entries) => entries,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -558,10 +483,12 @@ fn remove_tile_dir(dir: &Path) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    // What the tool sees of a series, tested here beside what it stands on.
     use crate::layout::temporary_master;
     use crate::ops::write::{Layout, WriteOptions};
     use crate::status::H5TILE_ERR_IO;
     use crate::testkit::{flip_bits, tile_files, write_grid};
+    use crate::tool::listing::{complete_steps, looks_like_series};
 
     /// Writes the kit's grid as `/g` of the checkpoint of `step` in `dir`, in `layout`; its path.
     fn checkpoint(dir: &Path, step: u64, layout: Layout) -> PathBuf {

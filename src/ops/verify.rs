@@ -4,7 +4,7 @@
 //! would fail on the same problems (or, for sources h5tile did not write, HDF5 would read fill
 //! values in their place).
 
-use super::inspect::{DatasetInfo, TileInfo, VirtualInfo};
+use super::describe::{DatasetInfo, TileInfo, VirtualInfo};
 use super::tile_io::byte_reads::{ByteReads, Mismatch};
 use super::tile_io::checked_blocks::SummedTile;
 use super::tile_io::compressed::{CompressedTile, Sums};
@@ -12,7 +12,7 @@ use crate::geometry::tile::Tile;
 use crate::layout::subfile_generation;
 use crate::layout::subfiles::check_stamp;
 use crate::platform::hdf5::{self, Dataset, File};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
@@ -91,28 +91,6 @@ struct SourceFile {
     hdf5: Option<std::result::Result<File, String>>,
 }
 
-/// Checks that every source of virtual dataset `info` is there: present; where
-/// the master records the tile's bytes, of the recorded size (and, for a subfile, stamped by
-/// the write its name says), which is all h5tile's reads rely on; and, as other readers
-/// (HDF5, h5py) need, opened with HDF5, holding the mapped dataset with a shape that holds
-/// the mapped box and a type HDF5 converts to the dataset's. Sources named by patterns are
-/// left to HDF5. Problems come in the order of the master's mappings.
-pub fn check_sources(info: &DatasetInfo) -> Vec<Problem> {
-    check_sources_part(info, 0, 1)
-        .into_iter()
-        .map(|(_, p)| p)
-        .collect()
-}
-
-/// The number of distinct source files `check_sources` opens for `info`.
-pub fn sources_to_open(info: &DatasetInfo) -> usize {
-    let Some(vds) = &info.virtual_info else {
-        return 0;
-    };
-    let found = vds.tiles.iter().filter(|t| checked(t) && t.found);
-    found.map(|t| &t.path).collect::<HashSet<_>>().len()
-}
-
 /// `check_sources` for a share of the source files, so that processes can open them in
 /// parallel (HDF5 opens one file at a time in a process): the files, in the order the master
 /// first maps them, numbered from 0, and part `part` of `parts` those whose number is `part`
@@ -161,7 +139,7 @@ pub fn check_sources_part(info: &DatasetInfo, part: usize, parts: usize) -> Vec<
 }
 
 /// Whether `check_sources` looks at `tile`'s source: it maps a box, from a named file.
-fn checked(tile: &TileInfo) -> bool {
+pub(crate) fn checked(tile: &TileInfo) -> bool {
     tile.region.is_some() && !tile.pattern
 }
 
@@ -247,7 +225,7 @@ fn source_dataset_fits(
         Ok(dims) => dims,
         Err(e) => return Some(format!("cannot be read ({})", e.message)),
     };
-    let whole_tile = vds.layout != super::inspect::VirtualLayout::Other;
+    let whole_tile = vds.layout != super::describe::VirtualLayout::Other;
     let fits = if dims.len() != region.ndim() {
         false
     } else if let Some(within) = tile.within.as_ref().filter(|_| whole_tile) {
@@ -309,13 +287,6 @@ pub fn checksum_jobs(
         }
     }
     jobs
-}
-
-/// The bytes `job` (of `checksum_jobs(datasets, ..)`) reads.
-pub fn job_bytes(datasets: &[&DatasetInfo], (d, t): TileJob) -> u64 {
-    let info = datasets[d];
-    info.tiled()
-        .map_or(0, |v| checksummed_bytes(&v.tiles[t], info.element_bytes))
 }
 
 /// Reads the tiles `jobs` names and compares their blocks with their checksums

@@ -587,7 +587,7 @@ mod tests {
             };
             assert_eq!(read, one_tile, "{layout:?}: one read");
             let before = work::done();
-            let info = crate::ops::inspect::describe_stored(&path, None).unwrap();
+            let info = crate::tool::listing::describe_stored(&path, None).unwrap();
             let ls = work::done() - before;
             assert_eq!(info[0].tiled().unwrap().tiles.len(), boxes.len());
             let stored = info[0].stored.as_ref().unwrap();

@@ -94,7 +94,6 @@ impl Source {
     }
 
     /// What this source's reads of tile bytes have cost so far.
-    #[cfg_attr(not(any(test, feature = "internals")), allow(dead_code))]
     pub fn counts(&self) -> ReadCounts {
         match self {
             Source::Direct(direct) => direct.counts(),

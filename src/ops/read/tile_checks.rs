@@ -188,7 +188,6 @@ impl TileChecks {
     }
 
     /// What the reads of checked blocks have cost so far.
-    #[cfg_attr(not(any(test, feature = "internals")), allow(dead_code))]
     pub fn counts(&self) -> ReadCounts {
         self.counts
     }

@@ -234,7 +234,7 @@ fn a_changed_byte_in_a_compressed_chunk_is_corrupt_naming_the_file_the_tile_and_
 /// one HDF5 decodes (converted) too, not HDF5's failure; and `h5tile check` reports it.
 #[test]
 fn a_changed_zstd_frame_checksum_is_corrupt_where_hdf5_would_decode_the_chunk() {
-    use crate::ops::inspect::describe;
+    use crate::ops::describe::describe;
     use crate::ops::verify::{checksum_jobs, verify_tiles};
     let d = tempfile::tempdir().unwrap();
     let path = write_compressed_slabs(
@@ -317,8 +317,9 @@ fn compressed_tiles_without_chunk_checksums_read_checking_their_blocks() {
 /// `h5tile check`'s checksum pass decodes compressed tiles and finds a changed chunk.
 #[test]
 fn verifying_checksums_decodes_compressed_tiles() {
-    use crate::ops::inspect::describe;
-    use crate::ops::verify::{check_sources, checksum_jobs, verify_tiles};
+    use crate::ops::describe::describe;
+    use crate::ops::verify::{checksum_jobs, verify_tiles};
+    use crate::tool::listing::check_sources;
     let d = tempfile::tempdir().unwrap();
     for layout in [Layout::Vds, Layout::Subfiles] {
         let path = write_compressed_slabs(d.path(), layout, shuffled(Codec::Lz4));

@@ -3,7 +3,7 @@
 //! UTF-8 string (what h5py writes for a `str`, and reads back as one).
 
 use super::handle::Object;
-use super::{check, cstr, lock, File, Plist, Space, Type};
+use super::{check, cstr, lock, File, Handle, Plist, Space, Type};
 use crate::dtype::Dtype;
 use crate::status::*;
 use hdf5_sys::h5a::*;

@@ -9,7 +9,7 @@ use super::handle::Object;
 use super::relocate::{
     attribute_names, copy_attribute, copy_creation_properties, creation_order_tracked,
 };
-use super::{check, cstr, Attribute, Dataset, File, ObjectKind, Plist, Space, Type};
+use super::{check, cstr, Attribute, Dataset, File, Handle, ObjectKind, Plist, Space, Type};
 use crate::platform::codecs::Pipeline;
 use crate::status::Result;
 use hdf5_sys::h5::{herr_t, hsize_t, H5_index_t, H5_iter_order_t};

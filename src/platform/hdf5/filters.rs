@@ -3,7 +3,7 @@
 //! h5tile writes without a plugin path; filter pipelines set on and read from dataset creation
 //! properties; chunks written as stored (`H5Dwrite_chunk`) and found in the file.
 
-use super::{check, Dataset, Plist};
+use super::{check, Dataset, Handle, Plist};
 use crate::platform::codecs::{self, Codec, Filter, Pipeline};
 use crate::status::Result;
 use hdf5_sys::h5::{haddr_t, hsize_t, H5allocate_memory, H5free_memory, HADDR_UNDEF};

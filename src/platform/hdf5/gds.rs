@@ -2,7 +2,7 @@
 //! library, so h5tile can open files through it without HDF5_PLUGIN_PATH (the route device
 //! buffers will take).
 
-use super::{check, Plist};
+use super::{check, Handle, Plist};
 use crate::status::Result;
 use h5tile_gds::{Config, DriverInfo};
 use hdf5_sys::h5fd::{H5FD_class_t, H5FDregister};

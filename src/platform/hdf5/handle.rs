@@ -15,28 +15,33 @@ use hdf5_sys::h5t::*;
 use std::ffi::c_void;
 use std::path::Path;
 
+/// What every handle type has. A trait, so that a handle type no module takes from a raw id
+/// (or passes to a raw call) is no dead code.
+pub trait Handle: Sized {
+    /// Owns `id` (not negative).
+    fn wrap(id: hid_t) -> Self;
+
+    /// The raw id: for this module's HDF5 calls, and the integration tests' own.
+    fn id(&self) -> hid_t;
+
+    /// Takes ownership of `id`, or turns a negative id into an HDF5 error.
+    fn from_id(id: hid_t, what: impl FnOnce() -> String) -> Result<Self> {
+        check(id, what).map(Self::wrap)
+    }
+}
+
 macro_rules! handle {
     ($(#[$doc:meta])* $name:ident, $close:path) => {
         $(#[$doc])*
         #[derive(Debug)]
         pub struct $name(hid_t);
 
-        impl $name {
-            /// Takes ownership of `id`, or turns a negative id into an HDF5 error.
-            #[cfg_attr(not(any(test, feature = "internals")), allow(dead_code))]
-            pub fn from_id(id: hid_t, what: impl FnOnce() -> String) -> Result<$name> {
-                check(id, what).map($name)
+        impl Handle for $name {
+            fn wrap(id: hid_t) -> $name {
+                $name(id)
             }
 
-            /// The raw id: for this module's HDF5 calls, and the integration tests' own.
-            #[cfg(any(test, feature = "internals"))]
-            pub fn id(&self) -> hid_t {
-                self.0
-            }
-
-            #[cfg(not(any(test, feature = "internals")))]
-            #[allow(dead_code)] // not every handle type is passed to raw calls
-            pub(in crate::platform::hdf5) fn id(&self) -> hid_t {
+            fn id(&self) -> hid_t {
                 self.0
             }
         }

@@ -19,7 +19,9 @@ pub(crate) use attributes::read_text;
 pub use attributes::AttributeValue;
 #[cfg(any(test, feature = "internals"))]
 pub use copy::{Link, LinkTarget, NamedTypes, ObjectKey};
-pub use handle::{is_hdf5, Attribute, Dataset, File, ObjectKind, Plist, Space, Storage, Type};
+pub use handle::{
+    is_hdf5, Attribute, Dataset, File, Handle, ObjectKind, Plist, Space, Storage, Type,
+};
 pub use properties::Attributes;
 
 use crate::status::{
@@ -40,7 +42,10 @@ static INIT: Once = Once::new();
 
 /// Proof that the caller holds the process-wide HDF5 lock. Every HDF5 call in the crate happens
 /// while one is alive; it is reentrant so nested helpers can take it again.
-pub struct Lock(#[allow(dead_code)] ReentrantMutexGuard<'static, ()>);
+pub struct Lock {
+    /// Held, never read: dropping it releases the lock.
+    _guard: ReentrantMutexGuard<'static, ()>,
+}
 
 /// Takes the HDF5 lock, initialising the library on first use: automatic printing of the
 /// error stack is switched off, since h5tile reports errors through its own messages, and the
@@ -52,7 +57,7 @@ pub fn lock() -> Lock {
         H5Eset_auto2(H5E_DEFAULT, None, std::ptr::null_mut());
         filters::register();
     });
-    Lock(guard)
+    Lock { _guard: guard }
 }
 
 /// Turns a negative HDF5 return value into `H5TILE_ERR_HDF5` whose message is `what` followed

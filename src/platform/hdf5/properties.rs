@@ -1,7 +1,7 @@
 //! Typed access to what h5tile sets and reads in HDF5 beyond handles: dataset creation and
 //! access properties, virtual-dataset mappings, fill values, and `u64` attributes.
 
-use super::{check, cstr, Dataset, File, Plist, Space, Type};
+use super::{check, cstr, Dataset, File, Handle, Plist, Space, Type};
 use crate::status::Result;
 use hdf5_sys::h5::HADDR_UNDEF;
 use hdf5_sys::h5a::{

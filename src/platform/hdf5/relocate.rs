@@ -4,7 +4,7 @@
 //! and then takes the old one's name. A master copied under another name needs this, since its
 //! tile folder's name follows the master's.
 
-use super::{check, cstr, Attribute, Dataset, File, Plist, Space, Type};
+use super::{check, cstr, Attribute, Dataset, File, Handle, Plist, Space, Type};
 use crate::status::Result;
 use hdf5_sys::h5::{hsize_t, H5_index_t, H5_iter_order_t};
 use hdf5_sys::h5a::{

@@ -3,7 +3,7 @@
 //! half type h5py writes, so that h5py, Legate and plain HDF5 tools read them; and which element
 //! type a dataset's HDF5 type holds.
 
-use super::{check, lock, Type};
+use super::{check, lock, Handle, Type};
 use crate::dtype::Dtype::{self, *};
 use crate::status::{fail, Result, H5TILE_ERR_DTYPE};
 use hdf5_sys::h5i::hid_t;

@@ -34,7 +34,7 @@ thread_local! {
 }
 
 /// The work counted on this thread so far.
-#[cfg_attr(not(any(test, feature = "internals")), allow(dead_code))]
+#[cfg(any(test, feature = "internals"))]
 pub fn done() -> Work {
     WORK.with(Cell::get)
 }

@@ -229,7 +229,6 @@ impl DirectReader {
     }
 
     /// What the reads of tile bytes have cost so far.
-    #[cfg_attr(not(any(test, feature = "internals")), allow(dead_code))]
     pub fn counts(&self) -> ReadCounts {
         self.counts
     }

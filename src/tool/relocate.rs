@@ -2,8 +2,8 @@
 //! its tile folder, elsewhere relative to it, at absolute paths), and pointing a copy of a
 //! master at its own tile folder: what copying or removing a master with its tiles needs.
 
-use super::inspect::{describe, DatasetInfo};
 use crate::layout::tile_dir;
+use crate::ops::describe::{describe, DatasetInfo};
 use crate::platform::hdf5::{self, Dataset, File, Plist, Storage};
 use crate::status::Result;
 use std::path::{Path, PathBuf};

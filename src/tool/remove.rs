@@ -3,9 +3,9 @@
 //! The master goes first, so no reader finds it naming tiles that are gone.
 
 use super::files::{FileError, FileResult};
-use super::inspect::describe;
 use super::relocate::{source_files, Place};
 use crate::layout::tile_dir;
+use crate::ops::describe::describe;
 use std::path::{Path, PathBuf};
 
 /// What removing a master did (or, in a dry run, would do).

@@ -8,10 +8,10 @@ use super::files::{
     destination, folder_of, remove_replaced_tiles, rename, same_file, size_of, sync, FileError,
     FileResult,
 };
-use super::inspect::{describe, DatasetInfo};
 use super::relocate::{point_at_tile_folder, source_files, tile_files_of, Place, SourceFile};
-use super::verify::{checksummed_bytes, verify_checksums};
 use crate::layout::{new_generation, temporary_master, tile_dir};
+use crate::ops::describe::{describe, DatasetInfo};
+use crate::ops::verify::{checksummed_bytes, verify_checksums};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 

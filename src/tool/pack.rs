@@ -13,13 +13,13 @@
 use super::files::{
     destination, folder_of, remove_replaced_tiles, rename, same_file, sync, FileError, FileResult,
 };
-use super::inspect::{describe_stored, open_file, DatasetInfo};
-use super::read::{read, ReadOptions};
+use super::listing::{check_sources, describe_stored};
 use super::relocate::tile_files_of;
-use super::verify::check_sources;
 use crate::dtype::Dtype;
 use crate::geometry::tile::Tile;
 use crate::layout::chunks::{encode_chunks, Chunks, CHUNK_BYTES};
+use crate::ops::describe::{open_file, DatasetInfo};
+use crate::ops::read::{read, ReadOptions};
 use crate::platform::codecs::{Compression, Pipeline};
 use crate::platform::comm::Comm;
 use crate::platform::device::{io_threads, Buffer, BufferMut};

@@ -8,11 +8,13 @@
 
 use crate::dtype::Dtype;
 use crate::geometry::tile::Tile;
-use crate::layout::checksums::{self, Recorded};
+use crate::layout::checksums::Recorded;
 use crate::layout::index::{self, Index};
 use crate::layout::placement::Placement;
 use crate::layout::single::recorded_tiles;
-use crate::layout::vds::{TileBytes, CHOSEN_ON_ATTRIBUTE, NO_OFFSET, TILE_DATASET};
+#[cfg(any(test, feature = "internals"))]
+use crate::layout::vds::CHOSEN_ON_ATTRIBUTE;
+use crate::layout::vds::{TileBytes, NO_OFFSET, TILE_DATASET};
 use crate::layout::{generation_of, subfile_generation, subfiles::is_tile_dataset};
 use crate::ops::read::mappings::{read_tile_bytes, resolve_source, unescape_source_name};
 use crate::platform::codecs::{Compression, Pipeline};
@@ -34,17 +36,7 @@ pub enum StorageKind {
     Other,
 }
 
-impl StorageKind {
-    pub fn name(&self) -> &'static str {
-        match self {
-            StorageKind::Contiguous => "contiguous",
-            StorageKind::Chunked(_) => "chunked",
-            StorageKind::Compact => "compact",
-            StorageKind::Virtual => "virtual",
-            StorageKind::Other => "other",
-        }
-    }
-}
+impl StorageKind {}
 
 /// Whose layout a virtual dataset has, told from its sources' names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -60,29 +52,10 @@ pub enum VirtualLayout {
     Single,
 }
 
-impl VirtualLayout {
-    /// As `h5tile ls` prints it.
-    pub fn name(self) -> &'static str {
-        match self {
-            VirtualLayout::Vds => "h5tile VDS",
-            VirtualLayout::Subfiles => "h5tile subfiles",
-            VirtualLayout::Other => "other virtual",
-            VirtualLayout::Single => "h5tile single-file",
-        }
-    }
-
-    /// As `h5tile ls --json` writes it.
-    pub fn key(self) -> &'static str {
-        match self {
-            VirtualLayout::Vds => "h5tile-vds",
-            VirtualLayout::Subfiles => "h5tile-subfiles",
-            VirtualLayout::Other => "other",
-            VirtualLayout::Single => "h5tile-single",
-        }
-    }
-}
+impl VirtualLayout {}
 
 /// One element value, as recorded for a tile's extremes.
+#[cfg(any(test, feature = "internals"))]
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Scalar {
     Int(i64),
@@ -90,6 +63,7 @@ pub enum Scalar {
     Float(f64),
 }
 
+#[cfg(any(test, feature = "internals"))]
 impl std::fmt::Display for Scalar {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
@@ -101,6 +75,7 @@ impl std::fmt::Display for Scalar {
 }
 
 /// A tile's smallest and largest element (NaNs passed over) and its count of NaNs.
+#[cfg(any(test, feature = "internals"))]
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct TileExtremes {
     pub min: Scalar,
@@ -155,16 +130,6 @@ impl Stored {
             stored_bytes: bytes,
         }
     }
-
-    /// The compression ratio: logical bytes ÷ stored bytes; None when nothing is stored.
-    pub fn ratio(&self) -> Option<f64> {
-        (self.stored_bytes > 0).then(|| self.logical_bytes as f64 / self.stored_bytes as f64)
-    }
-
-    /// Its elements pass through filters (a codec, a shuffle, a checksum) on their way to disk.
-    pub fn filtered(&self) -> bool {
-        !self.filters.is_empty()
-    }
 }
 
 /// One mapping of a virtual dataset.
@@ -196,6 +161,7 @@ pub struct TileInfo {
     pub sums: Option<Vec<u64>>,
     /// A compressed tile's stored chunks' checksums (None: not recorded).
     pub chunk_sums: Option<Vec<u64>>,
+    #[cfg(any(test, feature = "internals"))]
     pub extremes: Option<TileExtremes>,
     /// The shape of the contiguous dataset whose rows hold the tile's bytes (its data from
     /// `data_offset`, the tile at `source_offset` there, else at `region`'s offset): the
@@ -222,13 +188,6 @@ impl TileInfo {
         })
     }
 
-    /// Whether its stored (compressed) chunks carry checksums; None where it is not stored
-    /// through one of h5tile's codecs, or its file could not be opened.
-    pub fn chunks_checksummed(&self) -> Option<bool> {
-        self.stored.as_ref()?.compression.as_ref()?;
-        Some(self.chunk_sums.is_some())
-    }
-
     /// Bytes of the tile's elements of `elem` bytes (0 when it selects nothing).
     pub fn data_bytes(&self, elem: usize) -> u64 {
         self.region.as_ref().map_or(0, |r| {
@@ -243,51 +202,24 @@ impl TileInfo {
 pub struct VirtualInfo {
     pub layout: VirtualLayout,
     /// The write that made the tiles, from their names (h5tile's layouts, one write only).
+    #[cfg(any(test, feature = "internals"))]
     pub generation: Option<u64>,
     pub tiles: Vec<TileInfo>,
     /// Block size of the recorded checksums (None: none recorded).
     pub checksum_block: Option<u64>,
     /// Where `H5TILE_LAYOUT_AUTO` chose the layout: the ranks and the nodes they were on (None:
     /// the writer named the layout, or the master does not say).
+    #[cfg(any(test, feature = "internals"))]
     pub chosen_on: Option<(u64, u64)>,
 }
 
-impl VirtualInfo {
-    /// The distinct source files (the master itself not counted).
-    pub fn files(&self) -> Vec<&Path> {
-        let mut seen = std::collections::BTreeSet::new();
-        self.tiles
-            .iter()
-            .filter(|t| t.file != "." && !t.pattern)
-            .map(|t| t.path.as_path())
-            .filter(|p| seen.insert(*p))
-            .collect()
-    }
-
-    /// Tiles that select elements but carry no checksums.
-    pub fn not_checksummed(&self) -> usize {
-        self.tiles
-            .iter()
-            .filter(|t| t.region.is_some() && t.sums.is_none())
-            .count()
-    }
-
-    /// Of the tiles that select elements and are compressed by one of h5tile's codecs: how
-    /// many, and how many of those record no checksums of their stored chunks (a master
-    /// written before h5tile recorded them: reads check the decoded blocks instead).
-    pub fn chunks_not_checksummed(&self) -> (usize, usize) {
-        self.tiles
-            .iter()
-            .filter(|t| t.region.is_some())
-            .filter_map(TileInfo::chunks_checksummed)
-            .fold((0, 0), |(n, not), c| (n + 1, not + usize::from(!c)))
-    }
-}
+impl VirtualInfo {}
 
 /// One dataset of a file.
 #[derive(Clone, Debug)]
 pub struct DatasetInfo {
     /// Its path in the file ("/group/x").
+    #[cfg(any(test, feature = "internals"))]
     pub name: String,
     /// The element type's name: h5tile's ("float64") or HDF5's class and size.
     pub dtype: String,
@@ -296,6 +228,7 @@ pub struct DatasetInfo {
     /// Bytes per element.
     pub element_bytes: usize,
     pub shape: Vec<u64>,
+    #[cfg(any(test, feature = "internals"))]
     pub storage: StorageKind,
     /// For a virtual dataset, its mappings.
     pub virtual_info: Option<VirtualInfo>,
@@ -360,14 +293,11 @@ pub fn describe(path: &Path, dataset: Option<&str>) -> Result<Vec<DatasetInfo>> 
     describe_as(path, dataset, false)
 }
 
-/// `describe`, with how each virtual dataset and each of its tiles is stored on disk (their
-/// filters and bytes there). Every tile file is opened for it: only the tools that show or
-/// keep it (`ls`, `pack`) ask.
-pub fn describe_stored(path: &Path, dataset: Option<&str>) -> Result<Vec<DatasetInfo>> {
-    describe_as(path, dataset, true)
-}
-
-fn describe_as(path: &Path, dataset: Option<&str>, stored: bool) -> Result<Vec<DatasetInfo>> {
+pub(crate) fn describe_as(
+    path: &Path,
+    dataset: Option<&str>,
+    stored: bool,
+) -> Result<Vec<DatasetInfo>> {
     let _l = hdf5::lock();
     let file = open_file(path)?;
     let names = match dataset {
@@ -413,21 +343,36 @@ fn describe_as(path: &Path, dataset: Option<&str>, stored: bool) -> Result<Vec<D
 struct TileRecords {
     bytes: Option<Vec<TileBytes>>,
     recorded: Option<Recorded>,
+    #[cfg(any(test, feature = "internals"))]
     extremes: Option<Vec<Option<TileExtremes>>>,
+    #[cfg(any(test, feature = "internals"))]
     chosen_on: Option<(u64, u64)>,
 }
 
 impl TileRecords {
-    fn read(dset: &impl Attributes, element: Option<Dtype>, count: usize) -> TileRecords {
+    fn read(dset: &impl Attributes, count: usize) -> TileRecords {
+        TileRecords {
+            bytes: read_tile_bytes(dset, count),
+            recorded: Recorded::read(dset, count),
+            #[cfg(any(test, feature = "internals"))]
+            extremes: None,
+            #[cfg(any(test, feature = "internals"))]
+            chosen_on: None,
+        }
+    }
+
+    /// With what only the tool shows: the tiles' extremes (of elements of type `element`) and
+    /// where `H5TILE_LAYOUT_AUTO` chose the layout.
+    #[cfg(any(test, feature = "internals"))]
+    fn with_listing(self, dset: &impl Attributes, element: Option<Dtype>, count: usize) -> Self {
         let chosen_on = match dset.u64_attribute(CHOSEN_ON_ATTRIBUTE) {
             Some((_, v)) if v.len() == 2 => Some((v[0], v[1])),
             _ => None,
         };
         TileRecords {
-            bytes: read_tile_bytes(dset, count),
-            recorded: Recorded::read(dset, count),
             extremes: element.and_then(|d| read_extremes(dset, d, count)),
             chosen_on,
+            ..self
         }
     }
 
@@ -450,6 +395,7 @@ impl TileRecords {
             file_size: record.map(|r| r.file_size),
             sums: recorded.and_then(|r| r.tile(i)).map(<[u64]>::to_vec),
             chunk_sums: recorded.and_then(|r| r.chunks(i)).map(<[u64]>::to_vec),
+            #[cfg(any(test, feature = "internals"))]
             extremes: self.extremes.as_ref().and_then(|e| e[i]),
             within: None,
             stored: None,
@@ -478,7 +424,9 @@ fn describe_indexed(
 ) -> Result<DatasetInfo> {
     let element = Dtype::of_hdf5(&index.dtype).ok();
     let count = index.tiles.len();
-    let records = TileRecords::read(&file.named(name), element, count);
+    let records = TileRecords::read(&file.named(name), count);
+    #[cfg(any(test, feature = "internals"))]
+    let records = records.with_listing(&file.named(name), element, count);
     let mut places: HashMap<String, (PathBuf, bool)> = HashMap::new();
     let mut tiles = Vec::with_capacity(count);
     for (i, t) in index.tiles.into_iter().enumerate() {
@@ -498,11 +446,13 @@ fn describe_indexed(
         tiles.push(tile);
     }
     let mut info = DatasetInfo {
+        #[cfg(any(test, feature = "internals"))]
         name: name.to_string(),
         dtype: index.dtype.describe(),
         element,
         element_bytes: index.dtype.size(),
         shape: index.shape,
+        #[cfg(any(test, feature = "internals"))]
         storage: StorageKind::Virtual,
         virtual_info: None,
         single: None,
@@ -536,12 +486,15 @@ fn virtual_info(
             t.stored = stored;
         }
     }
-    let (layout, generation) = h5tile_layout(&tiles);
+    // The generation is the tool's to show (`h5tile ls`).
+    let (layout, _generation) = h5tile_layout(&tiles);
     VirtualInfo {
         layout,
-        generation,
+        #[cfg(any(test, feature = "internals"))]
+        generation: _generation,
         tiles,
         checksum_block: records.recorded.as_ref().map(|r| r.block),
+        #[cfg(any(test, feature = "internals"))]
         chosen_on: records.chosen_on,
     }
 }
@@ -568,7 +521,6 @@ fn describe_dataset(
             master,
             with_stored.then_some(file),
             dset,
-            element,
             shape.len(),
         )?),
         _ => None,
@@ -578,11 +530,13 @@ fn describe_dataset(
         _ => None,
     };
     let mut info = DatasetInfo {
+        #[cfg(any(test, feature = "internals"))]
         name: name.to_string(),
         dtype: file_type.describe(),
         element,
         element_bytes: file_type.size(),
         shape,
+        #[cfg(any(test, feature = "internals"))]
         storage,
         virtual_info,
         single,
@@ -671,6 +625,7 @@ fn describe_single(
     let tiles = recorded_tiles(dset, shape)?;
     let count = tiles.len();
     let recorded = Recorded::read(dset, count);
+    #[cfg(any(test, feature = "internals"))]
     let extremes = element.and_then(|d| read_extremes(dset, d, count));
     let tiles = tiles
         .into_iter()
@@ -690,6 +645,7 @@ fn describe_single(
                 .and_then(|r| r.tile(i))
                 .map(<[u64]>::to_vec),
             chunk_sums: None,
+            #[cfg(any(test, feature = "internals"))]
             extremes: extremes.as_ref().and_then(|e| e[i]),
             within: Some(shape.to_vec()),
             // Rows of the dataset, as they are.
@@ -699,9 +655,11 @@ fn describe_single(
         .collect();
     Some(VirtualInfo {
         layout: VirtualLayout::Single,
+        #[cfg(any(test, feature = "internals"))]
         generation: None,
         tiles,
         checksum_block: recorded.map(|r| r.block),
+        #[cfg(any(test, feature = "internals"))]
         chosen_on: None,
     })
 }
@@ -710,11 +668,15 @@ fn describe_virtual(
     master: &Path,
     master_file: Option<&File>,
     dset: &Dataset,
-    element: Option<Dtype>,
     ndim: usize,
 ) -> Result<VirtualInfo> {
     let stored = dset.create_plist()?.virtual_mappings()?;
-    let records = TileRecords::read(dset, element, stored.len());
+    let records = TileRecords::read(dset, stored.len());
+    #[cfg(any(test, feature = "internals"))]
+    let records = {
+        let element = Dtype::of_hdf5(&dset.dtype()?).ok();
+        records.with_listing(dset, element, stored.len())
+    };
     let mut tiles = Vec::with_capacity(stored.len());
     for (i, m) in stored.into_iter().enumerate() {
         let literal = (
@@ -788,13 +750,14 @@ fn h5tile_layout(tiles: &[TileInfo]) -> (VirtualLayout, Option<u64>) {
 
 /// Each tile's recorded extremes (None where none was recorded), read in a type wide enough
 /// for the dataset's element type `dtype`; None when the master records none.
+#[cfg(any(test, feature = "internals"))]
 fn read_extremes(
     dset: &impl Attributes,
     dtype: Dtype,
     count: usize,
 ) -> Option<Vec<Option<TileExtremes>>> {
     use Dtype::*;
-    let (_, nan) = dset.u64_attribute(checksums::NAN_ATTRIBUTE)?;
+    let (_, nan) = dset.u64_attribute(crate::layout::checksums::NAN_ATTRIBUTE)?;
     let wide = match dtype {
         Int8 | Int16 | Int32 | Int64 => Int64,
         UInt8 | UInt16 | UInt32 | UInt64 => UInt64,
@@ -804,8 +767,8 @@ fn read_extremes(
         Complex64 | Complex128 => return None,
     };
     let mem = wide.hdf5_type().ok()?;
-    let (_, min) = dset.attribute_as(checksums::MIN_ATTRIBUTE, &mem)?;
-    let (_, max) = dset.attribute_as(checksums::MAX_ATTRIBUTE, &mem)?;
+    let (_, min) = dset.attribute_as(crate::layout::checksums::MIN_ATTRIBUTE, &mem)?;
+    let (_, max) = dset.attribute_as(crate::layout::checksums::MAX_ATTRIBUTE, &mem)?;
     let size = wide.size();
     if nan.len() != count || min.len() != count * size || max.len() != count * size {
         return None;
@@ -820,7 +783,7 @@ fn read_extremes(
         (0..count)
             .map(|i| {
                 let at = i * size..(i + 1) * size;
-                (nan[i] != checksums::NONE).then(|| TileExtremes {
+                (nan[i] != crate::layout::checksums::NONE).then(|| TileExtremes {
                     min: value(&min[at.clone()]),
                     max: value(&max[at]),
                     nan: nan[i],
