@@ -4,8 +4,9 @@
 ! H5TILE_LAYOUT_SUBFILES with ranks_per_file and H5TILE_NO_SYNC,
 ! H5TILE_READ_FILL_MISSING, the dtype batches deliver); h5tile_partition's tiles covering the
 ! shape exactly once; h5tile_write / h5tile_write_tiles and their async forms read back value
-! by value, with integer(c_int64_t) and with default-kind integer shapes; batches delivering every chunk once with its offset, shape and data; and bad calls
-! returning their exact status code with a message.
+! by value, with integer(c_int64_t) and with default-kind integer shapes; batches delivering every chunk once with its offset, shape and data; bad calls
+! returning their exact status code with a message; and h5tile_last_errno giving the operating
+! system's error number of a failure on every rank.
 !   fortran_api SCRATCH_DIR VERSION     (VERSION: the version find_package(H5Tile) found)
 program fortran_api
   use mpi
@@ -42,6 +43,7 @@ program fortran_api
   call test_batches()
   call test_batches_alone()
   call test_bad_calls()
+  call test_os_errno()
 
   ! The end of the main program frees none of its arrays: freed here, or LeakSanitizer
   ! (make test-asan) reports them.
@@ -464,6 +466,32 @@ contains
     ! And a success clears the message.
     call expect(h5tile_partition(3, 0, gshape, off, ext), H5TILE_OK, "partition")
     call expect_text(h5tile_last_error(), "", "message after a success")
+  end subroutine
+
+  ! h5tile_last_errno: the operating system's error number behind the last failure, the same
+  ! on every rank of a collective call (those told of another rank's failure too); 0 after a
+  ! success and after a failure with no operating-system cause.
+  subroutine test_os_errno()
+    ! Linux's errno values (no Fortran module names them): ENOTDIR is 20, ENAMETOOLONG 36.
+    integer, parameter :: ENOTDIR = 20, ENAMETOOLONG = 36
+    integer(c_int64_t) :: off(3), ext(3)
+    ! a.h5 is a regular file: a path under it is not a directory.
+    call expect(h5tile_read(MPI_COMM_WORLD, at("a.h5/under.h5"), "/field", H5TILE_FLOAT64, &
+      origin, gshape, c_loc(whole)), H5TILE_ERR_IO, "read of a path under a regular file")
+    call check(h5tile_last_errno() == ENOTDIR, "errno of a read under a regular file: " // &
+      itoa(h5tile_last_errno()) // ", expected ENOTDIR (20): " // h5tile_last_error())
+    ! A file name of 300 bytes, beyond the 255 a Linux file system takes.
+    call expect(h5tile_write(MPI_COMM_WORLD, at(repeat("n", 300) // ".h5"), "/field", &
+      H5TILE_FLOAT64, gshape, my_offset, my_shape, c_loc(mine)), H5TILE_ERR_IO, &
+      "write of a name too long")
+    call check(h5tile_last_errno() == ENAMETOOLONG, "errno of a write of a name too long: " // &
+      itoa(h5tile_last_errno()) // ", expected ENAMETOOLONG (36): " // h5tile_last_error())
+    call expect(h5tile_partition(3, 0, gshape, off, ext), H5TILE_OK, "partition")
+    call check(h5tile_last_errno() == 0, "errno after a success")
+    call expect(h5tile_read(MPI_COMM_WORLD, at("a.h5"), "/nope", H5TILE_FLOAT64, origin, &
+      gshape, c_loc(whole)), H5TILE_ERR_NOT_FOUND, "read of a missing dataset")
+    call check(h5tile_last_errno() == 0, "errno of a failure with no operating-system cause: " &
+      // itoa(h5tile_last_errno()))
   end subroutine
 
   ! --- helpers ---

@@ -317,8 +317,8 @@ const char *h5tile_last_error(void);
 
 // The operating system's error number (`errno`, e.g. `EACCES`) behind the last failed h5tile
 // call on this thread, whose message `h5tile_last_error()` gives; 0 after a success or a failure
-// with no operating-system cause. In a collective call, a rank that did not meet the error
-// itself but was told of another rank's failure has 0.
+// with no operating-system cause. In a collective call every rank has the number of the rank
+// whose failure it returns.
 int h5tile_last_errno(void);
 
 // The name of a status code, e.g. "H5TILE_ERR_SHAPE" ("unknown status" for other values).

@@ -69,10 +69,10 @@ class ExistsError(H5TileError, FileExistsError):
 
 
 class IOFailure(H5TileError, OSError):
-    """An operating-system error. `.errno` is its number (None where the library knows none:
-    on the other ranks of a collective call, told of one rank's failure); the class is also
-    the built-in OSError subclass Python gives that number (`PermissionDeniedError`, a
-    PermissionError, for EACCES and EPERM; FileNotFoundError for ENOENT, ...)."""
+    """An operating-system error. `.errno` is its number (None where the library knows none;
+    in a collective call, every rank has the failing rank's); the class is also the built-in
+    OSError subclass Python gives that number (`PermissionDeniedError`, a PermissionError,
+    for EACCES and EPERM; FileNotFoundError for ENOENT, ...)."""
 
     status, name = C.H5TILE_ERR_IO, "H5TILE_ERR_IO"
 

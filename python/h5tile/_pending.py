@@ -135,8 +135,8 @@ def fence(comm: Any = None) -> None:
         raise last_failure(status)
     if comm is not None:
         # Each rank's own outcomes, agreed: everyone's is that of the first rank that failed
-        # itself (the others' writes failed with its message, "on rank N: ..." and no error
-        # number: the library agreed on the write's failure), its error number too.
+        # itself (the others' writes failed with its message, "on rank N: ...", and its error
+        # number: the library agreed on the write's failure).
         everyone = comm.allgather(failed)
         failing = [r for r, f in enumerate(everyone) if f is not None]
         rank = next((r for r in failing if not everyone[r][1].startswith("on rank ")),

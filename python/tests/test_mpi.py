@@ -241,10 +241,11 @@ def test_the_other_ranks_learn_the_real_reason_of_one_ranks_bad_arguments(scratc
 
 
 
-def test_an_os_error_on_one_rank_carries_its_errno_there_and_through_the_fence(scratch: Path) -> None:
+def test_an_os_error_on_one_rank_carries_its_errno_to_every_rank_and_through_the_fence(scratch: Path) -> None:
     # A file-size limit on the last rank alone fails its tile's write with EFBIG (as a full
-    # disk fails one with ENOSPC). A collective call agrees on the status and the message;
-    # only the rank that met the error knows its number. A fence agrees on the whole failure.
+    # disk fails one with ENOSPC). A collective call agrees on the status, the message and
+    # the error number, so every rank raises the same class with the same `.errno`; so does
+    # a fence.
     import errno
     import resource
     import signal
@@ -265,12 +266,14 @@ def test_an_os_error_on_one_rank_carries_its_errno_there_and_through_the_fence(s
     finally:
         resource.setrlimit(resource.RLIMIT_FSIZE, limits)
         signal.signal(signal.SIGXFSZ, handler)
-    assert world.allgather(e.value.errno) == [None] * last + [errno.EFBIG]
-    assert world.allgather(fenced.value.errno) == [errno.EFBIG] * world.size
-    messages = world.allgather(str(fenced.value))
-    assert messages[last].startswith("File too large"), messages
-    for message in messages[:last]:
-        assert message == f"on rank {last}: {messages[last]}", messages
+    for raised in (e.value, fenced.value):
+        assert world.allgather(raised.errno) == [errno.EFBIG] * world.size
+        classes = world.allgather([c.__name__ for c in type(raised).__mro__])
+        assert classes == [classes[last]] * world.size, classes
+        messages = world.allgather(str(raised))
+        assert messages[last].startswith("File too large"), messages
+        for message in messages[:last]:
+            assert message == f"on rank {last}: {messages[last]}", messages
     world.Barrier()
     if world.rank == 0:
         assert tree(scratch) == {}

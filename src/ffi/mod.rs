@@ -94,8 +94,8 @@ pub extern "C" fn h5tile_last_error() -> *const c_char {
 
 /// The operating system's error number (`errno`, e.g. `EACCES`) behind the last failed h5tile
 /// call on this thread, whose message `h5tile_last_error()` gives; 0 after a success or a failure
-/// with no operating-system cause. In a collective call, a rank that did not meet the error
-/// itself but was told of another rank's failure has 0.
+/// with no operating-system cause. In a collective call every rank has the number of the rank
+/// whose failure it returns.
 #[no_mangle]
 pub extern "C" fn h5tile_last_errno() -> c_int {
     boundary::guard("h5tile_last_errno", boundary::last_errno)

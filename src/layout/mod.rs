@@ -186,7 +186,8 @@ pub fn prepare_target(path: &Path, no_overwrite: bool) -> Result<()> {
                 .ancestors()
                 .find(|a| !a.as_os_str().is_empty() && a.exists() && !a.is_dir());
             return match in_the_way {
-                Some(file) => fail(
+                // The OS's number stays: Python raises NotADirectoryError, as `open` would.
+                Some(file) => Err(Error::new(
                     H5TILE_ERR_IO,
                     format!(
                         "cannot create folder '{}' for '{}': '{}' is a file, not a folder",
@@ -194,7 +195,8 @@ pub fn prepare_target(path: &Path, no_overwrite: bool) -> Result<()> {
                         path.display(),
                         file.display()
                     ),
-                ),
+                )
+                .with_errno(libc::ENOTDIR)),
                 None => Err(Error::io("cannot create folder", parent, &e)),
             };
         }
@@ -445,6 +447,20 @@ mod tests {
         let deep = d.path().join("a/b/c.h5");
         prepare_target(&deep, true).unwrap();
         assert!(d.path().join("a/b").is_dir());
+        // A file where a folder must be: named, with the OS's number for it.
+        let under = f.join("sub/y.h5");
+        let e = prepare_target(&under, false).unwrap_err();
+        assert_eq!(
+            (e.status, e.errno),
+            (H5TILE_ERR_IO, libc::ENOTDIR),
+            "{}",
+            e.message
+        );
+        assert!(
+            e.message.contains("is a file, not a folder"),
+            "{}",
+            e.message
+        );
     }
 
     /// A path ending in '/' (or "/.", "/..") names a folder: refused before anything is made,

@@ -15,6 +15,10 @@ const SIGN_BIT: u64 = 1 << 63;
 /// Longest error message carried from the failing rank to the others.
 const MESSAGE_BYTES: usize = 2048;
 
+/// What the failing rank broadcasts to the others: its error number (4 bytes), then its
+/// message (`relay_of`).
+const RELAY_BYTES: usize = 4 + MESSAGE_BYTES;
+
 pub enum Comm {
     /// This process alone.
     Solo,
@@ -254,9 +258,10 @@ impl Comm {
     }
 
     /// Makes every rank return the same outcome: if any rank failed, all ranks fail with the
-    /// status of the failure with the lowest status code (lowest rank on ties) and its message,
-    /// prefixed on the other ranks by the rank it came from; a rank that failed with that same
-    /// status keeps its own message. One allreduce when all succeed.
+    /// status of the failure with the lowest status code (lowest rank on ties), its message,
+    /// prefixed on the other ranks by the rank it came from, and its error number; a rank that
+    /// failed with that same status keeps its own message and number. One allreduce when all
+    /// succeed, and one broadcast more when one failed.
     pub fn agree<T>(&self, local: Result<T>) -> Result<T> {
         let Comm::Mpi(c) = self else { return local };
         let rank = c.rank() as u64;
@@ -269,33 +274,51 @@ impl Comm {
             return local;
         }
         let (code, source) = ((key[0] >> 32) as u32, (key[0] & 0xffff_ffff) as i32);
-        let mut message = [0u8; MESSAGE_BYTES];
+        let mut relay = [0u8; RELAY_BYTES];
         if let (true, Err(e)) = (source as u64 == rank, &local) {
-            let n = e.message.len().min(MESSAGE_BYTES);
-            message[..n].copy_from_slice(&e.message.as_bytes()[..n]);
+            relay = relay_of(e);
         }
-        c.process_at_rank(source).broadcast_into(&mut message[..]);
+        // The number travels with the message: a binding raises by it (EACCES is Python's
+        // PermissionError), and every rank must raise the same.
+        c.process_at_rank(source).broadcast_into(&mut relay[..]);
         match local {
-            // A rank that failed the same way keeps its own message (in a fence, every rank
-            // already holds the agreed failure of the write).
+            // A rank that failed the same way keeps its own message and number (in a fence,
+            // every rank already holds the agreed failure of the write).
             Err(e) if source as u64 == rank || e.status as u32 == code => Err(e),
             _ => {
-                let end = message
-                    .iter()
-                    .position(|&b| b == 0)
-                    .unwrap_or(MESSAGE_BYTES);
-                let text = String::from_utf8_lossy(&message[..end]);
+                let (errno, text) = relayed(&relay);
                 let status =
                     crate::status::h5tile_status::from_code(code).unwrap_or(H5TILE_ERR_MPI);
                 // Already relayed once, it names the rank it came from.
                 let text = match text.starts_with("on rank ") {
-                    true => text.into_owned(),
+                    true => text,
                     false => format!("on rank {source}: {text}"),
                 };
-                Err(Error::new(status, text))
+                Err(Error::new(status, text).with_errno(errno))
             }
         }
     }
+}
+
+/// `e` as the failing rank broadcasts it: its error number, then its message cut to
+/// `MESSAGE_BYTES` and padded with NULs.
+fn relay_of(e: &Error) -> [u8; RELAY_BYTES] {
+    let mut relay = [0u8; RELAY_BYTES];
+    relay[..4].copy_from_slice(&e.errno.to_le_bytes());
+    let n = e.message.len().min(MESSAGE_BYTES);
+    relay[4..4 + n].copy_from_slice(&e.message.as_bytes()[..n]);
+    relay
+}
+
+/// The error number and message `relay_of` packed.
+fn relayed(relay: &[u8; RELAY_BYTES]) -> (i32, String) {
+    let errno = i32::from_le_bytes(relay[..4].try_into().expect("4 bytes"));
+    let message = &relay[4..];
+    let end = message
+        .iter()
+        .position(|&b| b == 0)
+        .unwrap_or(MESSAGE_BYTES);
+    (errno, String::from_utf8_lossy(&message[..end]).into_owned())
 }
 
 /// Fortran handle of an MPI object (defined by mpi.h; an `int` in Open MPI and MPICH).
@@ -485,6 +508,29 @@ mod tests {
             let e: Result<()> = fail(H5TILE_ERR_SHAPE, "gap");
             assert_eq!(c.agree(e).unwrap_err(), Error::new(H5TILE_ERR_SHAPE, "gap"));
         }
+    }
+
+    /// What a failing rank sends the others in `agree` carries its error number beside its
+    /// message (the other ranks raise the same class by it), the message cut to
+    /// `MESSAGE_BYTES`. (`agree` over several ranks: python/tests/test_mpi.py, fortran_api.)
+    #[test]
+    fn a_relayed_failure_keeps_its_errno_and_message() {
+        let e = Error::new(
+            H5TILE_ERR_IO,
+            "Permission denied (os error 13): cannot create '/x'",
+        )
+        .with_errno(libc::EACCES);
+        assert_eq!(relayed(&relay_of(&e)), (libc::EACCES, e.message.clone()));
+        assert_eq!(
+            relayed(&relay_of(&Error::new(H5TILE_ERR_SHAPE, "gap"))),
+            (0, "gap".into())
+        );
+        let long =
+            Error::new(H5TILE_ERR_IO, "x".repeat(MESSAGE_BYTES + 9)).with_errno(libc::ENOSPC);
+        assert_eq!(
+            relayed(&relay_of(&long)),
+            (libc::ENOSPC, "x".repeat(MESSAGE_BYTES))
+        );
     }
 
     #[test]
