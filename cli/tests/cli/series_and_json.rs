@@ -3,12 +3,10 @@
 //! commit), `--json` on every command, success or failure, and the byte counts `check` and
 //! `ls` give (good and failed bytes; the space a file uses beside its apparent size).
 
-mod kit;
-
+use super::*;
 use h5tile::internals::testkit::{tile_files, write_tiles};
 use h5tile::internals::tool::{checkpoint_path, prune, record_latest, tile_dir, SeriesOptions};
 use h5tile::internals::{host_bytes, Dtype, Layout, LocalTile, Tile, WriteOptions};
-use kit::*;
 use serde_json::{json, Value};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
