@@ -102,6 +102,8 @@ KILLS = scaled(24)
 REASONS = {"ENOSPC": "No space left on device", "EIO": "Input/output error"}
 GEN = re.compile(r"[0-9a-f]{16}")
 KINDS = ("create", "write", "fsync", "rename")
+# A write's lock file, `.<name>.<generation>.lock` beside the master (layout/in_flight.rs).
+LOCK_FILE = re.compile(r"\..+\.[0-9a-f]{16}\.lock")
 CODECS = ("zstd", "lz4", "deflate")
 # The modes whose writes fault_write makes asynchronously with -snap (kill: async writes).
 SNAP_MODES = ("async", "fence", "kill", "ckpt", "series", "seriescrash", "serieskill")
@@ -583,7 +585,9 @@ class Case:
         was = os.path.join(snap, os.path.relpath(gone, os.path.realpath(self.dir)))
         harmless = kind == "remove" and (
             (os.path.isdir(gone) and os.listdir(gone)) or
-            not os.path.lexists(gone) and not os.path.lexists(was))
+            not os.path.lexists(gone) and not os.path.lexists(was) or
+            # A lock file left behind is no data; the next write's cleanup removes it.
+            LOCK_FILE.fullmatch(os.path.basename(gone)) is not None)
         if code == "H5TILE_OK":
             if not harmless:
                 self.problems.append(f"{what}: the write reported success after a failed {kind}")
@@ -657,8 +661,10 @@ class Case:
         # Files created (folders are made, or found, on the way: create_dir_all).
         created = [(i, r[2]) for i, r in enumerate(record) if r[1] == "create"]
         # (A series' record is written after the commit: see series_order.)
+        # (A write's lock file holds no data and is removed at its end: see in_flight.rs.)
         new_files = [(i, p) for i, p in created if not os.path.isdir(p) and p != tmp
-                     and not os.path.basename(p).startswith(".latest.")]
+                     and not os.path.basename(p).startswith(".latest.")
+                     and not LOCK_FILE.fullmatch(os.path.basename(p))]
         last_file_sync = -1
         for i, p in new_files:
             done = synced(p, last_write(p, i), commit)
@@ -756,12 +762,12 @@ class Case:
         return clean
 
     def incomplete_steps(self):
-        """Steps that have a tile folder or a temporary master in the series folder, and no
-        master: writes that did not commit."""
+        """Steps that have a tile folder, a temporary master or a write's lock file in the
+        series folder, and no master: writes that did not commit."""
         steps = set()
         for n in os.listdir(self.path):
             m = re.fullmatch(r"(ckpt\.(\d+)\.h5)\.tiles", n) or \
-                re.fullmatch(r"\.(ckpt\.(\d+)\.h5)\.[0-9a-f]{16}\.tmp", n)
+                re.fullmatch(r"\.(ckpt\.(\d+)\.h5)\.[0-9a-f]{16}\.(tmp|lock)", n)
             if m and not os.path.exists(os.path.join(self.path, m.group(1))):
                 steps.add(int(m.group(2)))
         return sorted(steps)

@@ -15,10 +15,12 @@ mod read;
 mod partition;
 // Checkpoints (many datasets and attributes in one commit) and series of them.
 mod checkpoint;
-// Batched reading, the `_f` variants for Fortran, the option structs, and what all share.
+// Batched reading, the `_f` variants for Fortran, the option structs (and their values taken
+// from the environment), and what all share.
 pub mod batches;
 pub(crate) mod boundary;
 pub mod fortran;
+mod option_values;
 pub mod options;
 
 pub use asynchronous::{

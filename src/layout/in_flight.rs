@@ -10,6 +10,7 @@
 //! system has no `flock` (some parallel file systems mount without it), nothing is held and
 //! the cleanup removes as before.
 
+use crate::status::{Error, Result};
 use std::fs::File;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::MetadataExt;
@@ -55,31 +56,32 @@ fn still_at(file: &File, path: &Path) -> bool {
 
 impl WriteLock {
     /// Takes the lock of generation `generation` of `master` (on rank 0, before any rank
-    /// creates a file of that generation). Best effort: where the lock file cannot be made or
-    /// the file system has no locks, the write goes on unprotected, as before.
-    pub fn take(master: &Path, generation: u64) -> WriteLock {
+    /// creates a file of that generation). A lock file that cannot be made fails the write, as
+    /// any file it cannot create does (EIO, ENOSPC); where the file system has no locks
+    /// (`flock` unsupported), the write goes on unprotected, as before.
+    pub fn take(master: &Path, generation: u64) -> Result<WriteLock> {
         let path = lock_path(master, generation);
         // A cleanup that took the file for a crashed write's may remove it between our
         // open and our lock: then it is made again.
         for _ in 0..8 {
-            let opened = std::fs::OpenOptions::new()
+            let file = std::fs::OpenOptions::new()
                 .read(true)
                 .write(true)
                 .create(true)
                 .truncate(false)
-                .open(&path);
-            let Ok(file) = opened else { break };
+                .open(&path)
+                .map_err(|e| Error::io("cannot create lock file", &path, &e))?;
             if flock(&file, libc::LOCK_EX).is_err() {
                 let _ = std::fs::remove_file(&path);
                 break;
             }
             if still_at(&file, &path) {
-                return WriteLock {
+                return Ok(WriteLock {
                     held: Some((file, path)),
-                };
+                });
             }
         }
-        WriteLock { held: None }
+        Ok(WriteLock { held: None })
     }
 }
 
@@ -135,7 +137,7 @@ mod tests {
     fn a_held_lock_is_in_flight_and_a_dropped_or_orphaned_one_is_not() {
         let d = tempfile::tempdir().unwrap();
         let master = d.path().join("m.h5");
-        let lock = WriteLock::take(&master, 7);
+        let lock = WriteLock::take(&master, 7).unwrap();
         assert!(lock_path(&master, 7).exists());
         assert!(in_flight(&master, 7));
         assert!(!in_flight(&master, 8));

@@ -200,6 +200,16 @@ pub fn prune(dir: &Path, latest: u64, opts: SeriesOptions) -> Result<()> {
     for tmp in record_temporaries(dir) {
         note(remove_file(&tmp, "cannot remove temporary record"));
     }
+    // The lock files writes left behind (killed, or their removal failed), of any step, kept
+    // ones too: `in_flight` removes one nobody holds, and leaves a write's that is running.
+    for c in &found {
+        for tmp in &c.temporaries {
+            let file = tmp.file_name().unwrap_or_default().to_string_lossy();
+            if let Some(g) = crate::layout::in_flight::lock_generation(&c.master, &file) {
+                crate::layout::in_flight::in_flight(&c.master, g);
+            }
+        }
+    }
     first_error.map_or(Ok(()), Err)
 }
 

@@ -78,7 +78,7 @@ pub fn plan(comm: &Comm, ck: &Checkpoint) -> Result<Plan> {
             let generation = layout::new_generation();
             // Before the tile folder is made (another write's cleanup removes an empty one
             // unless a write is in flight) and any rank creates a file of this generation.
-            lock = Some(layout::in_flight::WriteLock::take(&ck.path, generation));
+            lock = Some(layout::in_flight::WriteLock::take(&ck.path, generation)?);
             let in_tile_dir = matches!(o.layout, Layout::Vds | Layout::Subfiles);
             if in_tile_dir && all.iter().flatten().any(|p| !p.tile.is_empty()) {
                 layout::create_tile_dir(&layout::tile_dir(&ck.path))?;
