@@ -101,7 +101,8 @@ impl Drop for WriteLock {
 /// is held). A lock file nobody holds is a crashed write's: it is removed, and false.
 pub fn in_flight(master: &Path, generation: u64) -> bool {
     let path = lock_path(master, generation);
-    let Ok(file) = File::options().read(true).write(true).open(&path) else {
+    // Read-only: `flock` needs no more, and another user's lock file is seen held too.
+    let Ok(file) = File::open(&path) else {
         return false;
     };
     match flock(&file, libc::LOCK_EX | libc::LOCK_NB) {
