@@ -80,7 +80,7 @@ pub mod internals {
         };
         pub use crate::platform::codecs::{Codec, Compression};
         pub use crate::tool::copy::{CopiedFile, CopyPlan, CopyReport, Verified};
-        pub use crate::tool::files::FileError;
+        pub use crate::tool::files::{make_folders, FileError};
         pub use crate::tool::listing::{
             check_sources, complete_steps, describe_stored, job_bytes, looks_like_series,
             sources_to_open,

@@ -10,7 +10,8 @@ use crate::progress::{Progress, When};
 use crate::series::{latest_complete, why_incomplete, Incomplete};
 use crate::show;
 use h5tile::internals::tool::{
-    checkpoints, new_generation, recorded, remove_master, Checkpoint, CopyPlan, LATEST_RECORD,
+    checkpoints, make_folders, new_generation, recorded, remove_master, Checkpoint, CopyPlan,
+    LATEST_RECORD,
 };
 use serde::Serialize;
 use std::collections::BTreeSet;
@@ -153,19 +154,7 @@ impl Undo {
 
     /// Makes folder `dir` and those missing above it, noting each.
     fn make_folder(&mut self, dir: &Path) -> Result<(), Failure> {
-        let mut missing = Vec::new();
-        let mut at = Some(dir);
-        while let Some(d) = at.filter(|d| !d.as_os_str().is_empty() && !d.exists()) {
-            missing.push(d.to_path_buf());
-            at = d.parent();
-        }
-        for d in missing.into_iter().rev() {
-            std::fs::create_dir(&d).map_err(|e| {
-                Failure::io(format_args!("cannot create folder '{}'", d.display()), &e)
-            })?;
-            self.folders.push(d);
-        }
-        Ok(())
+        Ok(make_folders(dir, &mut self.folders)?)
     }
 }
 

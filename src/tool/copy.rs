@@ -5,8 +5,8 @@
 //! nothing behind.
 
 use super::files::{
-    destination, folder_of, remove_replaced_tiles, rename, same_file, size_of, sync, FileError,
-    FileResult,
+    destination, folder_of, make_folders, remove_replaced_tiles, rename, same_file, size_of, sync,
+    FileError, FileResult,
 };
 use super::relocate::{point_at_tile_folder, source_files, tile_files_of, Place, SourceFile};
 use crate::layout::{new_generation, temporary_master, tile_dir};
@@ -139,12 +139,12 @@ impl CopyPlan {
         let (src, dst) = (&self.src, &self.dst);
         let mut undo = Undo::default();
         if let Some(dir) = dst.parent() {
-            make_folder(dir, &mut undo)?;
+            make_folders(dir, &mut undo.folders)?;
         }
         let mut copied = Vec::new();
         for p in &self.files {
             if let Some(dir) = p.to.parent() {
-                make_folder(dir, &mut undo)?;
+                make_folders(dir, &mut undo.folders)?;
             }
             undo.files.push(p.temporary.clone());
             copy_file(&p.source.path, &p.temporary, progress)?;
@@ -419,22 +419,6 @@ fn folder_name(master: &Path) -> String {
         .unwrap_or_default()
         .to_string_lossy()
         .into_owned()
-}
-
-/// Creates `dir` (and what is missing above it) for the copy, noting what it created.
-fn make_folder(dir: &Path, undo: &mut Undo) -> FileResult<()> {
-    let mut missing = Vec::new();
-    let mut at = Some(dir);
-    while let Some(d) = at.filter(|d| !d.as_os_str().is_empty() && !d.exists()) {
-        missing.push(d.to_path_buf());
-        at = d.parent();
-    }
-    for d in missing.into_iter().rev() {
-        std::fs::create_dir(&d)
-            .map_err(|e| FileError::io(format!("cannot create folder '{}'", d.display()), &e))?;
-        undo.folders.push(d);
-    }
-    Ok(())
 }
 
 /// Copies the file `from` to `to` (created or truncated) and syncs it. Holes stay holes: a

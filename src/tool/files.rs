@@ -60,6 +60,23 @@ pub(crate) fn same_file(a: &Path, b: &Path) -> bool {
     }
 }
 
+/// Makes folder `dir` and those missing above it, outermost first, adding each one made to
+/// `made` (so that a copy that fails can remove them again).
+pub fn make_folders(dir: &Path, made: &mut Vec<PathBuf>) -> FileResult<()> {
+    let mut missing = Vec::new();
+    let mut at = Some(dir);
+    while let Some(d) = at.filter(|d| !d.as_os_str().is_empty() && !d.exists()) {
+        missing.push(d.to_path_buf());
+        at = d.parent();
+    }
+    for d in missing.into_iter().rev() {
+        std::fs::create_dir(&d)
+            .map_err(|e| FileError::io(format!("cannot create folder '{}'", d.display()), &e))?;
+        made.push(d);
+    }
+    Ok(())
+}
+
 /// Renames `from` to `to`, replacing it.
 pub(crate) fn rename(from: &Path, to: &Path) -> FileResult<()> {
     std::fs::rename(from, to).map_err(|e| {
