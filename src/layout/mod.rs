@@ -24,6 +24,7 @@ pub mod keep;
 pub mod placement;
 pub mod runs;
 pub mod single;
+mod stale;
 pub mod subfiles;
 pub mod vds;
 
@@ -34,6 +35,7 @@ use std::path::{Path, PathBuf};
 
 /// Where the tile writer syncs its files, the commit its masters and folders.
 pub use crate::platform::tile_bytes::sync_path;
+pub use stale::remove_stale;
 
 /// A write's identity: 16 hex digits from the clock and the process id, chosen on rank 0.
 pub fn new_generation() -> u64 {
@@ -220,6 +222,29 @@ pub fn create_tile_dir(dir: &Path) -> Result<()> {
     }
 }
 
+/// The master a commit put in place (device and inode): a later commit by another process
+/// renames another file over it, so the cleanup can tell whether its master is still the one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Committed {
+    dev: u64,
+    ino: u64,
+}
+
+impl Committed {
+    fn of(meta: &std::fs::Metadata) -> Committed {
+        use std::os::unix::fs::MetadataExt;
+        Committed {
+            dev: meta.dev(),
+            ino: meta.ino(),
+        }
+    }
+
+    /// Whether `master` is still this commit's file.
+    pub(super) fn still_at(self, master: &Path) -> bool {
+        std::fs::metadata(master).is_ok_and(|m| Committed::of(&m) == self)
+    }
+}
+
 /// The commit point. The new files (tiles, synced by their writers, and the temporary master)
 /// and the folders that gained entries (`tiles`, the tile folder, and the master's, which may
 /// have gained the tile folder) must be on disk before the rename, or a power failure could
@@ -230,8 +255,12 @@ pub fn create_tile_dir(dir: &Path) -> Result<()> {
 /// atomic for readers and for a crashed process, not across a power failure.
 /// Where what it syncs or renames is gone, another process took it: one writing the same path
 /// alone, whose `remove_stale` took this write's temporary master for a crashed write's.
-pub fn commit(tmp: &Path, master: &Path, tiles: Option<&Path>, sync: bool) -> Result<()> {
-    let switch = || {
+/// Returns the identity of the master it put in place, for `remove_stale`.
+pub fn commit(tmp: &Path, master: &Path, tiles: Option<&Path>, sync: bool) -> Result<Committed> {
+    let switch = || -> Result<Committed> {
+        let committed = std::fs::metadata(tmp)
+            .map(|m| Committed::of(&m))
+            .map_err(|e| Error::io("cannot find new master", tmp, &e))?;
         if sync {
             sync_path(tmp)?;
             if let Some(dir) = tiles.filter(|d| d.is_dir()) {
@@ -240,7 +269,8 @@ pub fn commit(tmp: &Path, master: &Path, tiles: Option<&Path>, sync: bool) -> Re
             }
         }
         std::fs::rename(tmp, master)
-            .map_err(|e| Error::io("cannot rename new master into place at", master, &e))
+            .map_err(|e| Error::io("cannot rename new master into place at", master, &e))?;
+        Ok(committed)
     };
     switch().map_err(|e| match e.errno == libc::ENOENT {
         true => Error {
@@ -257,24 +287,6 @@ pub fn commit(tmp: &Path, master: &Path, tiles: Option<&Path>, sync: bool) -> Re
     })
 }
 
-/// The names of the files in `master`'s tile folder that its virtual datasets map.
-fn referenced_files(master: &Path) -> Result<std::collections::HashSet<String>> {
-    use crate::platform::hdf5::{Dataset, File, Storage};
-    let _l = crate::platform::hdf5::lock();
-    let file = File::open_read(master)?;
-    let mut names = std::collections::HashSet::new();
-    for path in file.dataset_paths()? {
-        let dset = Dataset::open(&file, &path)?;
-        if let Storage::Virtual = dset.storage()? {
-            for m in dset.create_plist()?.virtual_mappings()? {
-                let name = m.file.rsplit('/').next().unwrap_or_default();
-                names.insert(name.to_string());
-            }
-        }
-    }
-    Ok(names)
-}
-
 /// Makes a rename in `master`'s folder durable.
 pub fn sync_parent(master: &Path) -> Result<()> {
     let parent = master
@@ -282,89 +294,6 @@ pub fn sync_parent(master: &Path) -> Result<()> {
         .filter(|p| !p.as_os_str().is_empty())
         .unwrap_or(Path::new("."));
     sync_path(parent)
-}
-
-/// After a commit: deletes tile files of every other generation (with `keep_referenced`,
-/// only those the new master does not map: it kept other datasets, whose files may be of
-/// any generation) and temporary masters left by crashed writes of this master, but none of
-/// a generation another process is still writing (`in_flight`). Returns the first failure,
-/// having tried every file.
-pub fn remove_stale(master: &Path, generation: u64, keep_referenced: bool) -> Result<()> {
-    let referenced = match keep_referenced {
-        true => Some(referenced_files(master)?),
-        false => None,
-    };
-    let mut first_error = None;
-    let mut remove = |p: PathBuf| {
-        if let Err(e) = std::fs::remove_file(&p) {
-            if e.kind() != std::io::ErrorKind::NotFound && first_error.is_none() {
-                first_error = Some(Error::io("cannot remove stale tile", &p, &e));
-            }
-        }
-    };
-    // Each other generation asked once: a write in flight keeps all its files.
-    let mut live = std::collections::HashMap::new();
-    let mut stale = |g: u64| {
-        g != generation
-            && !*live
-                .entry(g)
-                .or_insert_with(|| in_flight::in_flight(master, g))
-    };
-    let dir = tile_dir(master);
-    if let Ok(entries) = std::fs::read_dir(&dir) {
-        for entry in entries.flatten() {
-            let name = entry.file_name().to_string_lossy().into_owned();
-            let needed = referenced.as_ref().is_some_and(|r| r.contains(&name));
-            if !needed && generation_of(&name).is_some_and(&mut stale) {
-                remove(entry.path());
-            }
-        }
-    }
-    let name = master
-        .file_name()
-        .unwrap_or_default()
-        .to_string_lossy()
-        .into_owned();
-    let parent = master
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    if let Ok(entries) = std::fs::read_dir(parent) {
-        let prefix = format!(".{name}.");
-        for entry in entries.flatten() {
-            let n = entry.file_name().to_string_lossy().into_owned();
-            if let Some(g) = n.strip_prefix(&prefix).and_then(|r| r.strip_suffix(".tmp")) {
-                if u64::from_str_radix(g, 16).is_ok_and(&mut stale) {
-                    remove(entry.path());
-                }
-            } else if let Some(g) = in_flight::lock_generation(master, &n) {
-                // A crashed write's lock file (the look removes it); a live one stays.
-                stale(g);
-            }
-        }
-    }
-    // An empty folder is no use to anyone; a non-empty one is left alone, and so is one a
-    // write in flight may be about to fill (it made or found the folder before its files).
-    if !live_writes(master, generation) {
-        let _ = std::fs::remove_dir(&dir);
-    }
-    first_error.map_or(Ok(()), Err)
-}
-
-/// Whether another process is writing `master` now: a lock file of another generation is held.
-fn live_writes(master: &Path, generation: u64) -> bool {
-    let parent = master
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let Ok(entries) = std::fs::read_dir(parent) else {
-        return false;
-    };
-    entries.flatten().any(|entry| {
-        let n = entry.file_name().to_string_lossy().into_owned();
-        in_flight::lock_generation(master, &n)
-            .is_some_and(|g| g != generation && in_flight::in_flight(master, g))
-    })
 }
 
 #[cfg(test)]
@@ -510,25 +439,6 @@ mod tests {
         std::fs::write(temporary_master(&m, 8), b"new").unwrap();
         commit(&temporary_master(&m, 8), &m, None, true).unwrap();
         assert_eq!(std::fs::read(&m).unwrap(), b"new");
-    }
-
-    #[test]
-    fn remove_stale_keeps_only_the_committed_generation() {
-        let d = tempfile::tempdir().unwrap();
-        let m = d.path().join("f.h5");
-        let dir = tile_dir(&m);
-        create_tile_dir(&dir).unwrap();
-        let keep = dir.join(tile_file_name("/d", 2, 0, 0));
-        let old = dir.join(tile_file_name("/d", 1, 3, 0));
-        let foreign = dir.join("README");
-        for p in [&keep, &old, &foreign] {
-            std::fs::write(p, b"x").unwrap();
-        }
-        let stale_tmp = temporary_master(&m, 1);
-        std::fs::write(&stale_tmp, b"x").unwrap();
-        remove_stale(&m, 2, false).unwrap();
-        assert!(keep.exists() && foreign.exists());
-        assert!(!old.exists() && !stale_tmp.exists());
     }
 
     #[test]

@@ -411,16 +411,19 @@ fn commit_on_root(
         let switched = finish(&tmp)
             .and_then(|()| injected_failure())
             .and_then(|()| layout::commit(&tmp, path, tiles, sync));
-        if let Err(e) = switched {
-            let _ = std::fs::remove_file(&tmp);
-            return Err(e);
-        }
+        let mine = match switched {
+            Ok(mine) => mine,
+            Err(e) => {
+                let _ = std::fs::remove_file(&tmp);
+                return Err(e);
+            }
+        };
         committed = true;
         match sync {
             true => layout::sync_parent(path),
             false => Ok(()),
         }
-        .and_then(|()| layout::remove_stale(path, generation, ck.options.keep_others))
+        .and_then(|()| layout::remove_stale(path, generation, mine, ck.options.keep_others))
         .map_err(|e| {
             Error::new(
                 e.status,

@@ -113,6 +113,33 @@ fn tiles_round_trip_and_overwrite_leaves_no_stale_tile() {
     assert_eq!(tile_names(&path).len(), 2, "{:?}", tile_names(&path));
 }
 
+/// Two processes writing one path alone: A commits, then B commits over it while A still holds
+/// its lock, and B's lock is free again when A's cleanup runs. A's cleanup must keep the files
+/// of B's master (which replaced A's) and remove its own, where it had removed B's: a master
+/// naming tile files that no longer exist.
+#[test]
+fn a_cleanup_after_another_process_committed_over_it_keeps_that_commit_s_files() {
+    let d = tempfile::tempdir().unwrap();
+    let path = d.path().join("f.h5");
+    write_slabs(&path, 0.0, 2).unwrap();
+    let a_files = tile_names(&path);
+    let a = layout::generation_of(&a_files[0]).unwrap();
+    // A's commit, as it happened: its identity is what its cleanup compares.
+    let tmp = layout::temporary_master(&path, a);
+    std::fs::copy(&path, &tmp).unwrap();
+    let mine = layout::commit(&tmp, &path, Some(&layout::tile_dir(&path)), false).unwrap();
+    let a_lock = layout::in_flight::WriteLock::take(&path, a).unwrap();
+    write_slabs(&path, 1000.0, 3).unwrap();
+    let b_files = tile_names(&path);
+    assert_eq!(b_files.len(), 3 + 2, "A's files kept while A is in flight");
+    drop(a_lock);
+    layout::remove_stale(&path, a, mine, false).unwrap();
+    assert_eq!(read_all(&path).unwrap(), expected(1000.0));
+    let left = tile_names(&path);
+    assert_eq!(left.len(), 2, "{left:?}");
+    assert!(left.iter().all(|n| !a_files.contains(n)), "{left:?}");
+}
+
 #[test]
 fn a_write_failing_before_commit_keeps_the_old_dataset_and_removes_its_own_files() {
     let d = tempfile::tempdir().unwrap();
