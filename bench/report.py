@@ -63,7 +63,7 @@ class Report(RoundsTables, AfterRoundsTables):
                  "many_tiles")
         summary = {
             "bytes": self.bytes, "rounds": self.rounds, "ranks": self.ranks, "tiles": self.tiles,
-            "chunk": self.chunk, "sections": [s for s in SECTIONS if s in self.sections],
+            "chunks": self.chunks, "sections": [s for s in SECTIONS if s in self.sections],
             **{key: parts[key] for key in order if key in parts},
             "targets": [{"what": w, "met": ok, "value": v} for w, ok, v in checks],
             "runs": self.runs,

@@ -4,7 +4,8 @@ that shifts round by round, so the disk's drift is not handed to one of them."""
 import os
 
 from measure import Bench
-from settings import CHECKPOINT_LAYOUTS, COMPRESSION_READS, COMPRESSIONS, MIB, NOSYNC_TURNS, READ_PAIRS, ZSTD1
+from settings import (BATCHED_KINDS, CHECKPOINT_LAYOUTS, COMPRESSION_READS, COMPRESSIONS, MIB, NOSYNC_TURNS, READ_PAIRS,
+                      ZSTD1)
 
 
 class Rounds(Bench):
@@ -49,10 +50,7 @@ class Rounds(Bench):
         if self.wants("compression"):
             self.compression_step()
         if self.wants("h5tile"):
-            self.h5tile("read whole (1 process)", "read_whole", f"tiled{self.ranks[0]}.h5")
-            self.h5tile(f"batched {self.chunk}x{self.chunk}", "batched", f"tiled{self.ranks[0]}.h5", [self.chunk])
-            self.h5tile(f"batched view {self.chunk}x{self.chunk}", "batched_view", f"tiled{self.ranks[0]}.h5",
-                        [self.chunk])
+            self.batched_step()
 
     def vds_step(self, r):
         self.remove(f"tiled{r}.h5")
@@ -72,6 +70,19 @@ class Rounds(Bench):
                                   ranks=r):
             kind = "NO_VERIFY " if result["kind"] == "no_verify" else ""
             self.record(f"read pairs {kind}{r} ranks", result)
+
+    def batched_step(self):
+        """Batched reads (next and next_view) in each of BENCH_CHUNKS' chunk edges against a
+        whole read into a buffer already touched (a solver's restart reads into memory it holds),
+        all summing the data, at batched_ranks ranks from the file vds_step wrote with them;
+        they take turns, the order shifting round by round."""
+        r, file = self.batched_ranks, f"tiled{self.batched_ranks}.h5"
+        runs = [(self.whole_touched_label(), "read_touched", [])]
+        runs += [(self.batched_label(kind, c), "batched" if kind == "next" else "batched_view", [c])
+                 for c in self.chunks for kind in BATCHED_KINDS]
+        turn = self.round_index % len(runs)
+        for name, mode, extra in runs[turn:] + runs[:turn]:
+            self.h5tile(name, mode, file, extra, ranks=r)
 
     def python_step(self, r):
         """The Python package over the same library: h5tile.to_file and from_file of the same

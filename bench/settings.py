@@ -42,6 +42,13 @@ MANY_WHOLE_READS = 3
 MANY_WHAT = {"write": "write", "tile": "read one tile", "whole": "whole read", "ls": "ls", "ls_l": "ls -l",
              "check": "check --fast", "h5py": "h5py whole read"}
 
+# The batched reads' targets by chunk edge, batched + sum against a whole read + sum into a
+# buffer already touched (medians); edges not named here: BATCHED_TARGET.
+BATCHED_TARGETS = {1024: 0.8, 4096: 0.9}
+BATCHED_TARGET = 0.8
+# The two ways a batched read hands out a chunk (bench_h5tile's batched and batched_view).
+BATCHED_KINDS = ("next", "next_view")
+
 # Unsynced writes of each kind a round: their rounds scatter over 2-3x here (page allocation),
 # and the target is on the fastest, so a few more of them make it steadier.
 NOSYNC_TURNS = 2
@@ -88,14 +95,17 @@ class Settings:
     measuring sizes its runs by them and the reports name them in their headers."""
 
     def __init__(self, out):
-        self.gib = int(os.environ.get("BENCH_GIB", "1"))
+        self.gib = float(os.environ.get("BENCH_GIB", "1"))
         self.rounds = int(os.environ.get("BENCH_ROUNDS", "3"))
         self.ranks = env_list("BENCH_RANKS", "1,2,4")
         self.tiles = env_list("BENCH_TILES", "16,256,4096")
-        self.chunk = int(os.environ.get("BENCH_CHUNK", "4096"))
+        self.chunks = env_list("BENCH_CHUNKS", "1024,4096")
+        # The batched reads and the whole read they are compared with: 2 ranks (issue 49's
+        # target) where BENCH_RANKS has 2, else its first.
+        self.batched_ranks = 2 if 2 in self.ranks else self.ranks[0]
         self.dir = os.environ.get("BENCH_DIR", os.path.join(out, "data"))
         self.cols = 16384
-        self.rows = self.gib * GIB // 8 // self.cols
+        self.rows = int(self.gib * GIB) // 8 // self.cols
         self.bytes = self.rows * self.cols * 8
         self.subfile_tiles = int(os.environ.get("BENCH_SUBFILE_TILES", "4096"))
         self.subfile_ranks = int(os.environ.get("BENCH_SUBFILE_RANKS", "64"))
@@ -123,3 +133,12 @@ class Settings:
 
     def subfile_label(self):
         return f"{self.subfile_tiles} tiles in {self.subfile_ranks} subfiles"
+
+    def whole_touched_label(self):
+        """The whole read the batched reads are compared with (bench_h5tile read_touched)."""
+        return f"read whole touched {self.batched_ranks} ranks"
+
+    def batched_label(self, kind, chunk):
+        """A batched read of `kind` (BATCHED_KINDS) in `chunk` x `chunk` chunks."""
+        view = " view" if kind == "next_view" else ""
+        return f"batched{view} {chunk}x{chunk} {self.batched_ranks} ranks"

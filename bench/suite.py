@@ -8,8 +8,10 @@ the baselines, saved as target/bench/suite.json and drawn as target/bench/suite.
               (then fsync: h5tile_write returns with the data on disk) and reading the same
               array in one process; h5py writing without the fsync (what H5TILE_NO_SYNC
               compares with)
-  h5tile      tiled write and read with each of BENCH_RANKS ranks; batched read in
-              BENCH_CHUNK x BENCH_CHUNK chunks against a whole read (both summing the data);
+  h5tile      tiled write and read with each of BENCH_RANKS ranks; batched reads (next and
+              next_view) in C x C chunks for each C of BENCH_CHUNKS against a whole read into a
+              buffer already touched (a solver's restart reads into memory it holds), all
+              summing the data, at 2 ranks (BENCH_RANKS' first where it has no 2), taking turns;
               per-rank peak memory against the tile size; with the first rank count, a write
               followed by a computation of about the same length against h5tile_write_async
               running while the computation does (how much of the shorter one is hidden)
@@ -78,8 +80,8 @@ the baselines, saved as target/bench/suite.json and drawn as target/bench/suite.
               source file open; subfiles: at every count; the median of 3, the VDS layout's
               once). One round; the files of a count are removed before the next
 
-Knobs (environment): BENCH_GIB (1), BENCH_ROUNDS (3), BENCH_RANKS (1,2,4), BENCH_TILES
-(16,256,4096), BENCH_CHUNK (4096), BENCH_SUBFILE_TILES (4096), BENCH_SUBFILE_RANKS (64),
+Knobs (environment): BENCH_GIB (1; fractions allowed), BENCH_ROUNDS (3), BENCH_RANKS (1,2,4),
+BENCH_TILES (16,256,4096), BENCH_CHUNKS (1024,4096), BENCH_SUBFILE_TILES (4096), BENCH_SUBFILE_RANKS (64),
 BENCH_SCALE (1; 0 skips the scale section), BENCH_SCALE_RANKS (16,64,256),
 BENCH_SCALE_TILE_KIB (1024), BENCH_CHECKPOINT_RANKS (4), BENCH_COMPRESSION_RANKS (2), BENCH_DIR (target/bench/data),
 BENCH_SOLVER_GIB (1, a rank; fractions allowed), BENCH_SOLVER_ROUNDS (5), BENCH_SOLVER_RANKS (1,2),
