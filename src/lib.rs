@@ -65,6 +65,7 @@ pub mod internals {
     /// removing files, and series of checkpoints; the tool only parses its arguments and
     /// prints what these return.
     pub mod tool {
+        pub use crate::layout::blocks::Scheme;
         pub use crate::layout::{new_generation, temporary_master, tile_dir};
         pub use crate::ops::describe::{
             describe, DatasetInfo, Scalar, StorageKind, Stored, TileExtremes, TileInfo,

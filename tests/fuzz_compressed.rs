@@ -264,8 +264,9 @@ fn stored(master: &Path, elem: usize) -> (Vec<StoredTile>, u64) {
     let info = h5tile::internals::tool::describe(master, Some("/g")).unwrap();
     let vds = info[0].virtual_info.clone().expect("a virtual dataset");
     let block = vds
-        .checksum_block
-        .expect("compressed tiles are checksummed");
+        .checksums
+        .expect("compressed tiles are checksummed")
+        .block();
     let tiles = vds
         .tiles
         .iter()

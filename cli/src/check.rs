@@ -279,7 +279,7 @@ fn verify_all(checks: &mut [FileCheck], threads: Option<u16>, when: When) {
         // A tile with one bad block of many has the others verified.
         let failed: u64 = problems
             .iter()
-            .map(|p| p.tile_bytes.map_or(bytes, |(start, end)| end - start))
+            .map(|p| p.tile_bytes.map_or(bytes, |_| p.failed_bytes))
             .sum();
         dataset.verified_bytes += bytes - failed.min(bytes);
         dataset.problems.extend(problems);

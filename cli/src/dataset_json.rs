@@ -3,7 +3,7 @@
 
 use crate::show;
 use h5tile::internals::tool::{
-    Codec, Compression, DatasetInfo, StorageKind, Stored, TileInfo, VirtualInfo,
+    Codec, Compression, DatasetInfo, Scheme, StorageKind, Stored, TileInfo, VirtualInfo,
 };
 use serde::Serialize;
 
@@ -85,6 +85,8 @@ struct VirtualJson {
     /// Every tile holding elements carries checksums.
     checksummed: bool,
     not_checksummed: usize,
+    /// How the tiles are cut into checksummed blocks; null where none are recorded.
+    checksum_blocks: Option<BlocksJson>,
     /// Every compressed tile holding elements records its stored chunks' checksums; null
     /// where no tile is compressed by one of h5tile's codecs.
     chunks_checksummed: Option<bool>,
@@ -114,6 +116,9 @@ struct TileJson {
     data_offset: Option<u64>,
     file_size: Option<u64>,
     checksummed: bool,
+    /// "boxes" or "runs": how this tile's bytes are cut (a tile no wider than a box is in
+    /// runs); null where it carries no checksums.
+    checksum_blocks: Option<&'static str>,
     /// Null where the tile is not compressed by one of h5tile's codecs.
     chunks_checksummed: Option<bool>,
     #[serde(flatten)]
@@ -136,11 +141,34 @@ impl DatasetJson {
             },
             bytes: info.bytes(),
             stored: StoredJson::of(info.stored.as_ref()),
-            virtual_info: info
-                .virtual_info
-                .as_ref()
-                .map(|v| VirtualJson::of(v, per_tile)),
-            single: info.single.as_ref().map(|v| VirtualJson::of(v, per_tile)),
+            virtual_info: (info.virtual_info.as_ref())
+                .map(|v| VirtualJson::of(v, info.element_bytes, per_tile)),
+            single: (info.single.as_ref())
+                .map(|v| VirtualJson::of(v, info.element_bytes, per_tile)),
+        }
+    }
+}
+
+#[derive(Serialize)]
+struct BlocksJson {
+    kind: &'static str,
+    block_bytes: u64,
+    row_bytes: Option<u64>,
+}
+
+impl BlocksJson {
+    fn of(scheme: Scheme) -> BlocksJson {
+        match scheme {
+            Scheme::Runs { block } => BlocksJson {
+                kind: "runs",
+                block_bytes: block,
+                row_bytes: None,
+            },
+            Scheme::Boxes { block, row } => BlocksJson {
+                kind: "boxes",
+                block_bytes: block,
+                row_bytes: Some(row),
+            },
         }
     }
 }
@@ -152,7 +180,7 @@ struct ChosenJson {
 }
 
 impl VirtualJson {
-    fn of(vds: &VirtualInfo, per_tile: bool) -> VirtualJson {
+    fn of(vds: &VirtualInfo, elem: usize, per_tile: bool) -> VirtualJson {
         let with_data = vds.tiles.iter().filter(|t| t.region.is_some()).count();
         let not_checksummed = vds.not_checksummed();
         let (compressed, chunks_not_checksummed) = vds.chunks_not_checksummed();
@@ -166,15 +194,19 @@ impl VirtualJson {
             files: vds.files().len(),
             checksummed: with_data > 0 && not_checksummed == 0,
             not_checksummed,
+            checksum_blocks: vds.checksums.map(BlocksJson::of),
             chunks_checksummed: (compressed > 0).then_some(chunks_not_checksummed == 0),
             chunks_not_checksummed,
-            tile_list: per_tile.then(|| vds.tiles.iter().map(TileJson::of).collect()),
+            tile_list: per_tile.then(|| {
+                let of = |t| TileJson::of(t, vds.checksum_blocks(t, elem));
+                vds.tiles.iter().map(of).collect()
+            }),
         }
     }
 }
 
 impl TileJson {
-    fn of(t: &TileInfo) -> TileJson {
+    fn of(t: &TileInfo, checksum_blocks: Option<&'static str>) -> TileJson {
         let extreme = |pick: fn(&h5tile::internals::tool::TileExtremes) -> serde_json::Value| {
             t.extremes.as_ref().map_or(serde_json::Value::Null, pick)
         };
@@ -190,6 +222,7 @@ impl TileJson {
             data_offset: t.data_offset,
             file_size: t.file_size,
             checksummed: t.sums.is_some(),
+            checksum_blocks,
             chunks_checksummed: t.chunks_checksummed(),
             stored: StoredJson::of(t.stored.as_ref()),
             min: extreme(|e| show::scalar_json(e.min)),

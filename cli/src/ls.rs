@@ -21,7 +21,11 @@ List every dataset of FILE, or only DATASET: its path, element type, shape, stor
 layout (h5tile VDS, h5tile subfiles, or other virtual, such as h5py's and Legate's; where
 the default, H5TILE_LAYOUT_AUTO, chose it, how many ranks on how many nodes it saw), the
 write that made it (its generation, from h5tile's tile names), its number of tiles (mappings)
-and of distinct source files, and whether its tiles are checksummed (else how many are not);
+and of distinct source files, and whether its tiles are checksummed (else how many are not)
+and how: \"1 MiB boxes, 8 KiB wide\" (a tile whose rows are wider than 8 KiB is checksummed in
+boxes of 8 KiB of 128 rows, so that a read of a narrower chunk checks about its own bytes; a
+narrower tile in runs of 1 MiB of its bytes) or \"1 MiB runs\" (files written before boxes,
+and compressed tiles);
 where its tiles are compressed, whether their stored chunks are checksummed too (a master
 written before h5tile recorded them is checked through its decoded blocks instead).
 For a contiguous dataset h5tile wrote in the single-file layout, the same of the tiles written
@@ -41,13 +45,14 @@ Output: one line per dataset; with -l or -D one more line per tile, indented. Wi
 document {\"file\", \"datasets\": [{\"name\", \"dtype\", \"shape\", \"storage\", \"chunks\",
 \"bytes\", \"compression\", \"filters\", \"stored_bytes\", \"ratio\", \"virtual\": {\"layout\",
 \"chosen_by_auto\" ({\"ranks\", \"nodes\"} or null), \"generation\", \"tiles\", \"files\", \"checksummed\", \"not_checksummed\",
-\"chunks_checksummed\", \"chunks_not_checksummed\", \"tile_list\"},
+\"checksum_blocks\" ({\"kind\": \"boxes\" or \"runs\", \"block_bytes\", \"row_bytes\" (null for runs)} or
+null), \"chunks_checksummed\", \"chunks_not_checksummed\", \"tile_list\"},
 \"single\": {the same, layout \"h5tile-single\"}}]} (\"virtual\" and \"single\" only where they
 apply); \"compression\" is {\"codec\", \"level\", \"shuffle\"} or null (not compressed),
 \"filters\" HDF5's filter ids, \"stored_bytes\" and \"ratio\" null where not known (a tile file
 missing); \"tile_list\", present with -l or -D, holds per tile {\"offset\", \"shape\", \"file\",
 \"dataset\", \"source_offset\", \"within\", \"found\", \"path\", \"data_offset\", \"file_size\",
-\"checksummed\", \"chunks_checksummed\", \"compression\", \"filters\", \"stored_bytes\", \"ratio\",
+\"checksummed\", \"checksum_blocks\" (\"boxes\", \"runs\" or null), \"chunks_checksummed\", \"compression\", \"filters\", \"stored_bytes\", \"ratio\",
 \"min\", \"max\", \"nan\"}; \"chunks_checksummed\" is null where nothing is compressed.
 
 With DIR, a series folder (numbered checkpoints ckpt.<step>.h5 and the record `latest`, as
@@ -311,8 +316,8 @@ fn summary_row(info: &DatasetInfo, filtered: bool) -> Vec<String> {
     row
 }
 
-/// "h5tile VDS, generation 0123456789abcdef, 4 tiles in 4 files, checksummed" ("h5tile
-/// single-file, 4 tiles, checksummed").
+/// "h5tile VDS, generation 0123456789abcdef, 4 tiles in 4 files, checksummed (1 MiB boxes,
+/// 8 KiB wide)" ("h5tile single-file, 4 tiles, checksummed (...)").
 fn virtual_summary(vds: &VirtualInfo) -> String {
     let mut parts = vec![match vds.chosen_on {
         Some((ranks, nodes)) => format!(
@@ -337,7 +342,10 @@ fn virtual_summary(vds: &VirtualInfo) -> String {
     });
     let with_data = vds.tiles.iter().filter(|t| t.region.is_some()).count();
     parts.push(match vds.not_checksummed() {
-        0 if with_data > 0 => "checksummed".to_string(),
+        0 if with_data > 0 => match vds.checksums {
+            Some(scheme) => format!("checksummed ({})", scheme.describe()),
+            None => "checksummed".to_string(),
+        },
         n if n == with_data => "not checksummed".to_string(),
         n => format!("{n} of {with_data} tiles not checksummed"),
     });

@@ -3,12 +3,18 @@
 //! error naming the file, the tile and the byte range, not garbage returned as data.
 //!
 //! A tile's bytes (its contiguous dataset's storage, the tile's elements in row-major order)
-//! are cut into blocks of `BLOCK_BYTES` from the first; each block's checksum is XXH3-64 with
-//! seed 0 (`xxhash.xxh3_64_intdigest` in Python). A read checks only the blocks it touches.
+//! are cut into blocks of `BLOCK_BYTES` as the dataset's scheme says (`blocks`: boxes of
+//! `ROW_BYTES`-wide rows where the tile's rows are wider, else runs from the first byte); each
+//! block's checksum is XXH3-64 with seed 0 (`xxhash.xxh3_64_intdigest` in Python) of its bytes
+//! in the tile's order. A read checks only the blocks it touches.
 //!
 //! What the master's virtual dataset carries, as attributes (README, "Checksums in the master";
 //! in the single-file layout the dataset itself, with `single::TILES_ATTRIBUTE` naming its tiles):
-//! - `h5tile_checksum_block_bytes` (uint64, 1): the block size;
+//! - `h5tile_checksum_boxes` (uint64, 2: block bytes, row bytes): blocks are boxes
+//!   (`blocks::Scheme::Boxes`); or, in its stead, `h5tile_checksum_block_bytes` (uint64, 1):
+//!   the block size, blocks are runs (masters before boxes, compressed tiles). Readers that
+//!   know only runs find no block size in a master with boxes, and read it unchecked rather
+//!   than take its checksums for those of runs;
 //! - `h5tile_checksum_first` (uint64, tiles + 1): tile i's checksums are
 //!   `h5tile_checksums[first[i]:first[i+1]]`, in the order of the virtual mappings; none for
 //!   a tile cuFile wrote from device memory straight to the file (no host copy to sum);
@@ -26,6 +32,7 @@
 //! (such as h5py, whose HDF5 decodes the chunks); files written before the chunk checksums
 //! are read checking the blocks.
 
+use super::blocks::{BlockGrid, Scheme};
 use super::extremes::{Accumulator, Extremes};
 use crate::dtype::Dtype;
 use crate::platform::hdf5::{Attributes, Dataset};
@@ -35,7 +42,29 @@ use crate::status::Result;
 /// Bytes per checksummed block.
 pub(crate) const BLOCK_BYTES: u64 = 1 << 20;
 
+/// The width of a box's rows: a 1024-wide float64 chunk of a wide tile reads whole boxes.
+pub(crate) const ROW_BYTES: u64 = 8 << 10;
+
+/// How h5tile cuts uncompressed tiles.
+pub(crate) const BOXES: Scheme = Scheme::Boxes {
+    block: BLOCK_BYTES,
+    row: ROW_BYTES,
+};
+
+/// How h5tile cuts compressed tiles (their reads check the stored chunks; `h5tile check`
+/// and other readers check these blocks of the decoded bytes).
+pub(crate) const RUNS: Scheme = Scheme::Runs { block: BLOCK_BYTES };
+
+/// How h5tile cuts the tiles of a dataset it writes compressed or not.
+pub fn scheme_for(compressed: bool) -> Scheme {
+    match compressed {
+        true => RUNS,
+        false => BOXES,
+    }
+}
+
 pub const BLOCK_BYTES_ATTRIBUTE: &str = "h5tile_checksum_block_bytes";
+pub const BOXES_ATTRIBUTE: &str = "h5tile_checksum_boxes";
 pub const FIRST_ATTRIBUTE: &str = "h5tile_checksum_first";
 pub const CHECKSUMS_ATTRIBUTE: &str = "h5tile_checksums";
 pub const MIN_ATTRIBUTE: &str = "h5tile_tile_min";
@@ -51,6 +80,14 @@ pub(crate) const NONE: u64 = u64::MAX;
 /// `BlockSum`).
 pub fn block_sum(bytes: &[u8]) -> u64 {
     xxh3::oneshot(bytes)
+}
+
+/// The checksums of the blocks of a tile's `bytes`, cut as `grid` says (no extremes).
+pub fn block_sums(grid: BlockGrid, bytes: &[u8]) -> Vec<u64> {
+    let mut summing = Summing::new(Dtype::UInt8, grid);
+    summing.extremes = None;
+    summing.add(bytes);
+    summing.sums
 }
 
 /// The checksum of one block given in pieces: `block_sum` of the pieces joined.
@@ -80,25 +117,31 @@ impl BlockSum {
 const FUSED_PIECE: usize = 64 << 10;
 
 /// A tile's [`Summary`] taken from its bytes given in order, in pieces of any size (the
-/// compat path's staging buffers, whose pieces need not end on a block or an element).
+/// compat path's staging buffers, whose pieces need not end on a block or an element), its
+/// blocks those of `grid`.
 pub struct Summing {
     elem: usize,
+    grid: BlockGrid,
+    /// Each block's checksum, once all its bytes have come.
     sums: Vec<u64>,
-    block: BlockSum,
-    /// Bytes of the current block summed so far.
-    in_block: usize,
+    /// The blocks begun and not complete: their sum so far and how many bytes it took (one
+    /// at a time for runs; a row of boxes at a time for boxes).
+    open: std::collections::HashMap<u64, (BlockSum, u64)>,
+    /// The tile's bytes taken so far.
+    at: u64,
     extremes: Option<Accumulator>,
     /// The start of an element cut by the end of the last piece.
     carry: Vec<u8>,
 }
 
 impl Summing {
-    pub fn new(dtype: Dtype) -> Summing {
+    pub fn new(dtype: Dtype, grid: BlockGrid) -> Summing {
         Summing {
             elem: dtype.size(),
-            sums: Vec::new(),
-            block: BlockSum::new(),
-            in_block: 0,
+            sums: vec![0; grid.count() as usize],
+            grid,
+            open: Default::default(),
+            at: 0,
             extremes: Accumulator::new(dtype),
             carry: Vec::new(),
         }
@@ -128,22 +171,28 @@ impl Summing {
             acc.add(&whole[..cut]);
             self.carry.extend_from_slice(&whole[cut..]);
         }
+        // Bytes past the tile's (a caller's mistake) are not summed.
+        let room = self.grid.len().saturating_sub(self.at) as usize;
+        bytes = &bytes[..bytes.len().min(room)];
         while !bytes.is_empty() {
-            let take = (BLOCK_BYTES as usize - self.in_block).min(bytes.len());
-            self.block.add(&bytes[..take]);
-            self.in_block += take;
-            bytes = &bytes[take..];
-            if self.in_block == BLOCK_BYTES as usize {
-                self.sums.push(self.block.finish());
-                self.block = BlockSum::new();
-                self.in_block = 0;
+            let (k, _, left) = self.grid.locate(self.at);
+            let take = (left as usize).min(bytes.len());
+            let (sum, taken) = self.open.entry(k).or_insert((BlockSum::new(), 0));
+            sum.add(&bytes[..take]);
+            *taken += take as u64;
+            if *taken == self.grid.block_len(k) {
+                self.sums[k as usize] = sum.finish();
+                self.open.remove(&k);
             }
+            self.at += take as u64;
+            bytes = &bytes[take..];
         }
     }
 
     pub fn finish(mut self) -> Summary {
-        if self.in_block > 0 {
-            self.sums.push(self.block.finish());
+        // Blocks the bytes given did not complete are summed over what came.
+        for (k, (sum, _)) in self.open.drain() {
+            self.sums[k as usize] = sum.finish();
         }
         Summary {
             sums: Some(self.sums),
@@ -164,10 +213,18 @@ pub struct Summary {
 }
 
 impl Summary {
-    /// The summary of a tile's `bytes`, elements of `dtype`: one pass, block by block, each
-    /// block's extremes taken while it is still in the cache from being summed.
+    #[cfg(test)]
+    /// The summary of a tile's `bytes`, elements of `dtype`, in runs of `BLOCK_BYTES`: one pass,
+    /// block by block, each block's extremes taken while it is still in the cache from being
+    /// summed.
     pub fn of(dtype: Dtype, bytes: &[u8]) -> Summary {
-        let mut summing = Summing::new(dtype);
+        let runs = Scheme::Runs { block: BLOCK_BYTES };
+        Summary::of_grid(dtype, runs.grid(&[bytes.len() as u64], 1), bytes)
+    }
+
+    /// The summary of a tile's `bytes`, elements of `dtype`, its blocks those of `grid`.
+    pub fn of_grid(dtype: Dtype, grid: BlockGrid, bytes: &[u8]) -> Summary {
+        let mut summing = Summing::new(dtype, grid);
         bytes
             .chunks(BLOCK_BYTES as usize)
             .for_each(|block| summing.add(block));
@@ -231,9 +288,10 @@ impl Summary {
     }
 }
 
-/// Writes the summaries of a master's tiles (`summaries[i]` for mapping i) as attributes of
-/// its virtual dataset `dset` of element type `dtype`; nothing for what no tile has.
-pub fn record(dset: &Dataset, dtype: Dtype, summaries: &[Summary]) -> Result<()> {
+/// Writes the summaries of a master's tiles (`summaries[i]` for mapping i, blocks cut as
+/// `scheme` says) as attributes of its virtual dataset `dset` of element type `dtype`; nothing
+/// for what no tile has.
+pub fn record(dset: &Dataset, dtype: Dtype, scheme: Scheme, summaries: &[Summary]) -> Result<()> {
     let n = summaries.len() as u64;
     // Every tile's list one after the other, and where each starts.
     let lists = |(first_name, sums_name): (&str, &str),
@@ -251,7 +309,14 @@ pub fn record(dset: &Dataset, dtype: Dtype, summaries: &[Summary]) -> Result<()>
         Ok::<(), crate::status::Error>(())
     };
     if summaries.iter().any(|s| s.sums.is_some()) {
-        dset.write_u64_attribute(BLOCK_BYTES_ATTRIBUTE, &[1], &[BLOCK_BYTES])?;
+        match scheme {
+            Scheme::Runs { block } => {
+                dset.write_u64_attribute(BLOCK_BYTES_ATTRIBUTE, &[1], &[block])?
+            }
+            Scheme::Boxes { block, row } => {
+                dset.write_u64_attribute(BOXES_ATTRIBUTE, &[2], &[block, row])?
+            }
+        }
         lists((FIRST_ATTRIBUTE, CHECKSUMS_ATTRIBUTE), &|s| &s.sums)?;
     }
     if summaries.iter().any(|s| s.chunk_sums.is_some()) {
@@ -287,7 +352,7 @@ pub fn record(dset: &Dataset, dtype: Dtype, summaries: &[Summary]) -> Result<()>
 /// stored chunks.
 #[derive(Clone, Debug)]
 pub struct Recorded {
-    pub block: u64,
+    pub scheme: Scheme,
     blocks: Lists,
     chunks: Option<Lists>,
 }
@@ -339,13 +404,21 @@ impl Recorded {
     /// without). Chunk checksums that do not hang together are left out: the blocks are then
     /// checked.
     pub fn read(dset: &impl Attributes, count: usize) -> Option<Recorded> {
-        let (_, block) = dset.u64_attribute(BLOCK_BYTES_ATTRIBUTE)?;
-        let block = *block.first()?;
+        let scheme = match dset.u64_attribute(BOXES_ATTRIBUTE) {
+            Some((_, v)) => match v[..] {
+                [block, row] if block > 0 && row > 0 => Scheme::Boxes { block, row },
+                _ => return None,
+            },
+            None => match dset.u64_attribute(BLOCK_BYTES_ATTRIBUTE)?.1[..] {
+                [block, ..] if block > 0 => Scheme::Runs { block },
+                _ => return None,
+            },
+        };
         let blocks = Lists::read(dset, (FIRST_ATTRIBUTE, CHECKSUMS_ATTRIBUTE), count)?;
         let chunk_names = (CHUNK_FIRST_ATTRIBUTE, CHUNK_CHECKSUMS_ATTRIBUTE);
         let chunks = Lists::read(dset, chunk_names, count);
-        (block > 0).then_some(Recorded {
-            block,
+        Some(Recorded {
+            scheme,
             blocks,
             chunks,
         })
@@ -355,7 +428,7 @@ impl Recorded {
     /// a reader of a part of many tiles keeps those it needs.
     pub fn only(&self, keep: &[usize]) -> Recorded {
         Recorded {
-            block: self.block,
+            scheme: self.scheme,
             blocks: self.blocks.only(keep),
             chunks: self.chunks.as_ref().map(|c| c.only(keep)),
         }
@@ -405,7 +478,7 @@ mod tests {
         // Pieces cutting blocks and elements (8 bytes) anywhere, and a block's exact size.
         for piece in [1, 3, 8, 1000, block - 1, block, block + 5, 3 * block] {
             for dtype in [Dtype::Float64, Dtype::Int16, Dtype::UInt8] {
-                let mut summing = Summing::new(dtype);
+                let mut summing = Summing::new(dtype, RUNS.grid(&[bytes.len() as u64], 1));
                 bytes.chunks(piece).for_each(|p| summing.add(p));
                 let n = bytes.len() - bytes.len() % dtype.size();
                 let got = summing.finish();
@@ -418,8 +491,39 @@ mod tests {
                 }
             }
         }
-        let empty = Summing::new(Dtype::Float32).finish();
+        let empty = Summing::new(Dtype::Float32, RUNS.grid(&[0], 4)).finish();
         assert_eq!(empty, Summary::of(Dtype::Float32, &[]));
+    }
+
+    /// A wide tile summed in pieces of any size: each box's checksum is that of its rows'
+    /// bytes gathered in order, as a reader of a box computes it.
+    #[test]
+    fn a_wide_tile_is_summed_box_by_box_from_pieces_of_any_size() {
+        let shape = [300u64, 1500]; // float64 rows of 12000 bytes: boxes of 1024 x 128
+        let bytes: Vec<u8> = (0..300 * 1500 * 8u64)
+            .map(|i| (i * 2654435761 % 251) as u8)
+            .collect();
+        let grid = BOXES.grid(&shape, 8);
+        assert!(grid.is_boxes());
+        let want: Vec<u64> = (0..grid.count())
+            .map(|k| {
+                let gathered: Vec<u8> = (grid.runs(k).into_iter())
+                    .flat_map(|(s, n)| bytes[s as usize..(s + n) as usize].to_vec())
+                    .collect();
+                block_sum(&gathered)
+            })
+            .collect();
+        assert_eq!(want.len(), 3 * 2);
+        for piece in [7, 8192, 12000, 1 << 20, bytes.len()] {
+            let mut summing = Summing::new(Dtype::Float64, grid.clone());
+            bytes.chunks(piece).for_each(|p| summing.add(p));
+            assert_eq!(
+                summing.finish().sums.as_ref(),
+                Some(&want),
+                "pieces of {piece}"
+            );
+        }
+        assert_eq!(block_sums(grid, &bytes), want);
     }
 
     #[test]

@@ -9,7 +9,7 @@
 //! at the end of the axis holds fewer rows; HDF5 stores it padded to the chunk's shape, with
 //! zeros here.
 
-use super::checksums::{stored_sum, Summary, Summing};
+use super::checksums::{stored_sum, Summary, Summing, RUNS};
 use crate::dtype::Dtype;
 use crate::platform::codecs::{Decoder, Pipeline};
 use crate::platform::device::{copy_to_host, Buffer};
@@ -185,7 +185,7 @@ pub fn encode_chunks(
         // Host chunks are encoded where they lie; device ones, and a last chunk HDF5 stores
         // padded, are copied out first.
         let reader = scope.spawn(|| -> Result<Summary> {
-            let mut summing = Summing::new(dtype);
+            let mut summing = Summing::new(dtype, runs_of(chunks, &which));
             for i in which {
                 let (start, len) = chunks.range(i);
                 let (start, len) = ((start - base) as usize, len as usize);
@@ -267,6 +267,12 @@ pub fn encode_chunks(
     })
 }
 
+/// The blocks of the bytes of chunks `which`, summed one after the other: runs.
+fn runs_of(chunks: &Chunks, which: &std::ops::Range<u64>) -> crate::layout::blocks::BlockGrid {
+    let len: u64 = which.clone().map(|i| chunks.range(i).1).sum();
+    RUNS.grid(&[len], 1)
+}
+
 /// `encode_chunks` on the calling thread alone: with one thread a rank (a core each), handing
 /// chunks between a reader, an encoder and this thread only adds switches between them.
 fn encode_inline(
@@ -279,7 +285,7 @@ fn encode_inline(
 ) -> Result<Summary> {
     let base = chunks.range(which.start).0;
     let full = chunks.chunk_bytes();
-    let mut summing = Summing::new(dtype);
+    let mut summing = Summing::new(dtype, runs_of(chunks, &which));
     let mut encoder = pipeline.encoder();
     let (mut spare, mut out) = (Vec::new(), Vec::new());
     let mut sums = Vec::with_capacity((which.end - which.start) as usize);

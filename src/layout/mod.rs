@@ -15,6 +15,7 @@
 //! With `keep`, the new master starts as a copy of the old file, so it
 //! keeps datasets of earlier commits, and only the files no dataset maps any more go.
 
+pub mod blocks;
 pub mod checksums;
 pub mod chunks;
 pub mod extremes;

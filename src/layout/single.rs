@@ -92,7 +92,8 @@ pub fn record(file: &File, dataset: &str, dtype: Dtype, tiles: &[(Tile, Summary)
     let dset = Dataset::open(file, dataset)?;
     write_boxes(&dset, tiles[0].0.ndim(), tiles.iter().map(|(t, _)| t))?;
     let summaries: Vec<Summary> = tiles.iter().map(|(_, s)| s.clone()).collect();
-    super::checksums::record(&dset, dtype, &summaries)
+    // Compressed tiles are refused here when checksummed: every summed tile is in boxes.
+    super::checksums::record(&dset, dtype, super::checksums::BOXES, &summaries)
 }
 
 /// Records on `dset` each of `tiles` (of rank `ndim`): its offset then its shape

@@ -2,6 +2,7 @@
 //! records them, and the master holding the virtual dataset that maps the tiles. Reading any
 //! virtual dataset back is the read side's (`ops::read::mappings`, `ops::read::direct`).
 
+use super::blocks::Scheme;
 use super::checksums::Summary;
 use super::chunks::{encode_tile, Chunks, CHUNK_BYTES};
 use super::sync_path;
@@ -160,7 +161,8 @@ pub struct Source {
 pub const CHOSEN_ON_ATTRIBUTE: &str = "h5tile_chosen_on";
 
 /// Adds to the new master `file` the virtual dataset `dataset` of `global` shape whose
-/// elements come from `sources` (`summaries[i]` recording what `sources[i]`'s bytes were),
+/// elements come from `sources` (`summaries[i]` recording what `sources[i]`'s bytes were, in
+/// blocks cut as `scheme` says),
 /// with its index (`layout::index`) and, where `H5TILE_LAYOUT_AUTO` chose the layout, the
 /// ranks and nodes it saw (`chosen_on`); elements no source covers read as zero.
 pub fn add_virtual_dataset(
@@ -169,7 +171,7 @@ pub fn add_virtual_dataset(
     dtype: Dtype,
     global: &[u64],
     sources: &[Source],
-    (summaries, chosen_on): (&[Summary], Option<(usize, usize)>),
+    (summaries, scheme, chosen_on): (&[Summary], Scheme, Option<(usize, usize)>),
 ) -> Result<()> {
     let _l = hdf5::lock();
     let t = dtype.hdf5_type()?;
@@ -209,7 +211,7 @@ pub fn add_virtual_dataset(
             .flat_map(|s| [s.bytes.data_offset, s.bytes.file_size])
             .collect();
         dset.write_u64_attribute(TILE_BYTES_ATTRIBUTE, &[sources.len() as u64, 2], &bytes)?;
-        super::checksums::record(&dset, dtype, summaries)?;
+        super::checksums::record(&dset, dtype, scheme, summaries)?;
     }
     Ok(())
 }

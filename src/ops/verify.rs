@@ -9,6 +9,7 @@ use super::tile_io::byte_reads::{ByteReads, Mismatch};
 use super::tile_io::checked_blocks::SummedTile;
 use super::tile_io::compressed::{CompressedTile, Sums};
 use crate::geometry::tile::Tile;
+use crate::layout::blocks::Scheme;
 use crate::layout::subfile_generation;
 use crate::layout::subfiles::check_stamp;
 use crate::platform::hdf5::{self, Dataset, File};
@@ -28,11 +29,15 @@ pub struct Problem {
     pub what: String,
     /// For bytes that do not match their checksums: their range in the file, [start, end).
     pub bytes: Option<(u64, u64)>,
-    /// For a problem found reading the tile's bytes: those of its own bytes (in its row-major
-    /// order) that failed, [start, end): a run of blocks that do not match their checksums,
-    /// the rest of the tile from a block that cannot be read, or all of it when its checksums
-    /// cannot be applied or it does not decode. None for a problem of its source file.
+    /// For a problem found reading the tile's bytes: the span of its own bytes (in its
+    /// row-major order) that failed, [start, end): a run of blocks that do not match their
+    /// checksums (or a box, whose rows lie apart in that span), the rest of the tile from a
+    /// block that cannot be read, or all of it when its checksums cannot be applied or it does
+    /// not decode. None for a problem of its source file.
     pub tile_bytes: Option<(u64, u64)>,
+    /// How many of the tile's bytes failed (those of a box, not its span); 0 with no
+    /// `tile_bytes`.
+    pub failed_bytes: u64,
     /// The tile's bytes are in the dataset's own file (the single-file layout).
     pub in_own_file: bool,
 }
@@ -46,6 +51,7 @@ impl Problem {
             what: what.into(),
             bytes: None,
             tile_bytes: None,
+            failed_bytes: 0,
             in_own_file: tile.file == ".",
         }
     }
@@ -310,9 +316,9 @@ pub fn verify_tiles(
                 let info = datasets[d];
                 let Some(vds) = info.tiled() else { continue };
                 let tile = &vds.tiles[t];
-                let block = vds.checksum_block.unwrap_or(0);
+                let scheme = vds.checksums;
                 let problems =
-                    verify_checksums(&tile.path, tile, info.element_bytes, block, progress);
+                    verify_checksums(&tile.path, tile, info.element_bytes, scheme, progress);
                 *found[i].lock().unwrap_or_else(|e| e.into_inner()) = problems;
             });
         }
@@ -340,8 +346,8 @@ pub fn checksummed_bytes(tile: &TileInfo, elem: usize) -> u64 {
 }
 
 /// Reads `tile`'s bytes (elements of `elem` bytes) from the file at `path` (its source, or a
-/// copy of it) block by block (`block` bytes, as recorded) and compares each block with its
-/// recorded checksum, giving `progress` each block's length once checked. Returns the
+/// copy of it) block by block (cut as `scheme`, recorded, says) and compares each block with
+/// its recorded checksum, giving `progress` each block's length once checked. Returns the
 /// problems: a checksum count that does not fit the tile, a file too short, and each run of
 /// mismatching blocks with the bytes of the file that hold it (from its first byte to its
 /// last: in the single-file layout the rows between hold other tiles). Takes no lock: tiles
@@ -350,18 +356,27 @@ pub fn verify_checksums(
     path: &Path,
     tile: &TileInfo,
     elem: usize,
-    block: u64,
+    scheme: Option<Scheme>,
     progress: &dyn Fn(u64),
 ) -> Vec<Problem> {
     let len = tile.data_bytes(elem);
+    let block = scheme.map_or(0, Scheme::block);
     let problem = |what: String, bytes: Option<(u64, u64)>, failed: (u64, u64)| Problem {
         file: path.to_path_buf(),
         bytes,
         tile_bytes: Some(failed),
+        failed_bytes: failed.1 - failed.0,
         ..Problem::new(tile, what)
     };
     let (Some(sums), Some(place)) = (&tile.sums, tile.placement(elem)) else {
         return match (&tile.sums, &tile.within) {
+            // h5tile cuts compressed tiles in runs.
+            (Some(_), None) if !matches!(scheme, Some(Scheme::Runs { .. })) => {
+                let why = "records its checksums in boxes, which h5tile never does for a \
+                           compressed tile"
+                    .to_string();
+                vec![problem(why, None, (0, len))]
+            }
             (Some(sums), None) => verify_compressed(path, tile, elem, (sums, block), progress)
                 .map(|why| problem(why, None, (0, len)))
                 .into_iter()
@@ -370,19 +385,23 @@ pub fn verify_checksums(
         };
     };
     // h5tile sums 1 MiB blocks: a block far larger is a damaged record, not memory to take.
-    if block == 0 || block > MAX_BLOCK || sums.len() as u64 != len.div_ceil(block.max(1)) {
+    let shape = tile.region.as_ref().map_or(&[][..], |r| &r.shape[..]);
+    let grid = scheme
+        .filter(|_| block > 0 && block <= MAX_BLOCK)
+        .map(|s| s.grid(shape, elem));
+    let Some(grid) = grid.filter(|g| sums.len() as u64 == g.count()) else {
         let why = format!(
             "has {} recorded checksums for a tile of {len} bytes in blocks of {block}",
             sums.len()
         );
         return vec![problem(why, None, (0, len))];
-    }
+    };
     let file = match std::fs::File::open(path) {
         Ok(file) => file,
         Err(e) => return vec![problem(format!("cannot be read ({e})"), None, (0, len))],
     };
     // Planned a window of blocks at a time: a plan holds each block's ranges in the file.
-    let blocks = (0..len.div_ceil(block)).step_by(SURVEY_BLOCKS as usize);
+    let blocks = (0..grid.count()).step_by(SURVEY_BLOCKS as usize);
     let (mut mismatches, mut failed) = (Vec::new(), None);
     for first in blocks {
         let mut plan = ByteReads::new(0);
@@ -394,8 +413,7 @@ pub fn verify_checksums(
             file,
             tile: 0,
             place: &place,
-            len,
-            block,
+            grid: &grid,
             sums,
         };
         summed.plan_blocks(&mut plan, first..summed.blocks().min(first + SURVEY_BLOCKS));
@@ -415,10 +433,13 @@ pub fn verify_checksums(
     }
     let mut problems: Vec<Problem> = joined
         .into_iter()
-        .map(|m| problem(m.to_string(), Some((m.at, m.end)), m.label.in_tile))
+        .map(|m| Problem {
+            failed_bytes: m.label.bytes,
+            ..problem(m.to_string(), Some((m.at, m.end)), m.label.in_tile)
+        })
         .collect();
     if let Some((label, e)) = failed {
-        let k = label.in_tile.0 / block;
+        let k = label.block;
         let (at, end) = place.file_range(label.in_tile.0, label.in_tile.1);
         let what = match e.kind() {
             std::io::ErrorKind::UnexpectedEof => {

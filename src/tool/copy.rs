@@ -324,18 +324,14 @@ fn verify_copy(
         )));
     }
     for (info, tile) in &tiles {
-        let block = info
-            .virtual_info
-            .as_ref()
-            .and_then(|v| v.checksum_block)
-            .unwrap_or(0);
+        let scheme = info.virtual_info.as_ref().and_then(|v| v.checksums);
         let check = |path: &Path, count: bool| {
             let add = |n| {
                 if count {
                     progress(n)
                 }
             };
-            verify_checksums(path, tile, info.element_bytes, block, &add)
+            verify_checksums(path, tile, info.element_bytes, scheme, &add)
         };
         if let Some(problem) = check(&p.temporary, true).first() {
             // The copy's fault, or was the original already damaged?
@@ -392,7 +388,7 @@ fn same_but_renamed(datasets: &[DatasetInfo], copy: &Path, from: &str, to: &str)
             None => name.to_string(),
         };
         let tiles_match = va.tiles.len() == vb.tiles.len()
-            && va.checksum_block == vb.checksum_block
+            && va.checksums == vb.checksums
             && va.tiles.iter().zip(&vb.tiles).all(|(x, y)| {
                 x.region == y.region
                     && y.file == expected(&x.file)

@@ -84,6 +84,17 @@ impl VirtualInfo {
             .filter(|p| seen.insert(*p))
             .collect()
     }
+    /// How tile `tile` (of elements of `elem` bytes) is cut into checksummed blocks:
+    /// "boxes" or "runs"; None where it carries no checksums.
+    pub fn checksum_blocks(&self, tile: &TileInfo, elem: usize) -> Option<&'static str> {
+        let (scheme, region) = (self.checksums?, tile.region.as_ref()?);
+        tile.sums.as_ref()?;
+        Some(match scheme.grid(&region.shape, elem).is_boxes() {
+            true => "boxes",
+            false => "runs",
+        })
+    }
+
     /// Tiles that select elements but carry no checksums.
     pub fn not_checksummed(&self) -> usize {
         self.tiles

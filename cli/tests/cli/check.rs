@@ -291,3 +291,55 @@ fn check_names_a_truncated_subfile_by_its_size() {
         "{out}"
     );
 }
+
+/// A tile wider than 8 KiB rows is checksummed in boxes (`ls` says so, per dataset and per
+/// tile); a flipped bit fails its box alone, named by the block and its bytes, and the rest of
+/// the tile counts as verified.
+#[test]
+fn check_names_the_box_of_a_wide_tile_holding_a_flipped_bit() {
+    let d = tempfile::tempdir().unwrap();
+    let m = d.path().join("wide.h5");
+    let (rows, cols) = (256u64, 2048u64); // 4 MiB: 2 x 2 boxes of 128 rows of 8 KiB
+    let data: Vec<f64> = (0..rows * cols).map(|k| k as f64).collect();
+    let tiles = vec![LocalTile {
+        tile: Tile::new(vec![0, 0], vec![rows, cols]),
+        buf: host_bytes(&data),
+    }];
+    write_tiles(
+        &m,
+        "/w",
+        Dtype::Float64,
+        &[rows, cols],
+        tiles,
+        WriteOptions::default(),
+    )
+    .unwrap();
+    let doc = run_json(&["ls", "-l", s(&m)], 0);
+    let v = &doc["datasets"][0]["virtual"];
+    let blocks = serde_json::json!({"kind": "boxes", "block_bytes": 1 << 20, "row_bytes": 8192});
+    assert_eq!(v["checksum_blocks"], blocks);
+    assert_eq!(v["tile_list"][0]["checksum_blocks"], "boxes");
+    let (out, _) = run(&["ls", s(&m)], 0);
+    assert!(
+        out.contains("checksummed (1 MiB boxes, 8 KiB wide)"),
+        "{out}"
+    );
+    // Row 200, column 1500: box 3 (rows 128..256, columns 1024..2048).
+    let at = (200 * cols + 1500) * 8;
+    flip_tile_byte(&m, 0, at);
+    let (out, _) = run(&["check", s(&m)], 1);
+    let box_bytes = 1u64 << 20;
+    let first = (128 * cols + 1024) * 8;
+    let end = (255 * cols + 2048) * 8;
+    let says =
+        format!("(block 3 of the tile, a box of {box_bytes} bytes in its bytes {first}..{end})");
+    assert!(out.contains(&says), "{out}");
+    let doc = run_json(&["check", s(&m)], 1);
+    let dataset = &doc["files"][0]["datasets"][0];
+    assert_eq!(dataset["failed_bytes"], box_bytes);
+    assert_eq!(dataset["verified_bytes"], rows * cols * 8 - box_bytes);
+    assert_eq!(
+        dataset["problems"][0]["tile_bytes"],
+        serde_json::json!([first, end])
+    );
+}

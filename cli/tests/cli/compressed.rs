@@ -185,12 +185,12 @@ fn ls_says_whether_the_stored_chunks_of_compressed_tiles_are_checksummed() {
         out.lines().next().unwrap().to_string()
     };
     assert!(
-        line("/z").ends_with(", checksummed, stored chunks checksummed"),
+        line("/z").ends_with(", checksummed (1 MiB runs), stored chunks checksummed"),
         "{}",
         line("/z")
     );
     assert!(
-        line("/plain").ends_with(", checksummed"),
+        line("/plain").ends_with(", checksummed (1 MiB boxes, 8 KiB wide)"),
         "{}",
         line("/plain")
     );
@@ -198,7 +198,7 @@ fn ls_says_whether_the_stored_chunks_of_compressed_tiles_are_checksummed() {
     forget_chunk_checksums(&m, "/z");
     assert_eq!(chunks("/z"), (no.clone(), 2.into(), vec![no; 2]));
     assert!(
-        line("/z").ends_with(", checksummed, stored chunks not checksummed"),
+        line("/z").ends_with(", checksummed (1 MiB runs), stored chunks not checksummed"),
         "{}",
         line("/z")
     );

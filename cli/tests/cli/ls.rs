@@ -137,7 +137,8 @@ fn ls_describes_subfiles_and_plain_files() {
     let (out, _) = run(&["ls", s(&plain)], 0);
     assert_eq!(
         out.trim(),
-        "/x/y  float64  (6, 5)  contiguous  240 B  h5tile single-file, 4 tiles, checksummed"
+        "/x/y  float64  (6, 5)  contiguous  240 B  h5tile single-file, 4 tiles, checksummed \
+         (1 MiB boxes, 8 KiB wide)"
     );
     let (out, _) = run(&["check", s(&plain)], 0);
     assert!(

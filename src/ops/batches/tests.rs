@@ -425,6 +425,68 @@ fn each_rank_sums_each_block_it_touches_once() {
     }
 }
 
+/// Tiles wider than a box's row (8 KiB) are checksummed in boxes of 1024 x 128 float64:
+/// chunks on the boxes' grid read and sum just their own bytes, every layout; chunks across
+/// them sum each box once; a whole read reads each byte once.
+#[test]
+fn chunks_of_wide_tiles_read_their_own_boxes() {
+    use crate::ops::write::{Layout, LocalTile};
+    let d = tempfile::tempdir().unwrap();
+    let global = [512u64, 4096];
+    let tiles = [
+        Tile::new(vec![0, 0], vec![256, 4096]),
+        Tile::new(vec![256, 0], vec![256, 4096]),
+    ];
+    let data: Vec<Vec<f64>> = tiles.iter().map(big_values).collect();
+    let all = global.iter().product::<u64>() * 8;
+    for layout in [Layout::Vds, Layout::Subfiles, Layout::Single] {
+        let path = d.path().join(format!("wide-{}.h5", layout.c_name()));
+        let local = (tiles.iter().zip(&data))
+            .map(|(t, d)| LocalTile {
+                tile: t.clone(),
+                buf: host_bytes(d),
+            })
+            .collect();
+        let options = WriteOptions {
+            layout,
+            ..WriteOptions::default()
+        };
+        crate::testkit::write_tiles(&path, "/big", Dtype::Float64, &global, local, options)
+            .unwrap();
+        let read = |chunk: &[u64]| {
+            let mut it = Batches::open_share(
+                &Comm::solo(),
+                (0, 1),
+                &path,
+                "/big",
+                chunk,
+                &Default::default(),
+            )
+            .unwrap();
+            while let Some((tile, bytes)) = it.next_view().unwrap() {
+                let got: Vec<f64> = (bytes.chunks_exact(8))
+                    .map(|b| f64::from_ne_bytes(b.try_into().unwrap()))
+                    .collect();
+                assert!(got == big_values(&tile), "{layout:?}: chunk {tile}");
+            }
+            it.finish()
+        };
+        // 2 tiles of 2 x 4 boxes.
+        for chunk in [&[128u64, 1024][..], &[512, 4096], &[256, 2048]] {
+            let counts = read(chunk);
+            assert_eq!(
+                (counts.blocks_summed, counts.bytes_read),
+                (16, all),
+                "{layout:?} {chunk:?}"
+            );
+        }
+        // Half a box wide and deep: each box summed once, read once whole and 3 quarters again.
+        let counts = read(&[64, 512]);
+        assert_eq!(counts.blocks_summed, 16, "{layout:?}");
+        assert_eq!(counts.bytes_read, all + all * 3 / 4, "{layout:?}");
+    }
+}
+
 /// A damaged block fails every chunk that takes bytes of it, however many chunks touched
 /// it before (a block that did not match is never taken as checked), naming the file, the
 /// tile and the bytes; the chunks beside it still come whole.

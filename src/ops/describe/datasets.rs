@@ -109,7 +109,7 @@ pub(super) fn virtual_info(
         #[cfg(any(test, feature = "internals"))]
         generation: _generation,
         tiles,
-        checksum_block: records.recorded.as_ref().map(|r| r.block),
+        checksums: records.recorded.as_ref().map(|r| r.scheme),
         #[cfg(any(test, feature = "internals"))]
         chosen_on: records.chosen_on,
     }
@@ -212,7 +212,7 @@ pub(super) fn describe_single(
         #[cfg(any(test, feature = "internals"))]
         generation: None,
         tiles,
-        checksum_block: recorded.map(|r| r.block),
+        checksums: recorded.map(|r| r.scheme),
         #[cfg(any(test, feature = "internals"))]
         chosen_on: None,
     })

@@ -17,6 +17,7 @@ use datasets::{describe_dataset, describe_indexed};
 
 use crate::dtype::Dtype;
 use crate::geometry::tile::Tile;
+use crate::layout::blocks::Scheme;
 use crate::layout::index::{self};
 use crate::layout::placement::Placement;
 use crate::platform::codecs::{Compression, Pipeline};
@@ -202,8 +203,8 @@ pub struct VirtualInfo {
     #[cfg(any(test, feature = "internals"))]
     pub generation: Option<u64>,
     pub tiles: Vec<TileInfo>,
-    /// Block size of the recorded checksums (None: none recorded).
-    pub checksum_block: Option<u64>,
+    /// How the tiles are cut into checksummed blocks (None: no checksums recorded).
+    pub checksums: Option<Scheme>,
     /// Where `H5TILE_LAYOUT_AUTO` chose the layout: the ranks and the nodes they were on (None:
     /// the writer named the layout, or the master does not say).
     #[cfg(any(test, feature = "internals"))]

@@ -8,6 +8,7 @@
 use crate::dtype::Dtype;
 use crate::geometry::coverage;
 use crate::geometry::tile::Tile;
+use crate::layout::blocks::BlockGrid;
 use crate::layout::checksums::Recorded;
 use crate::layout::placement::Placement;
 use crate::layout::runs::box_runs;
@@ -63,7 +64,7 @@ impl TileChecks {
         let checksums = Recorded::read(dset, tiles.len())?;
         // Unreadable: HDF5 just read the dataset's header from it, so this is no record.
         let file = std::fs::File::open(path).ok()?;
-        let checked = CheckedBlocks::new(checksums.block.max(1));
+        let checked = CheckedBlocks::default();
         let id = file_id(&file).ok()?;
         Some(TileChecks {
             apart: None,
@@ -106,7 +107,7 @@ impl TileChecks {
     /// Returns false, having read nothing, unless every element of `want` lies in exactly one
     /// checksummed tile and the file stores `dtype` itself; then HDF5 reads, and `check`.
     pub fn read_checked(&mut self, want: &Tile, dtype: Dtype, buf: &mut [u8]) -> Result<bool> {
-        let block = self.checksums.block;
+        let block = self.checksums.scheme.block();
         if self.raw != Some(dtype) || !block.is_multiple_of(self.elem as u64) {
             return Ok(false);
         }
@@ -151,7 +152,7 @@ impl TileChecks {
             .try_clone()
             .map_err(|e| unreadable(&self.path, &e))?;
         let f = plan.add_file(file, self.path.clone(), 0, String::new());
-        let (elem, block) = (self.elem, self.checksums.block);
+        let (elem, scheme) = (self.elem, self.checksums.scheme);
         for (i, common) in parts {
             let tile = &self.tiles[*i];
             // (byte in the tile, byte in the buffer, length), in the tile's order.
@@ -163,13 +164,13 @@ impl TileChecks {
                 &common.shape,
                 elem,
             );
+            let grid = scheme.grid(&tile.shape, elem);
             let summed = SummedTile {
                 file: f,
                 tile: *i,
                 place: &Placement::rows_of(self.data_offset, &self.global, tile, elem),
-                len: tile.volume() as u64 * elem as u64,
-                block,
-                sums: self.sums(*i, tile)?,
+                grid: &grid,
+                sums: self.sums(*i, &grid, tile)?,
             };
             summed.plan_runs(&mut plan, &self.checked, runs, deliver);
         }
@@ -193,11 +194,11 @@ impl TileChecks {
     }
 
     /// Tile `i`'s recorded checksums (the caller knows it has some), as many as its bytes
-    /// have blocks.
-    fn sums(&self, i: usize, tile: &Tile) -> Result<&[u64]> {
+    /// have blocks (`grid`).
+    fn sums(&self, i: usize, grid: &BlockGrid, tile: &Tile) -> Result<&[u64]> {
         let sums = self.checksums.tile(i).unwrap_or_default();
-        let len = tile.volume() as u64 * self.elem as u64;
-        match sums.len() as u64 == len.div_ceil(self.checksums.block) {
+        let len = grid.len();
+        match sums.len() as u64 == grid.count() {
             true => Ok(sums),
             false => {
                 let why = format!("records {} checksums for its {len} bytes", sums.len());

@@ -4,7 +4,7 @@
 //! are shared among `io_threads()` workers, so a chunk made of many short rows reads as fast
 //! as one long run.
 
-use crate::layout::checksums::BlockSum;
+pub(crate) use super::block_check::{BlockLabel, Check, Mismatch};
 use crate::platform::device::io_threads;
 use std::fs::File;
 use std::io;
@@ -37,29 +37,20 @@ enum Run {
         row: usize,
         dsts: Vec<usize>,
     },
-    /// One checksummed block of `len` bytes, lying in the file as `ranges` (one run, or a
-    /// tile's rows in the single-file layout), read whole and summed piece by piece while
-    /// still in the cache, compared with `sum`, and its `parts` delivered: a range that lies
-    /// within one part is read straight into its place, the others through scratch. No parts:
-    /// the block is only checked (HDF5 reads it). `label` names it in a `Mismatch`. With `sum`
-    /// None, bytes of a block checked before (`checked_before`): read and delivered alike,
-    /// not summed.
+    /// Checksummed bytes, `len` of them, lying in the file as `ranges` (one run, a box's rows,
+    /// a tile's rows in the single-file layout), read whole and summed piece by piece while
+    /// still in the cache as `check` says (one block, or a band of boxes), and their `parts`
+    /// delivered: a range that lies within one part is read straight into its place, the
+    /// others through scratch. No parts: only checked (HDF5 reads them). `Check::Before`:
+    /// bytes of a block checked before (`checked_before`), read and delivered alike, not
+    /// summed.
     Verified {
         file: usize,
         ranges: Vec<(u64, usize)>,
         len: usize,
-        sum: Option<u64>,
+        check: Check,
         parts: Vec<Part>,
-        label: BlockLabel,
     },
-}
-
-/// Which block a checked run is, for its caller's error: the caller's number for the tile and
-/// the block's bytes within the tile.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct BlockLabel {
-    pub tile: usize,
-    pub in_tile: (u64, u64),
 }
 
 impl Run {
@@ -74,45 +65,6 @@ impl Run {
 /// Part of a checksummed block delivered to the buffer: (offset in the block, buffer byte,
 /// length).
 pub(crate) type Part = (usize, usize, usize);
-
-/// A block whose bytes do not match their checksum: the error a plan's run returns, for its
-/// caller to name the tile (`io::Error::get_ref` downcast).
-#[derive(Clone, Debug)]
-pub(crate) struct Mismatch {
-    /// The bytes of the file holding the block, from its first to its last.
-    pub at: u64,
-    pub end: u64,
-    pub label: BlockLabel,
-}
-
-impl std::fmt::Display for Mismatch {
-    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        // The file's bytes, then the tile's: in the single-file layout the first span also
-        // holds other tiles' rows, and the second says which of the tile's bytes are bad.
-        let (s, e) = self.label.in_tile;
-        write!(
-            f,
-            "bytes {}..{} do not match their checksum (bytes {s}..{e} of the tile)",
-            self.at, self.end
-        )
-    }
-}
-
-impl std::error::Error for Mismatch {}
-
-impl Mismatch {
-    /// Takes in `next` when it is the block after this one of the same tile, so that a run of
-    /// bad blocks is described once; says whether it did.
-    pub fn join(&mut self, next: &Mismatch) -> bool {
-        let follows =
-            next.label.tile == self.label.tile && next.label.in_tile.0 == self.label.in_tile.1;
-        if follows {
-            self.end = next.end;
-            self.label.in_tile.1 = next.label.in_tile.1;
-        }
-        follows
-    }
-}
 
 /// What reads have cost: blocks summed, and bytes read from files (a checked block counts
 /// whole).
@@ -215,15 +167,14 @@ impl ByteReads {
         });
     }
 
-    /// The block lying at `ranges` of `file`, checked against `sum`, with `parts` of it (in
-    /// the block's order) to the buffer; `label` names it if it does not match.
+    /// The bytes lying at `ranges` of `file` (one block, or a band of boxes), checked as
+    /// `check` says, with `parts` of them (in their order) to the buffer.
     pub fn verified(
         &mut self,
         file: usize,
         ranges: Vec<(u64, usize)>,
-        sum: u64,
+        check: Check,
         parts: Vec<Part>,
-        label: BlockLabel,
     ) {
         let len = ranges.iter().map(|r| r.1).sum();
         debug_assert!(parts
@@ -234,9 +185,8 @@ impl ByteReads {
             file,
             ranges,
             len,
-            sum: Some(sum),
+            check,
             parts,
-            label,
         });
     }
 
@@ -274,9 +224,8 @@ impl ByteReads {
                     file,
                     ranges: span,
                     len: end - start,
-                    sum: None,
+                    check: Check::Before(label),
                     parts: parts.collect(),
-                    label,
                 });
             }
             i = j;
@@ -285,14 +234,13 @@ impl ByteReads {
 
     /// The blocks this plan sums: once it has run without error, each matched.
     pub fn summed(&self) -> impl Iterator<Item = BlockLabel> + '_ {
-        self.runs.iter().filter_map(|run| match run {
-            Run::Verified {
-                sum: Some(_),
-                label,
-                ..
-            } => Some(*label),
-            _ => None,
-        })
+        self.runs
+            .iter()
+            .flat_map(|run| match run {
+                Run::Verified { check, .. } => check.summed(),
+                _ => &[],
+            })
+            .copied()
     }
 
     /// What running this plan costs.
@@ -319,7 +267,7 @@ impl ByteReads {
         let mut found = Vec::new();
         let mut scratch = Vec::new();
         for run in &self.runs {
-            let Run::Verified { label, ranges, .. } = run else {
+            let Run::Verified { check, ranges, .. } = run else {
                 debug_assert!(false, "a survey plans checks alone");
                 continue;
             };
@@ -327,8 +275,14 @@ impl ByteReads {
             match self.read(run, at, Vec::new(), &mut scratch) {
                 Ok(()) => {}
                 Err(e) => match e.get_ref().and_then(|e| e.downcast_ref::<Mismatch>()) {
-                    Some(m) => found.push(m.clone()),
-                    None => return (found, Some((*label, e))),
+                    Some(m) => {
+                        found.push(Mismatch {
+                            others: Vec::new(),
+                            ..m.clone()
+                        });
+                        found.extend(m.others.iter().cloned());
+                    }
+                    None => return (found, Some((check.label(), e))),
                 },
             }
             progress(run.len() as u64);
@@ -514,13 +468,12 @@ impl ByteReads {
                 file,
                 ranges,
                 len,
-                sum,
+                check,
                 parts,
-                label,
             } => {
                 let file = &self.files[*file].0;
                 let mut dsts = dsts;
-                let mut summed = BlockSum::new();
+                let mut summed = check.start();
                 // Block bytes (offset, length) read into scratch rather than into place.
                 let mut staged: Vec<(usize, usize)> = Vec::new();
                 let mut o = 0;
@@ -536,7 +489,7 @@ impl ByteReads {
                             &mut scratch[o..o + n]
                         }
                     };
-                    if sum.is_some() {
+                    if check.sums() {
                         let mut done = 0;
                         for part in into.chunks_mut(SUMMED_PIECE) {
                             file.read_exact_at(part, at + done as u64)?;
@@ -563,15 +516,7 @@ impl ByteReads {
                         k += 1;
                     }
                 }
-                match sum.is_none_or(|sum| summed.finish() == sum) {
-                    true => Ok(()),
-                    false => {
-                        let first = ranges.first().map_or(0, |r| r.0);
-                        let end = ranges.last().map_or(0, |r| r.0 + r.1 as u64);
-                        let (at, label) = (first, *label);
-                        Err(io::Error::other(Mismatch { at, end, label }))
-                    }
-                }
+                summed.finish(ranges).map_err(io::Error::other)
             }
         }
     }
@@ -665,13 +610,15 @@ mod tests {
         let sum = crate::layout::checksums::block_sum(&block);
         let label = BlockLabel {
             tile: 7,
+            block: 1,
             in_tile: (400, 800),
+            bytes: 400,
         };
         // Parts: rows 0 and 1 whole as one (straight into place), half of row 2, none of row 3.
         let parts = vec![(0, 1000, 200), (250, 10, 30)];
         let mut plan = ByteReads::new(1200);
         let a = plan.add_file(f, p.clone(), 0, "rows".into());
-        plan.verified(a, ranges.clone(), sum, parts.clone(), label);
+        plan.verified(a, ranges.clone(), Check::One(sum, label), parts.clone());
         let mut buf = vec![0xEEu8; 1200];
         plan.execute_on(1, &mut buf, |_, _, e| e).unwrap();
         assert_eq!(&buf[1000..1200], &block[..200]);
@@ -682,7 +629,7 @@ mod tests {
         std::fs::write(&p, &data).unwrap();
         let mut plan = ByteReads::new(1200);
         let a = plan.add_file(File::open(&p).unwrap(), p.clone(), 0, "rows".into());
-        plan.verified(a, ranges, sum, parts, label);
+        plan.verified(a, ranges, Check::One(sum, label), parts);
         let e = plan.execute_on(1, &mut buf, |_, _, e| e).unwrap_err();
         let m = e
             .get_ref()
@@ -705,7 +652,9 @@ mod tests {
         let block = gathered(&data, &ranges);
         let label = BlockLabel {
             tile: 0,
+            block: 0,
             in_tile: (0, 12000),
+            bytes: 12000,
         };
         // Far apart: one across two ranges (2900..3100), one within the last; close
         // together (gaps shorter than the parts): 64 bytes 36 apart, three times; apart (the

@@ -1,12 +1,14 @@
-//! Checked blocks: a tile h5tile checksummed is checked in blocks (1 MiB of its bytes, counted
-//! row by row within the tile), each compared with its recorded checksum. This is the one
-//! planner of those checks: which blocks a read touches, which parts of them go where, and
-//! which blocks a reader already checked (so that each is summed once). Direct reads, the
-//! single-file layout's checks and `h5tile check` all plan through it; `ByteReads` does the
-//! reading, and a block that does not match is its `Mismatch`.
+//! Checked blocks: a tile h5tile checksummed is checked in blocks (`layout::blocks`: boxes of
+//! a wide tile, else runs of 1 MiB of its bytes), each compared with its recorded checksum.
+//! This is the one planner of those checks: which blocks a read touches, which parts of them
+//! go where, and which blocks a reader already checked (so that each is summed once). Direct
+//! reads, the single-file layout's checks and `h5tile check` all plan through it; `ByteReads`
+//! does the reading, and a block that does not match is its `Mismatch`.
 
-use super::byte_reads::{BlockLabel, ByteReads, Mismatch, Part, ReadCounts};
+use super::byte_reads::{BlockLabel, ByteReads, Check, Mismatch, Part, ReadCounts};
+use crate::layout::blocks::{Band, BlockGrid};
 use crate::layout::placement::Placement;
+use std::collections::BTreeMap;
 use std::io;
 use std::path::PathBuf;
 
@@ -16,11 +18,10 @@ pub(crate) struct SummedTile<'a> {
     /// `BlockLabel`s name it so).
     pub file: usize,
     pub tile: usize,
-    /// Where the tile's bytes lie in the file, and how many there are.
+    /// Where the tile's bytes lie in the file.
     pub place: &'a Placement,
-    pub len: u64,
-    /// Bytes per block (the last one shorter), and one checksum per block.
-    pub block: u64,
+    /// Its blocks, and one checksum per block.
+    pub grid: &'a BlockGrid,
     pub sums: &'a [u64],
 }
 
@@ -28,7 +29,7 @@ impl SummedTile<'_> {
     /// Plans the blocks that `runs` touch: (byte in the tile, byte in the buffer, length), in
     /// the tile's order, as `layout::runs::box_runs` gives them. Each touched block is read
     /// whole and checked, unless `checked` has it. With `deliver` the runs' bytes go to their
-    /// places in the buffer (runs continuing each other joined, so a block wholly wanted in
+    /// places in the buffer (parts continuing each other joined, so a block wholly wanted in
     /// order is read straight into place); of a block checked before only those bytes are
     /// read, and nothing without `deliver`.
     pub fn plan_runs(
@@ -38,56 +39,106 @@ impl SummedTile<'_> {
         runs: impl IntoIterator<Item = (u64, u64, usize)>,
         deliver: bool,
     ) {
-        // The block being gathered and its parts: runs come in the tile's order.
-        let mut current: Option<(u64, Vec<Part>)> = None;
-        for (s, d, n) in runs {
+        let runs: Vec<(u64, u64, usize)> = runs.into_iter().collect();
+        // Each touched block's parts, gathered over all the runs: a row of a wide tile
+        // crosses several boxes, and a box is read once.
+        let mut blocks: BTreeMap<u64, Vec<Part>> = BTreeMap::new();
+        for &(s, d, n) in &runs {
             let (mut at, end, mut dst) = (s, s + n as u64, d as usize);
             while at < end {
-                let k = at / self.block;
-                let stop = end.min((k + 1) * self.block);
-                let n = (stop - at) as usize;
-                if current.as_ref().is_some_and(|(was, _)| *was != k) {
-                    let (was, parts) = current.take().expect("a block");
-                    self.plan_block(plan, checked, was, parts, deliver);
-                }
-                debug_assert!(current.as_ref().is_none_or(|(was, _)| *was <= k));
-                let (_, parts) = current.get_or_insert((k, Vec::new()));
-                let from = (at - k * self.block) as usize;
+                let (k, from, left) = self.grid.locate(at);
+                let n = left.min(end - at) as usize;
+                let parts = blocks.entry(k).or_default();
+                let from = from as usize;
                 match parts.last_mut() {
                     Some(p) if p.0 + p.2 == from && p.1 + p.2 == dst => p.2 += n,
                     _ if !deliver => {}
                     _ => parts.push((from, dst, n)),
                 }
-                at = stop;
+                at += n as u64;
                 dst += n;
             }
         }
-        if let Some((k, parts)) = current {
+        // Bands of boxes wholly touched and not checked yet are read in one go each: the
+        // same bytes as box by box, in long reads (a whole tile's read stays as fast).
+        let bands: Vec<Band> = (blocks.keys())
+            .filter_map(|&k| self.grid.band(k).filter(|b| b.first == k))
+            .filter(|b| {
+                (b.first..b.first + b.count)
+                    .all(|j| blocks.contains_key(&j) && !checked.contains(self.tile, j))
+            })
+            .collect();
+        let mut from = 0;
+        for band in &bands {
+            (band.first..band.first + band.count).for_each(|j| drop(blocks.remove(&j)));
+            // The runs' bytes within the band, in the band's order (runs are in the tile's).
+            while from < runs.len() && runs[from].0 + runs[from].2 as u64 <= band.start {
+                from += 1;
+            }
+            let mut parts: Vec<Part> = Vec::new();
+            for &(s, d, n) in runs[from..].iter().take_while(|r| r.0 < band.end) {
+                let (a, b) = (s.max(band.start), (s + n as u64).min(band.end));
+                if a >= b || !deliver {
+                    continue;
+                }
+                let (o, dst, n) = (
+                    (a - band.start) as usize,
+                    d as usize + (a - s) as usize,
+                    (b - a) as usize,
+                );
+                match parts.last_mut() {
+                    Some(p) if p.0 + p.2 == o && p.1 + p.2 == dst => p.2 += n,
+                    _ => parts.push((o, dst, n)),
+                }
+            }
+            self.plan_band(plan, band, parts);
+        }
+        for (k, parts) in blocks {
             self.plan_block(plan, checked, k, parts, deliver);
         }
     }
 
+    /// Plans reading `band` whole, each of its boxes checked, `parts` of it delivered.
+    fn plan_band(&self, plan: &mut ByteReads, band: &Band, parts: Vec<Part>) {
+        let mut ranges: Vec<(u64, usize)> = Vec::new();
+        for (at, n) in self.place.ranges(band.start, band.end) {
+            match ranges.last_mut() {
+                Some(last) if last.0 + last.1 as u64 == at => last.1 += n,
+                _ => ranges.push((at, n)),
+            }
+        }
+        let boxes = band.first..band.first + band.count;
+        let check = Check::Band {
+            line: band.line as usize,
+            col: band.col as usize,
+            sums: self.sums[boxes.start as usize..boxes.end as usize].to_vec(),
+            labels: boxes.map(|k| self.label(k)).collect(),
+        };
+        plan.verified(self.file, ranges, check, parts);
+    }
+
     /// Plans checking blocks `blocks` of the tile, nothing delivered (`h5tile check`).
+    /// Bands of boxes the range holds whole are read in one go each.
     pub fn plan_blocks(&self, plan: &mut ByteReads, blocks: std::ops::Range<u64>) {
-        for k in blocks {
-            plan.verified(
-                self.file,
-                self.ranges(k),
-                self.sums[k as usize],
-                Vec::new(),
-                self.label(k),
-            );
+        let mut k = blocks.start;
+        while k < blocks.end {
+            match self.grid.band(k) {
+                Some(band) if band.first == k && k + band.count <= blocks.end => {
+                    self.plan_band(plan, &band, Vec::new());
+                    k += band.count;
+                }
+                _ => {
+                    let check = Check::One(self.sums[k as usize], self.label(k));
+                    plan.verified(self.file, self.ranges(k), check, Vec::new());
+                    k += 1;
+                }
+            }
         }
     }
 
     /// How many blocks the tile has.
     pub fn blocks(&self) -> u64 {
-        self.len.div_ceil(self.block)
-    }
-
-    /// The tile's bytes in block `k`: from, to.
-    pub fn bytes_of(&self, k: u64) -> (u64, u64) {
-        (k * self.block, self.len.min((k + 1) * self.block))
+        self.grid.count()
     }
 
     fn plan_block(
@@ -102,25 +153,36 @@ impl SummedTile<'_> {
         match checked.contains(self.tile, k) {
             true if deliver => plan.checked_before(self.file, &ranges, &parts, self.label(k)),
             true => {}
-            false => plan.verified(
-                self.file,
-                ranges,
-                self.sums[k as usize],
-                parts,
-                self.label(k),
-            ),
+            false => {
+                let check = Check::One(self.sums[k as usize], self.label(k));
+                plan.verified(self.file, ranges, check, parts)
+            }
         }
     }
 
+    /// Where block `k`'s bytes lie in the file, in the block's order (neighbours joined).
     fn ranges(&self, k: u64) -> Vec<(u64, usize)> {
-        let (start, end) = self.bytes_of(k);
-        self.place.ranges(start, end)
+        let mut ranges: Vec<(u64, usize)> = Vec::new();
+        for (start, len) in self.grid.runs(k) {
+            for (at, n) in self.place.ranges(start, start + len) {
+                match ranges.last_mut() {
+                    Some(last) if last.0 + last.1 as u64 == at => last.1 += n,
+                    _ => ranges.push((at, n)),
+                }
+            }
+        }
+        ranges
     }
 
     fn label(&self, k: u64) -> BlockLabel {
+        let runs = self.grid.runs(k);
+        let first = runs.first().map_or(0, |r| r.0);
+        let end = runs.last().map_or(0, |r| r.0 + r.1);
         BlockLabel {
             tile: self.tile,
-            in_tile: self.bytes_of(k),
+            block: k,
+            in_tile: (first, end),
+            bytes: self.grid.block_len(k),
         }
     }
 }
@@ -128,24 +190,17 @@ impl SummedTile<'_> {
 /// The blocks one reader has found matching their checksums, per tile (the caller's number),
 /// with the file they were read from: a later read of the reader takes its bytes of such a
 /// block without reading the rest of it or summing it again (`ByteReads::checked_before`).
-/// Reads in row-major order of narrow boxes touch each block many times (a 1 MiB block holds
-/// 16 rows of a 8192-wide float64 tile, a 1024-wide box an eighth of each): each is summed
-/// once. A bit per block: a terabyte of tiles takes 128 KiB.
+/// Reads in row-major order of narrow boxes touch each block many times (in runs, a 1 MiB
+/// block holds 16 rows of a 8192-wide float64 tile, a 1024-wide box an eighth of each; boxes
+/// not on the chunks' grid are shared by neighbouring chunks too): each is summed once. A bit
+/// per block: a terabyte of tiles takes 128 KiB.
+#[derive(Default)]
 pub(crate) struct CheckedBlocks {
-    block: u64,
     /// Per tile: the file's (device, inode) and a bit per block.
     tiles: std::collections::HashMap<usize, ((u64, u64), Vec<u64>)>,
 }
 
 impl CheckedBlocks {
-    /// For tiles checked in blocks of `block` bytes.
-    pub fn new(block: u64) -> CheckedBlocks {
-        CheckedBlocks {
-            block,
-            tiles: Default::default(),
-        }
-    }
-
     /// Tile `tile`'s bytes are read from the file `id` names: what was checked in another
     /// file (one that has replaced it since) is forgotten.
     pub fn reading_from(&mut self, tile: usize, id: (u64, u64)) {
@@ -188,7 +243,7 @@ impl CheckedBlocks {
         let Some((_, bits)) = self.tiles.get_mut(&label.tile) else {
             return;
         };
-        let k = label.in_tile.0 / self.block;
+        let k = label.block;
         let word = (k / 64) as usize;
         if bits.len() <= word {
             bits.resize(word + 1, 0);
@@ -200,7 +255,9 @@ impl CheckedBlocks {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::layout::blocks::Scheme;
     use crate::layout::checksums::block_sum;
+    use crate::layout::runs::box_runs;
     use crate::ops::tile_io::byte_reads::file_id;
     use std::fs::File;
     use std::path::{Path, PathBuf};
@@ -231,8 +288,7 @@ mod tests {
             file: plan.add_file(file, path.to_path_buf(), 138, String::new()),
             tile,
             place: &PLACE,
-            len: 128,
-            block: 32,
+            grid: Box::leak(Box::new(Scheme::Runs { block: 32 }.grid(&[4, 8], 4))),
             sums,
         };
         (plan, summed)
@@ -259,7 +315,7 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let (path, bytes, sums) = tile_file(d.path());
         let runs = [(28, 0, 4), (60, 4, 4)];
-        let mut checked = CheckedBlocks::new(32);
+        let mut checked = CheckedBlocks::default();
         checked.reading_from(0, file_id(&File::open(&path).unwrap()).unwrap());
         let first = plan(&path, &sums, &checked, &runs, true);
         let counts = first.counts();
@@ -311,14 +367,83 @@ mod tests {
         assert!(!found[1].clone().join(&found[0]));
     }
 
+    /// A 10 x 12 tile of 2-byte elements (rows of 24 bytes) from byte 6 of a file, in boxes
+    /// 8 bytes wide and 32 in all (4 rows deep): 3 bands of 3 boxes. A read of a box's columns
+    /// reads and sums only the boxes it touches; a whole read reads each band in one go, and
+    /// finds a changed byte in its box.
+    #[test]
+    fn boxes_are_read_alone_for_narrow_reads_and_by_bands_for_wide_ones() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("wide");
+        let mut bytes: Vec<u8> = (0..246u32).map(|i| (i * 7 % 251) as u8).collect();
+        std::fs::write(&path, &bytes).unwrap();
+        let (shape, elem) = ([10u64, 12], 2usize);
+        let grid = Scheme::Boxes { block: 32, row: 8 }.grid(&shape, elem);
+        assert_eq!(grid.count(), 9);
+        let tile = &bytes[6..];
+        let sums: Vec<u64> = (0..9)
+            .map(|k| {
+                let gathered: Vec<u8> = (grid.runs(k).into_iter())
+                    .flat_map(|(s, n)| tile[s as usize..(s + n) as usize].to_vec())
+                    .collect();
+                block_sum(&gathered)
+            })
+            .collect();
+        let place = Placement::Run(6);
+        let read = |want: ([u64; 2], [u64; 2]), checked: &CheckedBlocks| {
+            let (at, box_shape) = want;
+            let runs = box_runs(&shape, &at, &box_shape, &[0, 0], &box_shape, elem);
+            let total = (box_shape[0] * box_shape[1]) as usize * elem;
+            let mut plan = ByteReads::new(total);
+            let file = File::open(&path).unwrap();
+            let summed = SummedTile {
+                file: plan.add_file(file, path.clone(), 246, String::new()),
+                tile: 0,
+                place: &place,
+                grid: &grid,
+                sums: &sums,
+            };
+            summed.plan_runs(&mut plan, checked, runs, true);
+            let counts = plan.counts();
+            let mut buf = vec![0u8; total];
+            let done = plan.execute(&mut buf, |_, _, e| e).map(|()| buf);
+            (counts, done)
+        };
+        let checked = CheckedBlocks::default();
+        // Columns 4..8 of rows 0..4: box 1 alone (its 4 rows of 8 bytes).
+        let (counts, got) = read(([0, 4], [4, 4]), &checked);
+        assert_eq!((counts.blocks_summed, counts.bytes_read), (1, 32));
+        let got = got.unwrap();
+        for r in 0..4 {
+            assert_eq!(&got[r * 8..r * 8 + 8], &tile[r * 24 + 8..r * 24 + 16]);
+        }
+        // The whole tile: every box summed, every byte read once, and delivered in order.
+        let (counts, got) = read(([0, 0], [10, 12]), &checked);
+        assert_eq!((counts.blocks_summed, counts.bytes_read), (9, 240));
+        assert_eq!(got.unwrap(), tile[..240]);
+        // A changed byte in row 5, column 11 (bytes 22..24 of the row): box 5 (band 1, box 2).
+        bytes[6 + 5 * 24 + 22] ^= 1;
+        std::fs::write(&path, &bytes).unwrap();
+        let e = read(([0, 0], [10, 12]), &checked).1.unwrap_err();
+        let m = e
+            .get_ref()
+            .and_then(|e| e.downcast_ref::<Mismatch>())
+            .unwrap();
+        assert_eq!((m.label.block, m.label.bytes, m.others.len()), (5, 32, 0));
+        // A read away from it still reads whole.
+        assert!(read(([0, 0], [4, 12]), &checked).1.is_ok());
+    }
+
     /// A reader's checked blocks, per tile and file: another file under the tile (one that
     /// replaced it) starts over.
     #[test]
     fn checked_blocks_are_kept_per_tile_and_file() {
-        let mut checked = CheckedBlocks::new(1 << 20);
+        let mut checked = CheckedBlocks::default();
         let label = |tile, k: u64| BlockLabel {
             tile,
+            block: k,
             in_tile: (k << 20, (k + 1) << 20),
+            bytes: 1 << 20,
         };
         checked.reading_from(3, (1, 10));
         checked.reading_from(4, (1, 11));

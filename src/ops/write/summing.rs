@@ -4,7 +4,8 @@
 
 use super::LocalTile;
 use crate::dtype::Dtype;
-use crate::layout::checksums::{self, Summary, Summing};
+use crate::layout::blocks::BlockGrid;
+use crate::layout::checksums::{self, Summary, Summing, BOXES};
 use crate::platform::device::{
     io_threads, watching_host_writes, watching_staged_writes, Buffer, Watch,
 };
@@ -26,31 +27,33 @@ pub fn summarized<T>(
     local: &LocalTile,
     write: impl FnOnce() -> Result<T>,
 ) -> Result<(T, Summary)> {
-    let len = local.tile.volume() as usize * dtype.size();
+    let grid = BOXES.grid(&local.tile.shape, dtype.size());
+    let len = grid.len() as usize;
     let bytes = match local.buf {
         Buffer::Host(bytes) => &bytes[..len],
         Buffer::Device(ptr, _) => {
-            let (written, summary) = summed_as_written(Shown::Staged, dtype, ptr.addr, len, write)?;
+            let (written, summary) =
+                summed_as_written(Shown::Staged, dtype, ptr.addr, grid, write)?;
             // cuFile shows nothing: "not checksummed".
             return Ok((written, summary.unwrap_or_default()));
         }
     };
     if bytes.len() < 4 * checksums::BLOCK_BYTES as usize {
         let written = write()?;
-        return Ok((written, Summary::of(dtype, bytes)));
+        return Ok((written, Summary::of_grid(dtype, grid, bytes)));
     }
     if io_threads() == 1 {
         let addr = bytes.as_ptr() as u64;
-        let (written, summary) = summed_as_written(Shown::Host, dtype, addr, len, write)?;
+        let (written, summary) = summed_as_written(Shown::Host, dtype, addr, grid.clone(), write)?;
         // Where the driver did not show every piece in order (HDF5 converted the elements
         // first, O_DIRECT, pieces written by several threads): summed now.
         return Ok((
             written,
-            summary.unwrap_or_else(|| Summary::of(dtype, bytes)),
+            summary.unwrap_or_else(|| Summary::of_grid(dtype, grid, bytes)),
         ));
     }
     std::thread::scope(|scope| {
-        let summary = scope.spawn(|| Summary::of(dtype, bytes));
+        let summary = scope.spawn(|| Summary::of_grid(dtype, grid, bytes));
         let written = write();
         let summary = summary
             .join()
@@ -68,20 +71,21 @@ pub enum Shown {
     Host,
 }
 
-/// Runs `write`, which writes the `len` bytes of memory at `addr`, summing them in the pieces
-/// the driver shows as it writes them (`shown`). None where the pieces seen are not all the
+/// Runs `write`, which writes the tile's bytes (`grid.len()`, its blocks `grid`'s) from memory
+/// at `addr`, summing them in the pieces the driver shows as it writes them (`shown`). None where the pieces seen are not all the
 /// tile's bytes in order (cuFile moves device memory with no host copy, and shows nothing).
 pub fn summed_as_written<T>(
     shown: Shown,
     dtype: Dtype,
     addr: u64,
-    len: usize,
+    grid: BlockGrid,
     write: impl FnOnce() -> Result<T>,
 ) -> Result<(T, Option<Summary>)> {
+    let len = grid.len() as usize;
     /// The address the next piece must come from, and the sums so far (None once a piece came
     /// from elsewhere).
     type Seen = (u64, Option<Summing>);
-    let seen: Rc<RefCell<Seen>> = Rc::new(RefCell::new((addr, Some(Summing::new(dtype)))));
+    let seen: Rc<RefCell<Seen>> = Rc::new(RefCell::new((addr, Some(Summing::new(dtype, grid)))));
     let to = seen.clone();
     let watch: Watch = Box::new(move |at: u64, bytes: &[u8]| {
         let (next, summing) = &mut *to.borrow_mut();
@@ -114,6 +118,7 @@ mod tests {
             .map(|i| (i * 131 % 251) as u8)
             .collect();
         let (addr, len) = (0x7f00_0000_0000u64, bytes.len());
+        let runs = || checksums::RUNS.grid(&[len as u64], 1);
         let pieces = |cut: usize| {
             let mut at = addr;
             for piece in bytes.chunks(cut) {
@@ -129,7 +134,7 @@ mod tests {
                 Ok(cut)
             };
             let (n, got) =
-                summed_as_written(Shown::Staged, Dtype::Float64, addr, len, write).unwrap();
+                summed_as_written(Shown::Staged, Dtype::Float64, addr, runs(), write).unwrap();
             assert_eq!(
                 (n, got.as_ref()),
                 (cut, Some(&whole)),
@@ -138,7 +143,7 @@ mod tests {
         }
         // cuFile: nothing staged, nothing summed.
         let (_, got) =
-            summed_as_written(Shown::Staged, Dtype::Float64, addr, len, || Ok(())).unwrap();
+            summed_as_written(Shown::Staged, Dtype::Float64, addr, runs(), || Ok(())).unwrap();
         assert_eq!(got, None);
         // Pieces that are not the tile's bytes in order are not trusted.
         let out_of_order = || {
@@ -148,20 +153,21 @@ mod tests {
             Ok(())
         };
         let (_, got) =
-            summed_as_written(Shown::Staged, Dtype::Float64, addr, len, out_of_order).unwrap();
+            summed_as_written(Shown::Staged, Dtype::Float64, addr, runs(), out_of_order).unwrap();
         assert_eq!(got, None);
         let short = || {
             staged_write(addr, &bytes[..len - 8]);
             Ok(())
         };
-        let (_, got) = summed_as_written(Shown::Staged, Dtype::Float64, addr, len, short).unwrap();
+        let (_, got) =
+            summed_as_written(Shown::Staged, Dtype::Float64, addr, runs(), short).unwrap();
         assert_eq!(got, None);
         // A failed write is the error, and leaves no watch behind.
         let failed = || -> Result<()> {
             staged_write(addr, &bytes);
             fail(H5TILE_ERR_IO, "disk full".to_string())
         };
-        let e = summed_as_written(Shown::Staged, Dtype::Float64, addr, len, failed).unwrap_err();
+        let e = summed_as_written(Shown::Staged, Dtype::Float64, addr, runs(), failed).unwrap_err();
         assert_eq!((e.status, e.message.as_str()), (H5TILE_ERR_IO, "disk full"));
         staged_write(addr, &bytes); // no watch: nothing to panic in
     }
@@ -179,7 +185,7 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let path = d.path().join("tile.h5");
         let tile = Tile::new(vec![0], vec![values.len() as u64]);
-        let (addr, len) = (bytes.as_ptr() as u64, bytes.len());
+        let addr = bytes.as_ptr() as u64;
         let write = || {
             vds::write_tile(
                 &path,
@@ -190,7 +196,8 @@ mod tests {
                 Durability::Never,
             )
         };
-        let (_, got) = summed_as_written(Shown::Host, Dtype::Float64, addr, len, write).unwrap();
+        let grid = BOXES.grid(&tile.shape, 8);
+        let (_, got) = summed_as_written(Shown::Host, Dtype::Float64, addr, grid, write).unwrap();
         assert_eq!(got, Some(Summary::of(Dtype::Float64, &bytes)));
     }
 }

@@ -6,7 +6,7 @@ use super::plan::Plan;
 use super::summing::summarized;
 use super::{Checkpoint, Commit, LayoutWriter};
 use crate::geometry::tile::Tile;
-use crate::layout::checksums::Summary;
+use crate::layout::checksums::{self, Summary};
 use crate::layout::{self, vds};
 use crate::platform::hdf5::File;
 use crate::platform::tile_bytes::{sync_paths, Durability};
@@ -98,13 +98,14 @@ pub fn master_of_sources(
             });
             summaries.push(record.summary.clone());
         }
+        let scheme = checksums::scheme_for(ck.options.compression.is_some());
         vds::add_virtual_dataset(
             &file,
             &field.dataset,
             field.dtype,
             &field.global,
             &sources,
-            (&summaries, ck.options.chosen_on),
+            (&summaries, scheme, ck.options.chosen_on),
         )?;
     }
     Ok(file)

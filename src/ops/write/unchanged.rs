@@ -12,7 +12,7 @@
 //! very pieces written.
 use super::messages::Placed;
 use super::{Checkpoint, LocalTile};
-use crate::layout::checksums::{block_sum, BLOCK_BYTES};
+use crate::layout::checksums::{self, BOXES};
 use crate::platform::device::Buffer;
 use crate::status::*;
 use std::cell::RefCell;
@@ -31,12 +31,11 @@ pub fn before(ck: &Checkpoint) -> Vec<Option<Vec<u64>>> {
         .collect()
 }
 
+/// The tile's block checksums as its write records them (`summing::summarized`: boxes).
 fn block_sums(ck: &Checkpoint, f: usize, local: &LocalTile, bytes: &[u8]) -> Vec<u64> {
-    let len = local.tile.volume() as usize * ck.fields[f].dtype.size();
-    bytes[..len]
-        .chunks(BLOCK_BYTES as usize)
-        .map(block_sum)
-        .collect()
+    let grid = BOXES.grid(&local.tile.shape, ck.fields[f].dtype.size());
+    let len = grid.len() as usize;
+    checksums::block_sums(grid, &bytes[..len])
 }
 
 /// Fails where a host tile of `ck` that this rank wrote (`placed`) no longer holds the bytes it
@@ -56,19 +55,18 @@ pub fn check(ck: &Checkpoint, before: &[Option<Vec<u64>>], placed: &[Placed]) ->
         let differs = (0..then.len()).find(|&b| now[b] != then[b] || recorded[b] != then[b]);
         if let Some(block) = differs {
             let field = &ck.fields[f];
-            let len = local.tile.volume() as u64 * field.dtype.size() as u64;
-            let from = block as u64 * BLOCK_BYTES;
+            let grid = BOXES.grid(&local.tile.shape, field.dtype.size());
             return fail(
                 H5TILE_ERR_INVALID_ARGUMENT,
                 format!(
-                    "tile {} {} of '{}' changed while it was being written (bytes {from} to {} \
-                     differ): an asynchronous write reads the caller's buffers until it \
-                     completes, unless H5TILE_SNAPSHOT copies them at the call; nothing was \
-                     committed, '{}' is as it was",
+                    "tile {} {} of '{}' changed while it was being written ({} differ): an \
+                     asynchronous write reads the caller's buffers until it completes, unless \
+                     H5TILE_SNAPSHOT copies them at the call; nothing was committed, '{}' is \
+                     as it was",
                     p.k,
                     local.tile,
                     field.dataset,
-                    (from + BLOCK_BYTES).min(len),
+                    grid.describe(block as u64),
                     ck.path.display(),
                 ),
             );
@@ -102,7 +100,7 @@ mod tests {
     use super::*;
     use crate::dtype::Dtype;
     use crate::geometry::tile::Tile;
-    use crate::layout::checksums::Summary;
+    use crate::layout::checksums::{Summary, BLOCK_BYTES};
     use crate::layout::vds::TileBytes;
     use crate::ops::write::messages::PlacedIn;
     use crate::ops::write::{Field, LocalTile, WriteOptions};
@@ -155,8 +153,8 @@ mod tests {
             assert_eq!(e.status, H5TILE_ERR_INVALID_ARGUMENT);
             let tile = &ck.fields[0].tiles[0].tile;
             let head = format!(
-                "tile 0 {tile} of '/u' changed while it was being written (bytes 1048576 to \
-                 2097152 differ)"
+                "tile 0 {tile} of '/u' changed while it was being written (bytes \
+                 1048576..2097152 of the tile differ)"
             );
             assert!(e.message.starts_with(&head), "{}", e.message);
             assert!(e.message.ends_with("'ck.h5' is as it was"), "{}", e.message);

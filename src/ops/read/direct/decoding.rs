@@ -4,6 +4,7 @@
 use super::super::mappings::{corrupt, locate_source, resolve_source, source_error};
 use super::{DirectReader, OPEN_SOURCES};
 use crate::geometry::tile::Tile;
+use crate::layout::blocks::Scheme;
 use crate::layout::vds::NO_OFFSET;
 use crate::ops::tile_io::compressed::{CompressedTile, Sums};
 use crate::status::{Error, Result};
@@ -81,7 +82,11 @@ impl DirectReader {
                     chunks: Some(chunks),
                 },
                 None => Sums {
-                    blocks: c.tile(d.mapping).map(|sums| (sums, c.block)),
+                    // h5tile cuts compressed tiles in runs; boxes are left unchecked here.
+                    blocks: match c.scheme {
+                        Scheme::Runs { block } => c.tile(d.mapping).map(|sums| (sums, block)),
+                        Scheme::Boxes { .. } => None,
+                    },
                     chunks: None,
                 },
             },

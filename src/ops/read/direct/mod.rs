@@ -158,9 +158,8 @@ impl DirectReader {
                 .map(Box::new),
             _ => None,
         };
-        let block = checksums.as_ref().map_or(1, |c| c.block.max(1));
         Ok(DirectReader {
-            checked: CheckedBlocks::new(block),
+            checked: CheckedBlocks::default(),
             counts: ReadCounts::default(),
             checksums,
             compressed: Box::new(DecodedTiles {

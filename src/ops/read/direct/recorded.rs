@@ -176,9 +176,10 @@ impl DirectReader {
             (None, None) => return Ok(false),
         };
         if let Some(sums) = self.checksums.as_ref().and_then(|c| c.tile(i)) {
-            let tile_len = m.region.volume() as u64 * elem as u64;
-            let block = self.checksums.as_ref().expect("checked").block;
-            if sums.len() as u64 != tile_len.div_ceil(block) {
+            let scheme = self.checksums.as_ref().expect("checked").scheme;
+            let grid = scheme.grid(&m.region.shape, elem);
+            let tile_len = grid.len();
+            if sums.len() as u64 != grid.count() {
                 let why = format!(
                     "the master records {} checksums for the tile's {tile_len} bytes",
                     sums.len()
@@ -194,8 +195,7 @@ impl DirectReader {
                 file: f,
                 tile: i,
                 place: &m.place(bytes.data_offset, elem),
-                len: tile_len,
-                block,
+                grid: &grid,
                 sums,
             };
             summed.plan_runs(plan, &self.checked, runs, deliver.is_some());
