@@ -11,7 +11,8 @@ box (coalesced), mapped once. Also nested.h5:/a/b/c (3-D float64).
 In both tiled layouts the master's checksums are checked as the README says a user would:
 each tile from the master's index (h5tile_tiles, h5tile_sources, h5tile_source_boxes), its
 bytes where h5tile_tile_bytes places them (one run, or its rows within a coalesced box),
-xxhash.xxh3_64_intdigest of each 1 MiB block of them; and its h5tile_tile_min/max/nan against
+xxhash.xxh3_64_intdigest of each 1 MiB block of them (its rows are narrower than the 8 KiB of
+a box's, so its blocks are runs); and its h5tile_tile_min/max/nan against
 numpy on each tile (none for complex).
 Exits non-zero on any mismatch, listing them all.
 
@@ -136,11 +137,13 @@ def check_checksums(path, label, name):
     with h5py.File(path, "r") as f:
         ds = f["data"]
         attrs = ds.attrs
-        for a in ("h5tile_checksum_block_bytes", "h5tile_checksum_first", "h5tile_checksums",
+        for a in ("h5tile_checksum_boxes", "h5tile_checksum_first", "h5tile_checksums",
                   "h5tile_tile_bytes"):
             if not expect(a in attrs, f"{label}: the master has no attribute {a}"):
                 return
-        block = int(attrs["h5tile_checksum_block_bytes"][0])
+        # Boxes of `row`-byte rows for tiles wider than that; these tiles are narrower, so
+        # their blocks are runs of `block` bytes (test_single.py checks wide tiles' boxes).
+        block, row = (int(x) for x in attrs["h5tile_checksum_boxes"])
         first, sums = attrs["h5tile_checksum_first"], attrs["h5tile_checksums"]
         places = attrs["h5tile_tile_bytes"]
         # The index: each tile's box, its file (empty: the previous tile's) and dataset, and
@@ -155,6 +158,7 @@ def check_checksums(path, label, name):
         itemsize = np.dtype(F.NUMPY[name]).itemsize
         for i, ((r0, c0), (h, w)) in enumerate(boxes):
             n = h * w * itemsize
+            expect(w * itemsize <= row, f"{label}: tile {i} is wider than a box's {row} bytes")
             offset = int(places[i][0])
             (b0, bc0), (_, bw) = within[i]
             with open(os.path.join(os.path.dirname(path), files[i]), "rb") as t:

@@ -895,3 +895,71 @@ def test_an_array_changed_while_written_without_snapshot_fails_or_is_consistent(
             with pytest.raises(h5tile.InvalidArgumentError, match="changed while"):
                 h5tile.fence()  # the fence reports it too
     assert changed_while_running  # the race was run
+
+
+def readme_block_runs(shape: tuple[int, ...], itemsize: int, attrs: Any) -> list[list[tuple[int, int]]]:
+    """Each checksummed block of a tile of `shape` as runs (first byte, length) of its bytes,
+    cut as README.md's "Checksums in the master" says, from the master's attributes alone."""
+    n = int(np.prod(shape)) * itemsize
+    if "h5tile_checksum_boxes" in attrs:
+        block, row = (int(x) for x in attrs["h5tile_checksum_boxes"])
+        if len(shape) >= 2 and shape[-1] * itemsize > row:
+            edge = [0] * len(shape)
+            edge[-1] = row // itemsize
+            depth = max(block // (edge[-1] * itemsize), 1)
+            for k in range(len(shape) - 2, -1, -1):
+                edge[k] = max(min(shape[k], depth), 1)
+                depth = max(depth // edge[k], 1)
+            blocks = []
+            for c in np.ndindex(*[-(-t // e) for t, e in zip(shape, edge)]):
+                lo = [ci * e for ci, e in zip(c, edge)]
+                hi = [min(a + e, t) for a, e, t in zip(lo, edge, shape)]
+                runs = []
+                for rows in np.ndindex(*[b - a for a, b in zip(lo[:-1], hi[:-1])]):
+                    first = np.ravel_multi_index([a + i for a, i in zip(lo[:-1], rows)] + [lo[-1]], shape)
+                    runs.append((int(first) * itemsize, (hi[-1] - lo[-1]) * itemsize))
+                blocks.append(runs)
+            return blocks
+    else:
+        block = int(attrs["h5tile_checksum_block_bytes"][0])
+    return [[(k, min(block, n - k))] for k in range(0, n, block)]
+
+
+def test_wide_tiles_are_checksummed_in_boxes_and_files_in_runs_still_read_and_check(scratch: Path) -> None:
+    """A tile whose rows are wider than 8 KiB carries box checksums that xxhash reproduces from
+    the README's rule; the same file with its master rewritten to the runs of files written
+    before boxes reads whole, and a flipped bit in it is still found."""
+    import xxhash
+    path = scratch / "wide.h5"
+    a = np.arange(300 * 1500, dtype=np.float64).reshape(300, 1500) * 0.5  # rows of 12000 bytes
+    h5tile.to_file(a, path, "d")
+    with h5py.File(path, "r") as f:
+        attrs = f["d"].attrs
+        assert [int(x) for x in attrs["h5tile_checksum_boxes"]] == [1 << 20, 8192]
+        assert "h5tile_checksum_block_bytes" not in attrs
+        blocks = readme_block_runs(a.shape, 8, attrs)
+        assert len(blocks) == 3 * 2
+        raw = a.tobytes()
+        got = [xxhash.xxh3_64_intdigest(b"".join(raw[s:s + n] for s, n in runs)) for runs in blocks]
+        assert got == [int(x) for x in attrs["h5tile_checksums"]]
+        tile = path.parent / f["d"].virtual_sources()[0].file_name
+        offset = int(attrs["h5tile_tile_bytes"][0][0])
+    # The master as h5tile wrote it before boxes: 1 MiB runs of the tile's bytes.
+    with h5py.File(path, "r+") as f:
+        attrs = f["d"].attrs
+        del attrs["h5tile_checksum_boxes"]
+        attrs["h5tile_checksum_block_bytes"] = np.array([1 << 20], dtype=np.uint64)
+        runs = readme_block_runs(a.shape, 8, attrs)
+        sums = [xxhash.xxh3_64_intdigest(b"".join(raw[s:s + n] for s, n in r)) for r in runs]
+        attrs["h5tile_checksum_first"] = np.array([0, len(sums)], dtype=np.uint64)
+        attrs["h5tile_checksums"] = np.array(sums, dtype=np.uint64)
+    assert np.array_equal(h5tile.from_file(path, "d"), a)
+    assert np.array_equal(h5tile.from_file(path, "d", region=(slice(10, 15), slice(1100, 1400))), a[10:15, 1100:1400])
+    with open(tile, "r+b") as t:
+        t.seek(offset + (250 * 1500 + 3) * 8)
+        byte = t.read(1)
+        t.seek(-1, 1)
+        t.write(bytes([byte[0] ^ 0x10]))
+    with pytest.raises(h5tile.CorruptError) as e:
+        h5tile.from_file(path, "d")
+    assert "do not match their checksum (bytes 2097152..3145728 of the tile)" in str(e.value)
