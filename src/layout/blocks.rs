@@ -64,6 +64,7 @@ impl Scheme {
     }
 
     /// In words, for `h5tile ls`.
+    #[cfg(any(test, feature = "internals"))]
     pub fn describe(self) -> String {
         let mib = |b: u64| match b % (1 << 20) {
             0 => format!("{} MiB", b >> 20),
@@ -149,6 +150,7 @@ impl BlockGrid {
     }
 
     /// Whether the blocks are boxes (else runs of the tile's bytes).
+    #[cfg(any(test, feature = "internals"))]
     pub fn is_boxes(&self) -> bool {
         self.boxes.is_some()
     }
@@ -187,20 +189,21 @@ impl BlockGrid {
         let n = b.shape.len();
         let line = b.shape[n - 1] * b.elem;
         let (mut rest, col) = (at / line, at % line);
-        // The element's coordinates, then its box's and its place in that box.
-        let mut coord = vec![0u64; n];
+        // The element's coordinates, then its box's and its place in that box (on the stack:
+        // a read plans a call per row of every box it touches).
+        let mut coord = [0u64; 32];
         coord[n - 1] = col / b.elem;
         for d in (0..n - 1).rev() {
             coord[d] = rest % b.shape[d];
             rest /= b.shape[d];
         }
         let (mut k, mut within) = (0u64, 0u64);
-        for d in 0..n {
-            let c = coord[d] / b.edge[d];
+        for (d, &x) in coord[..n].iter().enumerate() {
+            let c = x / b.edge[d];
             let lo = c * b.edge[d];
             let size = b.edge[d].min(b.shape[d] - lo);
             k = k * b.counts[d] + c;
-            within = within * size + (coord[d] - lo);
+            within = within * size + (x - lo);
         }
         let c = coord[n - 1] / b.edge[n - 1];
         let hi = ((c + 1) * b.edge[n - 1]).min(b.shape[n - 1]) * b.elem;

@@ -2,13 +2,18 @@
 //! order of their offsets, dealt over the ranks of a communicator, with the next chunk read by
 //! a background thread while the caller works on the current one.
 //!
+//! Where the rank has no core to spare (`io_threads() == 1`), `next` reads no chunk ahead: each
+//! goes straight into the caller's buffer when asked for.
+//!
 //! Memory held by an open iterator is one chunk (the read-ahead buffer; two with `next_view`,
 //! none while the first chunk goes straight into the caller's buffer), plus at most one chunk
 //! of HDF5 chunk cache for files whose storage chunks straddle the requested chunks; it never
 //! grows with the dataset.
 //!
-//! Checksums: a rank's chunks come in row-major order, so a chunk narrower than a tile shares the
-//! tile's 1 MiB blocks (whole rows of it) with the chunks beside it. The source keeps the blocks it
+//! Checksums: a tile whose rows are wider than 8 KiB is checked in boxes 8 KiB wide
+//! (`layout::blocks`), so a chunk on the boxes' grid reads and sums its own bytes alone. Elsewhere
+//! a chunk narrower than a tile shares the tile's 1 MiB blocks (whole rows of it, or boxes it
+//! does not cover) with the chunks beside it, and a rank's chunks come in row-major order. The source keeps the blocks it
 //! has checked (`tile_io::checked_blocks::CheckedBlocks`, a bit per block): each is read whole and
 //! summed once, for the first chunk touching it, and the chunks after read only their bytes of it.
 //! The dealing stays as documented (contiguous runs), so ranks share blocks only in the row of
@@ -215,11 +220,19 @@ impl Batches {
             len: room,
         };
         self.request(Target::Caller(bytes));
-        // The chunk after is read into the iterator's buffer once this one is in `buf`.
-        self.ahead(2);
+        // The chunk after is read into the iterator's buffer once this one is in `buf`, where
+        // the rank has a core to spare for it; else a read ahead would only take turns with
+        // the caller's work on its core, and add a copy: each chunk is read straight into
+        // the caller's buffer when asked for.
+        let spare_core = io_threads() > 1;
+        if spare_core {
+            self.ahead(2);
+        }
         let (tile, result, buffer) = self.receive()?;
         debug_assert!(buffer.is_none(), "read into the caller's buffer");
-        self.ahead(1);
+        if spare_core {
+            self.ahead(1);
+        }
         result.map(|()| Some(tile))
     }
 

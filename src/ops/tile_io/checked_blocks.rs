@@ -41,12 +41,26 @@ impl SummedTile<'_> {
     ) {
         let runs: Vec<(u64, u64, usize)> = runs.into_iter().collect();
         // Each touched block's parts, gathered over all the runs: a row of a wide tile
-        // crosses several boxes, and a box is read once.
+        // crosses several boxes, and a box is read once. A band of boxes one run covers
+        // whole, none checked before (a whole tile's read), is taken at once.
         let mut blocks: BTreeMap<u64, Vec<Part>> = BTreeMap::new();
+        let mut whole: Vec<(Band, usize)> = Vec::new();
         for &(s, d, n) in &runs {
             let (mut at, end, mut dst) = (s, s + n as u64, d as usize);
             while at < end {
                 let (k, from, left) = self.grid.locate(at);
+                // (Only where a box begins: the band's first box, at its first byte.)
+                let band = (from == 0).then(|| self.grid.band(k)).flatten();
+                if let Some(band) = band.filter(|b| {
+                    b.start == at
+                        && b.end <= end
+                        && (b.first..b.first + b.count).all(|j| !checked.contains(self.tile, j))
+                }) {
+                    whole.push((band, dst));
+                    dst += (band.end - band.start) as usize;
+                    at = band.end;
+                    continue;
+                }
                 let n = left.min(end - at) as usize;
                 let parts = blocks.entry(k).or_default();
                 let from = from as usize;
@@ -59,57 +73,114 @@ impl SummedTile<'_> {
                 dst += n;
             }
         }
-        // Bands of boxes wholly touched and not checked yet are read in one go each: the
-        // same bytes as box by box, in long reads (a whole tile's read stays as fast).
-        let bands: Vec<Band> = (blocks.keys())
-            .filter_map(|&k| self.grid.band(k).filter(|b| b.first == k))
-            .filter(|b| {
-                (b.first..b.first + b.count)
-                    .all(|j| blocks.contains_key(&j) && !checked.contains(self.tile, j))
-            })
-            .collect();
+        for (band, dst) in whole {
+            let part = vec![(0, dst, (band.end - band.start) as usize)];
+            let parts = if deliver { part } else { Vec::new() };
+            self.plan_band(plan, &band, band.first..band.first + band.count, parts);
+        }
+        // Boxes side by side in a band, touched and not checked yet (a chunk several boxes
+        // wide), are read together: their rows are one read each, not one per box.
         let mut from = 0;
-        for band in &bands {
-            (band.first..band.first + band.count).for_each(|j| drop(blocks.remove(&j)));
-            // The runs' bytes within the band, in the band's order (runs are in the tile's).
+        let mut keys = blocks.keys().copied().peekable();
+        let mut groups = Vec::new();
+        while let Some(k) = keys.next() {
+            let Some(band) = self
+                .grid
+                .band(k)
+                .filter(|_| !checked.contains(self.tile, k))
+            else {
+                continue;
+            };
+            let mut end = k + 1;
+            while keys.peek() == Some(&end)
+                && end < band.first + band.count
+                && !checked.contains(self.tile, end)
+            {
+                keys.next();
+                end += 1;
+            }
+            if end > k + 1 {
+                groups.push((band, k..end));
+            }
+        }
+        for (band, boxes) in groups {
+            boxes.clone().for_each(|j| drop(blocks.remove(&j)));
+            // The runs' bytes within these boxes, in their order (runs are in the tile's).
             while from < runs.len() && runs[from].0 + runs[from].2 as u64 <= band.start {
                 from += 1;
             }
-            let mut parts: Vec<Part> = Vec::new();
-            for &(s, d, n) in runs[from..].iter().take_while(|r| r.0 < band.end) {
-                let (a, b) = (s.max(band.start), (s + n as u64).min(band.end));
-                if a >= b || !deliver {
-                    continue;
-                }
-                let (o, dst, n) = (
-                    (a - band.start) as usize,
-                    d as usize + (a - s) as usize,
-                    (b - a) as usize,
-                );
-                match parts.last_mut() {
-                    Some(p) if p.0 + p.2 == o && p.1 + p.2 == dst => p.2 += n,
-                    _ => parts.push((o, dst, n)),
-                }
-            }
-            self.plan_band(plan, band, parts);
+            let within = runs[from..].iter().take_while(|r| r.0 < band.end);
+            let parts = match deliver {
+                true => self.band_parts(&band, &boxes, within),
+                false => Vec::new(),
+            };
+            self.plan_band(plan, &band, boxes, parts);
         }
         for (k, parts) in blocks {
             self.plan_block(plan, checked, k, parts, deliver);
         }
     }
 
-    /// Plans reading `band` whole, each of its boxes checked, `parts` of it delivered.
-    fn plan_band(&self, plan: &mut ByteReads, band: &Band, parts: Vec<Part>) {
-        let mut ranges: Vec<(u64, usize)> = Vec::new();
-        for (at, n) in self.place.ranges(band.start, band.end) {
-            match ranges.last_mut() {
-                Some(last) if last.0 + last.1 as u64 == at => last.1 += n,
-                _ => ranges.push((at, n)),
+    /// Where the bytes of `runs` (byte in the tile, byte in the buffer, length) that lie in
+    /// boxes `boxes` of `band` go: parts of those boxes' rows one after another.
+    fn band_parts<'r>(
+        &self,
+        band: &Band,
+        boxes: &std::ops::Range<u64>,
+        runs: impl Iterator<Item = &'r (u64, u64, usize)>,
+    ) -> Vec<Part> {
+        let (lo, hi) = self.columns(band, boxes);
+        let width = hi - lo;
+        let mut parts: Vec<Part> = Vec::new();
+        for &(s, d, n) in runs {
+            let (first, end) = (s.max(band.start), (s + n as u64).min(band.end));
+            let mut row = first.saturating_sub(band.start) / band.line;
+            while first < end && band.start + row * band.line < end {
+                let line = band.start + row * band.line;
+                let (a, b) = ((line + lo).max(first), (line + hi).min(end));
+                if a < b {
+                    let o = (row * width + a - line - lo) as usize;
+                    let (dst, n) = (d as usize + (a - s) as usize, (b - a) as usize);
+                    match parts.last_mut() {
+                        Some(p) if p.0 + p.2 == o && p.1 + p.2 == dst => p.2 += n,
+                        _ => parts.push((o, dst, n)),
+                    }
+                }
+                row += 1;
             }
         }
-        let boxes = band.first..band.first + band.count;
+        parts
+    }
+
+    /// The bytes of each row of `band` that boxes `boxes` hold: from, to.
+    fn columns(&self, band: &Band, boxes: &std::ops::Range<u64>) -> (u64, u64) {
+        let lo = (boxes.start - band.first) * band.col;
+        (lo, ((boxes.end - band.first) * band.col).min(band.line))
+    }
+
+    /// Plans reading boxes `boxes` of `band` together (their part of each of its rows), each
+    /// box checked, `parts` of them delivered.
+    fn plan_band(
+        &self,
+        plan: &mut ByteReads,
+        band: &Band,
+        boxes: std::ops::Range<u64>,
+        parts: Vec<Part>,
+    ) {
+        let (lo, hi) = self.columns(band, &boxes);
+        let mut ranges: Vec<(u64, usize)> = Vec::new();
+        let mut line = band.start;
+        while line < band.end {
+            for (at, n) in self.place.ranges(line + lo, line + hi) {
+                match ranges.last_mut() {
+                    Some(last) if last.0 + last.1 as u64 == at => last.1 += n,
+                    _ => ranges.push((at, n)),
+                }
+            }
+            line += band.line;
+        }
         let check = Check::Band {
-            line: band.line as usize,
+            line: (hi - lo) as usize,
             col: band.col as usize,
             sums: self.sums[boxes.start as usize..boxes.end as usize].to_vec(),
             labels: boxes.map(|k| self.label(k)).collect(),
@@ -124,7 +195,7 @@ impl SummedTile<'_> {
         while k < blocks.end {
             match self.grid.band(k) {
                 Some(band) if band.first == k && k + band.count <= blocks.end => {
-                    self.plan_band(plan, &band, Vec::new());
+                    self.plan_band(plan, &band, k..k + band.count, Vec::new());
                     k += band.count;
                 }
                 _ => {
@@ -416,6 +487,19 @@ mod tests {
         let got = got.unwrap();
         for r in 0..4 {
             assert_eq!(&got[r * 8..r * 8 + 8], &tile[r * 24 + 8..r * 24 + 16]);
+        }
+        // Columns 2..10 of rows 1..7: boxes 0-2 of bands 0 and 1, each band's three read
+        // together (their rows of 24 bytes), the 2 x 3 boxes summed.
+        let (counts, got) = read(([1, 2], [6, 8]), &checked);
+        assert_eq!((counts.blocks_summed, counts.bytes_read), (6, 2 * 96));
+        let got = got.unwrap();
+        for r in 0..6 {
+            let row = (r + 1) * 24;
+            assert_eq!(
+                &got[r * 16..r * 16 + 16],
+                &tile[row + 4..row + 20],
+                "row {r}"
+            );
         }
         // The whole tile: every box summed, every byte read once, and delivered in order.
         let (counts, got) = read(([0, 0], [10, 12]), &checked);
