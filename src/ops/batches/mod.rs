@@ -11,11 +11,12 @@
 //! grows with the dataset.
 //!
 //! Checksums: a tile whose rows are wider than 8 KiB is checked in boxes 8 KiB wide
-//! (`layout::blocks`), so a chunk on the boxes' grid reads and sums its own bytes alone. Elsewhere
-//! a chunk narrower than a tile shares the tile's 1 MiB blocks (whole rows of it, or boxes it
-//! does not cover) with the chunks beside it, and a rank's chunks come in row-major order. The source keeps the blocks it
-//! has checked (`tile_io::checked_blocks::CheckedBlocks`, a bit per block): each is read whole and
-//! summed once, for the first chunk touching it, and the chunks after read only their bytes of it.
+//! (`layout::blocks`), so a chunk on the boxes' grid reads and sums its own bytes alone.
+//! Elsewhere a chunk narrower than a tile shares the tile's 1 MiB blocks (whole rows of it, or
+//! boxes it does not cover) with the chunks beside it, and a rank's chunks come in row-major
+//! order. The source keeps the blocks it has checked
+//! (`tile_io::checked_blocks::CheckedBlocks`, a bit per block): each is read whole and summed
+//! once, for the first chunk touching it, and the chunks after read only their bytes of it.
 //! The dealing stays as documented (contiguous runs), so ranks share blocks only in the row of
 //! chunks where one run ends and the next begins.
 //!
