@@ -278,11 +278,21 @@ fn opening_checks_the_dataset_and_the_chunk_shape() {
 /// unequal widths (500 x 400 and 500 x 500; 2 blocks of checksums each, the blocks
 /// ending mid-row), written in `layout`.
 fn write_big(path: &Path, layout: crate::ops::write::Layout) {
-    use crate::ops::write::LocalTile;
     let tiles: Vec<Tile> = BIG_TILES
         .iter()
         .map(|&(r, c, h, w)| Tile::new(vec![r, c], vec![h, w]))
         .collect();
+    write_big_values(path, &BIG, &tiles, layout);
+}
+
+/// Writes `/big` of `global` shape as `tiles`, each holding `big_values`.
+fn write_big_values(
+    path: &Path,
+    global: &[u64],
+    tiles: &[Tile],
+    layout: crate::ops::write::Layout,
+) {
+    use crate::ops::write::LocalTile;
     let data: Vec<Vec<f64>> = tiles.iter().map(big_values).collect();
     let local = tiles
         .iter()
@@ -296,7 +306,7 @@ fn write_big(path: &Path, layout: crate::ops::write::Layout) {
         layout,
         ..WriteOptions::default()
     };
-    crate::testkit::write_tiles(path, "/big", Dtype::Float64, &BIG, local, options).unwrap();
+    crate::testkit::write_tiles(path, "/big", Dtype::Float64, global, local, options).unwrap();
 }
 
 const BIG: [u64; 2] = [1000, 900];
@@ -430,29 +440,17 @@ fn each_rank_sums_each_block_it_touches_once() {
 /// them sum each box once; a whole read reads each byte once.
 #[test]
 fn chunks_of_wide_tiles_read_their_own_boxes() {
-    use crate::ops::write::{Layout, LocalTile};
+    use crate::ops::write::Layout;
     let d = tempfile::tempdir().unwrap();
     let global = [512u64, 4096];
     let tiles = [
         Tile::new(vec![0, 0], vec![256, 4096]),
         Tile::new(vec![256, 0], vec![256, 4096]),
     ];
-    let data: Vec<Vec<f64>> = tiles.iter().map(big_values).collect();
     let all = global.iter().product::<u64>() * 8;
     for layout in [Layout::Vds, Layout::Subfiles, Layout::Single] {
         let path = d.path().join(format!("wide-{}.h5", layout.c_name()));
-        let local = (tiles.iter().zip(&data))
-            .map(|(t, d)| LocalTile {
-                tile: t.clone(),
-                buf: host_bytes(d),
-            })
-            .collect();
-        let options = WriteOptions {
-            layout,
-            ..WriteOptions::default()
-        };
-        crate::testkit::write_tiles(&path, "/big", Dtype::Float64, &global, local, options)
-            .unwrap();
+        write_big_values(&path, &global, &tiles, layout);
         let read = |chunk: &[u64]| {
             let mut it = Batches::open_share(
                 &Comm::solo(),
