@@ -130,6 +130,17 @@ impl Check {
     }
 }
 
+/// The byte of the file at offset `o` of a run lying at `ranges`.
+fn file_at(ranges: &[(u64, usize)], mut o: usize) -> u64 {
+    for &(at, n) in ranges {
+        if o < n {
+            return at + o as u64;
+        }
+        o -= n;
+    }
+    ranges.last().map_or(0, |r| r.0 + r.1 as u64)
+}
+
 /// The sums of a run's bytes so far.
 pub(crate) struct Summer<'c> {
     check: &'c Check,
@@ -160,13 +171,13 @@ impl Summer<'_> {
     }
 
     /// Compares the sums with the blocks' checksums, the run lying at `ranges` of its file;
-    /// the first bad block with the others, if any.
+    /// the first bad block with the others, if any, each with the bytes of the file from its
+    /// first to its last.
     pub fn finish(self, ranges: &[(u64, usize)]) -> Result<(), Mismatch> {
-        let first = ranges.first().map_or(0, |r| r.0);
-        let end = ranges.last().map_or(0, |r| r.0 + r.1 as u64);
-        let bad = |label: BlockLabel| Mismatch {
-            at: first,
-            end,
+        let total: usize = ranges.iter().map(|r| r.1).sum();
+        let bad = |label: BlockLabel, (first, last): (usize, usize)| Mismatch {
+            at: file_at(ranges, first),
+            end: file_at(ranges, last) + 1,
             label,
             others: Vec::new(),
         };
@@ -174,11 +185,21 @@ impl Summer<'_> {
             Check::Before(_) => Vec::new(),
             Check::One(sum, label) => match self.sums[0].finish() == *sum {
                 true => Vec::new(),
-                false => vec![bad(*label)],
+                false => vec![bad(*label, (0, total.saturating_sub(1)))],
             },
-            Check::Band { sums, labels, .. } => (self.sums.iter().zip(sums).zip(labels))
-                .filter(|((got, want), _)| got.finish() != **want)
-                .map(|(_, label)| bad(*label))
+            // Box c: from its piece of the first row to its piece of the last.
+            Check::Band {
+                line,
+                col,
+                sums,
+                labels,
+            } => (self.sums.iter().zip(sums).zip(labels).enumerate())
+                .filter(|(_, ((got, want), _))| got.finish() != **want)
+                .map(|(c, (_, label))| {
+                    let last_row = (total / line).saturating_sub(1) * line;
+                    let last = last_row + ((c + 1) * col).min(*line) - 1;
+                    bad(*label, (c * col, last))
+                })
                 .collect(),
         };
         match found.is_empty() {
@@ -240,20 +261,26 @@ mod tests {
         let mut summer = check.start();
         summer.add(&bad);
         let m = summer.finish(&[(100, 30)]).unwrap_err();
+        // Box 2 is bytes 8..10 of each row: of the file's 100..130, 108 to 129.
         assert_eq!(
             (m.at, m.end, m.label, m.others.len()),
-            (100, 130, labels[2], 0)
+            (108, 130, labels[2], 0)
         );
         assert_eq!(
             m.to_string(),
-            "bytes 100..130 do not match their checksum (block 2 of the tile, a box of 6 \
+            "bytes 108..130 do not match their checksum (block 2 of the tile, a box of 6 \
              bytes in its bytes 8..30)"
         );
         bad[0] ^= 1;
         let mut summer = check.start();
         summer.add(&bad);
-        let m = summer.finish(&[(100, 30)]).unwrap_err();
+        // Rows apart in the file (the single-file layout): box 0 is 0..4 of each.
+        let m = summer
+            .finish(&[(100, 10), (200, 10), (300, 10)])
+            .unwrap_err();
         assert_eq!((m.label, m.others[0].label), (labels[0], labels[2]));
+        assert_eq!((m.at, m.end), (100, 304));
+        assert_eq!((m.others[0].at, m.others[0].end), (108, 310));
     }
 
     #[test]
