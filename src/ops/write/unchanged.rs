@@ -12,7 +12,8 @@
 //! very pieces written.
 use super::messages::Placed;
 use super::{Checkpoint, LocalTile};
-use crate::layout::checksums::{self, BOXES};
+use crate::layout::blocks::BlockGrid;
+use crate::layout::checksums;
 use crate::platform::device::Buffer;
 use crate::status::*;
 use std::cell::RefCell;
@@ -31,9 +32,16 @@ pub fn before(ck: &Checkpoint) -> Vec<Option<Vec<u64>>> {
         .collect()
 }
 
-/// The tile's block checksums as its write records them (`summing::summarized`: boxes).
+/// The blocks of `local` (of field `f`) as the write cuts them: in boxes, or in runs where it
+/// compresses (`checksums::scheme_for`).
+fn grid_of(ck: &Checkpoint, f: usize, local: &LocalTile) -> BlockGrid {
+    let scheme = checksums::scheme_for(ck.options.compression.is_some());
+    scheme.grid(&local.tile.shape, ck.fields[f].dtype.size())
+}
+
+/// The tile's block checksums as its write records them.
 fn block_sums(ck: &Checkpoint, f: usize, local: &LocalTile, bytes: &[u8]) -> Vec<u64> {
-    let grid = BOXES.grid(&local.tile.shape, ck.fields[f].dtype.size());
+    let grid = grid_of(ck, f, local);
     let len = grid.len() as usize;
     checksums::block_sums(grid, &bytes[..len])
 }
@@ -55,7 +63,7 @@ pub fn check(ck: &Checkpoint, before: &[Option<Vec<u64>>], placed: &[Placed]) ->
         let differs = (0..then.len()).find(|&b| now[b] != then[b] || recorded[b] != then[b]);
         if let Some(block) = differs {
             let field = &ck.fields[f];
-            let grid = BOXES.grid(&local.tile.shape, field.dtype.size());
+            let grid = grid_of(ck, f, local);
             return fail(
                 H5TILE_ERR_INVALID_ARGUMENT,
                 format!(
@@ -108,13 +116,27 @@ mod tests {
     /// A checkpoint of one tile whose buffer holds `now`, and the record of its write having
     /// summed `then`.
     fn written<'a>(now: &'a [u8], then: &[u8], may_change: bool) -> (Checkpoint<'a>, Placed) {
-        let tile = Tile::new(vec![8], vec![(now.len() / 8) as u64]);
+        let shape = [(now.len() / 8) as u64];
+        let (ck, mut placed) = written_as(now, &shape, None, may_change);
+        placed.summary = Summary::of(Dtype::Float64, then);
+        (ck, placed)
+    }
+
+    /// A checkpoint of one float64 tile of `shape` whose buffer holds `now`, stored with
+    /// `compression`, and the record of its write having summed `now` as it cuts its blocks.
+    fn written_as<'a>(
+        now: &'a [u8],
+        shape: &[u64],
+        compression: Option<crate::platform::codecs::Compression>,
+        may_change: bool,
+    ) -> (Checkpoint<'a>, Placed) {
+        let tile = Tile::new(vec![0; shape.len()], shape.to_vec());
         let ck = Checkpoint {
             path: "ck.h5".into(),
             fields: vec![Field {
                 dataset: "/u".into(),
                 dtype: Dtype::Float64,
-                global: vec![8 + now.len() as u64 / 8],
+                global: shape.to_vec(),
                 tiles: vec![LocalTile {
                     tile,
                     buf: Buffer::Host(now),
@@ -123,9 +145,12 @@ mod tests {
             attributes: Vec::new(),
             options: WriteOptions {
                 buffers_may_change: may_change,
+                compression,
                 ..WriteOptions::default()
             },
         };
+        let scheme = checksums::scheme_for(compression.is_some());
+        let summary = Summary::of_grid(Dtype::Float64, scheme.grid(shape, 8), now);
         let placed = Placed {
             k: 0,
             placed_in: PlacedIn::OwnFile,
@@ -133,9 +158,40 @@ mod tests {
                 data_offset: 0,
                 file_size: 0,
             },
-            summary: Summary::of(Dtype::Float64, then),
+            summary,
         };
         (ck, placed)
+    }
+
+    /// A wide tile's write records boxes, a compressed one's runs (its stored chunks are
+    /// checked on reading): the sums taken before compare with what each records, and an
+    /// unchanged buffer passes either way; a changed one fails naming its block.
+    #[test]
+    fn a_wide_tile_is_compared_in_the_blocks_its_write_records() {
+        use crate::platform::codecs::{Codec, Compression};
+        let shape = [256u64, 2048]; // rows of 16 KiB: 2 x 2 boxes, or 4 runs
+        let then: Vec<u8> = (0..256 * 2048 * 8).map(|i| (i % 251) as u8).collect();
+        let mut now = then.clone();
+        now[(200 * 2048 + 1500) * 8] ^= 1;
+        let zstd = Compression::new(Codec::Zstd, 1, true).unwrap();
+        for (compression, says) in [
+            (
+                None,
+                "(block 3, elements [128:256, 1024:2048] of the tile differ)",
+            ),
+            (Some(zstd), "(bytes 3145728..4194304 of the tile differ)"),
+        ] {
+            let (ck, placed) = written_as(&then, &shape, compression, true);
+            let sums = before(&ck);
+            assert_eq!(
+                check(&ck, &sums, std::slice::from_ref(&placed)),
+                Ok(()),
+                "{compression:?}"
+            );
+            let (ck, _) = written_as(&now, &shape, compression, true);
+            let e = check(&ck, &sums, &[placed]).unwrap_err();
+            assert!(e.message.contains(says), "{}", e.message);
+        }
     }
 
     #[test]
