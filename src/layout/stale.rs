@@ -100,6 +100,28 @@ pub fn remove_stale(
     first_error.map_or(Ok(()), Err)
 }
 
+/// After this write's lock is released: where another process's commit has replaced this
+/// write's master since its cleanup looked (that commit's cleanup spared this write's files,
+/// its lock being held then), removes this write's files that the master on disk does not
+/// map. What fails is left for the next write's cleanup: garbage, not data.
+pub fn remove_own_if_replaced(master: &Path, generation: u64, committed: Committed) {
+    if committed.still_at(master) {
+        return;
+    }
+    let Ok(referenced) = referenced_files(master) else {
+        return;
+    };
+    let Ok(entries) = std::fs::read_dir(tile_dir(master)) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if generation_of(&name) == Some(generation) && !referenced.contains(&name) {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+}
+
 /// Whether another process is writing `master` now: a lock file of another generation is held.
 fn live_writes(master: &Path, generation: u64) -> bool {
     let parent = master

@@ -373,7 +373,7 @@ fn run<W: LayoutWriter>(
     };
     let tiles = W::IN_TILE_DIR.then_some(dir.as_path());
     let (result, committed) = match result {
-        Ok(_) => commit_on_root(comm, ck, plan.generation, tiles, finish),
+        Ok(_) => commit_on_root(comm, ck, plan, tiles, finish),
         Err(e) => (Err(e), false),
     };
     if result.is_err() && !committed {
@@ -396,11 +396,11 @@ fn run<W: LayoutWriter>(
 fn commit_on_root(
     comm: &Comm,
     ck: &Checkpoint,
-    generation: u64,
+    plan: &Plan,
     tiles: Option<&Path>,
     finish: impl FnOnce(&Path) -> Result<()>,
 ) -> (Result<()>, bool) {
-    let path = ck.path.as_path();
+    let (path, generation) = (ck.path.as_path(), plan.generation);
     let sync = !ck.options.no_sync;
     let mut committed = false;
     let result = crate::status::catch_panic(|| {
@@ -419,12 +419,21 @@ fn commit_on_root(
             }
         };
         committed = true;
-        match sync {
+        let cleaned = match sync {
             true => layout::sync_parent(path),
             false => Ok(()),
         }
-        .and_then(|()| layout::remove_stale(path, generation, mine, ck.options.keep_others))
-        .map_err(|e| {
+        .and_then(|()| layout::remove_stale(path, generation, mine, ck.options.keep_others));
+        // Released, then a last look: a commit over this one whose cleanup ran while this
+        // write's lock was held spared its files.
+        drop(
+            plan.in_flight
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .take(),
+        );
+        layout::remove_own_if_replaced(path, generation, mine);
+        cleaned.map_err(|e| {
             Error::new(
                 e.status,
                 format!(

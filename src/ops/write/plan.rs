@@ -17,8 +17,9 @@ pub struct Plan {
     /// Every rank's tiles in the order of their `k` (rank 0 only).
     pub all: Option<Vec<Vec<Planned>>>,
     /// Held by rank 0 until the commit's cleanup is done, so that another process's cleanup
-    /// leaves this write's files alone (`layout::in_flight`).
-    pub _in_flight: Option<layout::in_flight::WriteLock>,
+    /// leaves this write's files alone (`layout::in_flight`); the commit then takes it to
+    /// release it and look once more (`layout::remove_own_if_replaced`).
+    pub in_flight: std::sync::Mutex<Option<layout::in_flight::WriteLock>>,
 }
 
 impl Plan {
@@ -91,7 +92,7 @@ pub fn plan(comm: &Comm, ck: &Checkpoint) -> Result<Plan> {
     Ok(Plan {
         generation: generation[0],
         all,
-        _in_flight: lock,
+        in_flight: std::sync::Mutex::new(lock),
     })
 }
 

@@ -140,6 +140,33 @@ fn a_cleanup_after_another_process_committed_over_it_keeps_that_commit_s_files()
     assert!(left.iter().all(|n| !a_files.contains(n)), "{left:?}");
 }
 
+/// A's cleanup ran while its master was still in place; B then committed over it, its own
+/// cleanup sparing A's files (A's lock held). A, once its lock is released, looks again and
+/// removes its own files: nothing is left beside B's commit.
+#[test]
+fn a_write_replaced_while_its_lock_was_held_removes_its_own_files_after_it() {
+    let d = tempfile::tempdir().unwrap();
+    let path = d.path().join("f.h5");
+    write_slabs(&path, 0.0, 2).unwrap();
+    let a = layout::generation_of(&tile_names(&path)[0]).unwrap();
+    let tmp = layout::temporary_master(&path, a);
+    std::fs::copy(&path, &tmp).unwrap();
+    let mine = layout::commit(&tmp, &path, Some(&layout::tile_dir(&path)), false).unwrap();
+    layout::remove_own_if_replaced(&path, a, mine);
+    assert_eq!(
+        tile_names(&path).len(),
+        3,
+        "still A's master: nothing removed"
+    );
+    let a_lock = layout::in_flight::WriteLock::take(&path, a).unwrap();
+    write_slabs(&path, 1000.0, 3).unwrap();
+    assert_eq!(tile_names(&path).len(), 3 + 2);
+    drop(a_lock);
+    layout::remove_own_if_replaced(&path, a, mine);
+    assert_eq!(tile_names(&path).len(), 2, "{:?}", tile_names(&path));
+    assert_eq!(read_all(&path).unwrap(), expected(1000.0));
+}
+
 #[test]
 fn a_write_failing_before_commit_keeps_the_old_dataset_and_removes_its_own_files() {
     let d = tempfile::tempdir().unwrap();
