@@ -112,13 +112,13 @@ pub struct Band {
 }
 
 impl Boxes {
-    /// The first byte of the box at `at` of `shape` in the tile, and its rows' length.
-    fn rows_of(&self, at: &[u64], shape: &[u64]) -> (u64, u64) {
+    /// The first byte in the tile of the box whose first element is at `at`.
+    fn first_byte(&self, at: &[u64]) -> u64 {
         let first = at
             .iter()
             .zip(&self.shape)
             .fold(0, |acc, (a, t)| acc * t + a);
-        (first * self.elem, shape[shape.len() - 1] * self.elem)
+        first * self.elem
     }
 
     /// Box `k`'s first element and shape (clipped at the tile's edges).
@@ -221,7 +221,7 @@ impl BlockGrid {
         let (at, shape) = b.place(first);
         let line = b.shape[n - 1] * b.elem;
         let rows: u64 = shape[..n - 1].iter().product();
-        let (start, _) = b.rows_of(&at, &shape);
+        let start = b.first_byte(&at);
         Some(Band {
             first,
             count: across,
