@@ -7,11 +7,13 @@
  *                                                   pwrite into a new file of its own
  *                                                   (FILE.rK), no fsync: what H5TILE_NO_SYNC
  *                                                   writes are compared with
- *   bench_h5tile read_pairs  FILE ROWS COLS N        each rank reads its row slab 2N times into one
- *                                                   buffer, checked and H5TILE_READ_NO_VERIFY
+ *   bench_h5tile read_pairs  FILE ROWS COLS N [OTHER] each rank reads its row slab 2N times into
+ *                                                   one buffer, checked and H5TILE_READ_NO_VERIFY
  *                                                   taking turns (which goes first alternating),
  *                                                   after one untimed read of each; a JSON line
- *                                                   a read with its "kind"
+ *                                                   a read with its "kind". With OTHER (the same
+ *                                                   data in another layout), both checked: FILE
+ *                                                   (kind "file") and OTHER (kind "other")
  *   bench_h5tile write_grid  FILE ROWS COLS NTILES   NTILES tiles (a square grid) written by the
  *                                                   ranks, each a consecutive share of the tiles
  *                                                   in row-major order (one process: all of
@@ -534,34 +536,33 @@ int main(int argc, char **argv) {
     }
 
     if (strcmp(mode, "read_pairs") == 0) {
-        /* In one process, so the pair shares everything but the check: no launch, no first
-           touch of the buffer or of the library's memory, the same page cache. */
+        /* In one process, so the pair shares everything but what is compared (the check, or
+           the file's layout): no launch, no first touch of the buffer or of the library's
+           memory, the same page cache. */
+        const char *other = argc > 6 ? argv[6] : NULL;
+        const char *kinds[2] = {other ? "file" : "checked", other ? "other" : "no_verify"};
         buf = big_alloc(tile_bytes);
         memset(buf, 0, tile_bytes);
         /* One read of each kind first, not timed: the file's first open and the library's
            first allocations. */
-        for (int unchecked = 0; unchecked < 2; unchecked++) {
+        for (uint64_t i = 0; i < 2 + 2 * n; i++) {
+            /* first, second; second, first; ... */
+            const int second = i < 2 ? (int)i : (int)((i - 2 + (i - 2) / 2) % 2);
             h5tile_read_options ro = h5tile_read_options_default();
-            if (unchecked) ro.flags |= H5TILE_READ_NO_VERIFY;
-            check(h5tile_read(MPI_COMM_WORLD, path, "/data", H5TILE_FLOAT64, 2, off, shp, buf, &ro),
-                  "read");
-        }
-        for (uint64_t i = 0; i < 2 * n; i++) {
-            int unchecked = (int)((i + i / 2) % 2); /* checked, unchecked; unchecked, checked; ... */
-            h5tile_read_options ro = h5tile_read_options_default();
-            if (unchecked) ro.flags |= H5TILE_READ_NO_VERIFY;
+            if (second && !other) ro.flags |= H5TILE_READ_NO_VERIFY;
+            const char *file = second && other ? other : path;
             MPI_Barrier(MPI_COMM_WORLD);
             double start = MPI_Wtime();
-            check(h5tile_read(MPI_COMM_WORLD, path, "/data", H5TILE_FLOAT64, 2, off, shp, buf, &ro),
+            check(h5tile_read(MPI_COMM_WORLD, file, "/data", H5TILE_FLOAT64, 2, off, shp, buf, &ro),
                   "read");
             MPI_Barrier(MPI_COMM_WORLD);
             double seconds = MPI_Wtime() - start;
             double local = sum(buf, nr * cols), all = 0;
             MPI_Reduce(&local, &all, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
-            if (rank == 0)
+            if (rank == 0 && i >= 2)
                 printf("{\"mode\": \"read_pairs\", \"kind\": \"%s\", \"ranks\": %d, \"seconds\": %.6f, "
                        "\"bytes\": %llu, \"sum\": %.17g}\n",
-                       unchecked ? "no_verify" : "checked", size, seconds,
+                       kinds[second], size, seconds,
                        (unsigned long long)(rows * cols * sizeof(double)), all);
             fflush(stdout);
         }

@@ -24,6 +24,7 @@ class Report(RoundsTables, AfterRoundsTables):
             self.report_throughput(rows, checks)
         if self.wants("h5tile"):
             parts["verify"] = self.report_verify(checks)
+            parts["layouts"] = self.report_layouts(checks)
         if self.wants("subfiles"):
             parts["subfiles"] = self.report_subfiles(rows, checks)
             parts["subfiles_files"] = self.files

@@ -70,6 +70,17 @@ class Rounds(Bench):
                                   ranks=r):
             kind = "NO_VERIFY " if result["kind"] == "no_verify" else ""
             self.record(f"read pairs {kind}{r} ranks", result)
+        # The same data in the single-file layout, both read checked in one process, taking
+        # turns: what the VDS layout's read costs beyond the bytes it reads.
+        self.remove(f"single{r}.h5")
+        os.sync()
+        self.h5tile(f"write single {r} ranks", "write", f"single{r}.h5", ranks=r, env={"BENCH_LAYOUT": "single"})
+        self.prewarm()
+        for result in self.launch("read_pairs", self.path(f"tiled{r}.h5"), self.rows, self.cols,
+                                  [READ_PAIRS, self.path(f"single{r}.h5")], ranks=r):
+            layout = "vds" if result["kind"] == "file" else "single"
+            self.record(f"read layouts {layout} {r} ranks", result)
+        self.remove(f"single{r}.h5")
 
     def batched_step(self):
         """Batched reads (next and next_view) in each of BENCH_CHUNKS' chunk edges against a

@@ -56,6 +56,36 @@ class RoundsTables(Bench):
                   f"   >= 0.90")
         return verify
 
+    def report_layouts(self, checks):
+        """The VDS layout's checked read against the single file's, the same data read in one
+        process taking turns, and (launched, as legate's is) against legate.io.hdf5 on CPU."""
+        print(f"\n{'VDS layout against one file':34}{'GiB/s':>8}{'x single':>10}{'x legate':>10}   target "
+              f"(checked; in one process, medians of {READ_PAIRS * self.rounds} pairs)")
+        legate = None if self.legate_missing or not self.wants("python") else self.rate("read legate")
+        out = {}
+        for r in self.ranks:
+            vds, single = self.rate(f"read layouts vds {r} ranks"), self.rate(f"read layouts single {r} ranks")
+            sums = {run["sum"] for name in (f"read layouts vds {r} ranks", f"read layouts single {r} ranks")
+                    for run in self.runs[name]}
+            assert len(sums) == 1, f"the two layouts read back different data: {sums}"
+            ratio = vds / single
+            out[f"{r} ranks"] = {"GiB_s_vds": vds, "GiB_s_single": single, "ratio": ratio}
+            checks.append((f"checked read of the VDS layout, {r} ranks, >= 0.95x the single file's ({ratio:.2f}x)",
+                           ratio >= 0.95, ratio))
+            x_legate = ""
+            if legate:
+                launched = self.rate(f"read h5tile {r} ranks") / legate
+                out[f"{r} ranks"]["x_legate"] = launched
+                checks.append((f"read h5tile (VDS), {r} ranks, >= 1.2x legate.io.hdf5 on CPU ({launched:.2f}x)",
+                               launched >= 1.2, launched))
+                x_legate = f"{launched:10.2f}"
+            print(f"{f'read, {r} rank' + ('s' if r > 1 else ''):34}{vds:8.2f}{ratio:10.2f}{x_legate:>10}"
+                  f"   >= 0.95{' / >= 1.2' if legate else ''}")
+        if not legate:
+            why = self.legate_missing or "the python section did not run"
+            print(f"(x legate: not measured: {why})")
+        return out
+
     def report_subfiles(self, rows, checks):
         """The subfiled layout against the per-rank files (VDS) and h5py."""
         subfiles = {}

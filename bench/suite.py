@@ -8,7 +8,9 @@ the baselines, saved as target/bench/suite.json and drawn as target/bench/suite.
               (then fsync: h5tile_write returns with the data on disk) and reading the same
               array in one process; h5py writing without the fsync (what H5TILE_NO_SYNC
               compares with)
-  h5tile      tiled write and read with each of BENCH_RANKS ranks; batched reads (next and
+  h5tile      tiled write and read with each of BENCH_RANKS ranks (checked against unchecked,
+              and against the same data in the single-file layout, in one process taking
+              turns); batched reads (next and
               next_view) in C x C chunks for each C of BENCH_CHUNKS against a whole read into a
               buffer already touched (a solver's restart reads into memory it holds), all
               summing the data, at 2 ranks (BENCH_RANKS' first where it has no 2), taking turns;

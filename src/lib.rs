@@ -77,7 +77,7 @@ pub mod internals {
         };
         pub use crate::ops::verify::{
             check_sources_part, checksum_jobs, checksummed_bytes, default_threads,
-            verify_checksums, verify_tiles, Problem, TileJob,
+            verify_checksums, verify_tiles, Depth, Problem, TileJob,
         };
         pub use crate::platform::codecs::{Codec, Compression};
         pub use crate::tool::copy::{CopiedFile, CopyPlan, CopyReport, Verified};

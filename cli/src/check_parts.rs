@@ -5,7 +5,7 @@
 
 use crate::failure::{Failure, EXIT_USAGE};
 use h5tile::internals::tool::{
-    check_sources, check_sources_part, describe, sources_to_open, DatasetInfo, Problem,
+    check_sources, check_sources_part, describe, sources_to_open, DatasetInfo, Depth, Problem,
 };
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -23,6 +23,17 @@ pub struct PartArgs {
     parts: usize,
     /// The mappings the parent saw: a master replaced since then is not checked here.
     tiles: usize,
+    /// Open only the sources whose bytes the master does not record (`check --fast`)
+    #[arg(long)]
+    fast: bool,
+}
+
+/// How far `check` looks at sources: `--fast` leaves out the HDF5 opens of h5tile's own.
+pub fn depth(fast: bool) -> Depth {
+    match fast {
+        true => Depth::Recorded,
+        false => Depth::Hdf5,
+    }
 }
 
 /// `check-part`: prints each problem of its share as a JSON line `[tile index, what]`.
@@ -47,21 +58,26 @@ pub fn run_part(args: &PartArgs) -> Result<(), Failure> {
             args.tiles
         )));
     }
-    for (t, problem) in check_sources_part(&info, args.part, args.parts) {
+    for (t, problem) in check_sources_part(&info, depth(args.fast), args.part, args.parts) {
         println!("{}", serde_json::json!([t, problem.what]));
     }
     Ok(())
 }
 
-/// `check_sources(info)` (`info` a dataset of `file`), on up to `processes` processes.
-pub fn check_sources_shared(file: &Path, info: &DatasetInfo, processes: usize) -> Vec<Problem> {
+/// `check_sources(info, depth)` (`info` a dataset of `file`), on up to `processes` processes.
+pub fn check_sources_shared(
+    file: &Path,
+    info: &DatasetInfo,
+    depth: Depth,
+    processes: usize,
+) -> Vec<Problem> {
     let parts = processes
-        .min(sources_to_open(info) / FILES_PER_PROCESS)
+        .min(sources_to_open(info, depth) / FILES_PER_PROCESS)
         .min(processes_memory_holds())
         .max(1);
     let (Some(vds), Ok(exe), true) = (&info.virtual_info, std::env::current_exe(), parts > 1)
     else {
-        return check_sources(info);
+        return check_sources(info, depth);
     };
     let children: Vec<_> = (1..parts)
         .map(|part| {
@@ -70,6 +86,7 @@ pub fn check_sources_shared(file: &Path, info: &DatasetInfo, processes: usize) -
                 .arg(file)
                 .arg(&info.name)
                 .args([part, parts, vds.tiles.len()].map(|n| n.to_string()))
+                .args((depth == Depth::Recorded).then_some("--fast"))
                 .stdin(Stdio::null())
                 .stdout(Stdio::piped())
                 .stderr(Stdio::null())
@@ -82,7 +99,7 @@ pub fn check_sources_shared(file: &Path, info: &DatasetInfo, processes: usize) -
             .into_iter()
             .map(|child| s.spawn(move || child.and_then(share_of)))
             .collect();
-        let own = check_sources_part(info, 0, parts);
+        let own = check_sources_part(info, depth, 0, parts);
         let shares: Vec<_> = readers
             .into_iter()
             .map(|r| r.join().ok().flatten())
@@ -98,7 +115,7 @@ pub fn check_sources_shared(file: &Path, info: &DatasetInfo, processes: usize) -
                     .into_iter()
                     .map(|(t, what)| (t, Problem::new(&vds.tiles[t], what))),
             ),
-            None => problems.extend(check_sources_part(info, k + 1, parts)),
+            None => problems.extend(check_sources_part(info, depth, k + 1, parts)),
         }
     }
     problems.sort_by_key(|(t, _)| *t);

@@ -8,7 +8,7 @@
 //! never the one just committed.
 
 use super::describe::{describe, DatasetInfo};
-use super::verify::{check_sources_part, checksum_jobs, default_threads, verify_tiles};
+use super::verify::{check_sources_part, checksum_jobs, default_threads, verify_tiles, Depth};
 use crate::layout::{generation_of, new_generation, sync_path, tile_dir};
 use crate::platform::comm::Comm;
 use crate::platform::hdf5;
@@ -332,7 +332,7 @@ fn passes(comm: &Comm, master: &Path, threads: usize) -> Result<bool> {
     let sources_ok = catch_panic(|| {
         Ok(datasets.as_ref().is_some_and(|all| {
             all.iter()
-                .all(|info| check_sources_part(info, rank, ranks).is_empty())
+                .all(|info| check_sources_part(info, Depth::Hdf5, rank, ranks).is_empty())
         }))
     });
     if !all_pass(comm, sources_ok)? {

@@ -8,7 +8,7 @@ use crate::ops::describe::{
     describe_as, DatasetInfo, StorageKind, Stored, TileInfo, VirtualInfo, VirtualLayout,
 };
 use crate::ops::series::{checkpoints, listing, Checkpoint, LATEST_RECORD};
-use crate::ops::verify::{check_sources_part, checked, checksummed_bytes, Problem, TileJob};
+use crate::ops::verify::{check_sources_part, checked, checksummed_bytes, Depth, Problem, TileJob};
 use crate::status::Result;
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -188,26 +188,33 @@ pub fn looks_like_series(dir: &Path) -> bool {
     dir.join(LATEST_RECORD).is_file() || listing(dir).is_ok_and(|found| !found.is_empty())
 }
 
-/// Checks that every source of virtual dataset `info` is there: present; where
-/// the master records the tile's bytes, of the recorded size (and, for a subfile, stamped by
-/// the write its name says), which is all h5tile's reads rely on; and, as other readers
-/// (HDF5, h5py) need, opened with HDF5, holding the mapped dataset with a shape that holds
-/// the mapped box and a type HDF5 converts to the dataset's. Sources named by patterns are
-/// left to HDF5. Problems come in the order of the master's mappings.
-pub fn check_sources(info: &DatasetInfo) -> Vec<Problem> {
-    check_sources_part(info, 0, 1)
+/// Checks that every source of virtual dataset `info` is there: present; where the master
+/// records the tile's bytes, of the recorded size (and, for a subfile, stamped by the write its
+/// name says), which is all h5tile's reads rely on; and, at `Depth::Hdf5` (always for sources
+/// whose bytes are not recorded), as other readers (HDF5, h5py) need, opened with HDF5,
+/// holding the mapped dataset with a shape that holds the mapped box and a type HDF5 converts
+/// to the dataset's. Sources named by patterns are left to HDF5. Problems come in the order of
+/// the master's mappings.
+pub fn check_sources(info: &DatasetInfo, depth: Depth) -> Vec<Problem> {
+    check_sources_part(info, depth, 0, 1)
         .into_iter()
         .map(|(_, p)| p)
         .collect()
 }
 
-/// The number of distinct source files `check_sources` opens for `info`.
-pub fn sources_to_open(info: &DatasetInfo) -> usize {
+/// The number of distinct source files `check_sources` opens with HDF5 for `info` at `depth`.
+pub fn sources_to_open(info: &DatasetInfo, depth: Depth) -> usize {
     let Some(vds) = &info.virtual_info else {
         return 0;
     };
+    let opened =
+        |t: &&TileInfo| depth == Depth::Hdf5 || t.data_offset.is_none() || t.file_size.is_none();
     let found = vds.tiles.iter().filter(|t| checked(t) && t.found);
-    found.map(|t| &t.path).collect::<HashSet<_>>().len()
+    found
+        .filter(opened)
+        .map(|t| &t.path)
+        .collect::<HashSet<_>>()
+        .len()
 }
 
 /// The bytes `job` (of `checksum_jobs(datasets, ..)`) reads.

@@ -20,6 +20,7 @@ use crate::geometry::slabs::Slabs;
 use crate::layout::chunks::{encode_chunks, Chunks, CHUNK_BYTES};
 use crate::ops::describe::{open_file, DatasetInfo};
 use crate::ops::read::{read, ReadOptions};
+use crate::ops::verify::Depth;
 use crate::platform::codecs::{Compression, Pipeline};
 use crate::platform::comm::Comm;
 use crate::platform::device::{io_threads, Buffer, BufferMut};
@@ -151,7 +152,7 @@ pub fn pack(
     // A missing or truncated source, found before anything is written (the bytes of the
     // others are checked against their checksums as they are read).
     for info in datasets {
-        if let Some(problem) = check_sources(info).first() {
+        if let Some(problem) = check_sources(info, Depth::Hdf5).first() {
             return fail(
                 H5TILE_ERR_MISSING_TILE,
                 format!("{problem} ('{}' in '{}')", info.name, src.display()),

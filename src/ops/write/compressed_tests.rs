@@ -318,6 +318,7 @@ fn compressed_tiles_without_chunk_checksums_read_checking_their_blocks() {
 #[test]
 fn verifying_checksums_decodes_compressed_tiles() {
     use crate::ops::describe::describe;
+    use crate::ops::verify::Depth;
     use crate::ops::verify::{checksum_jobs, verify_tiles};
     use crate::tool::listing::check_sources;
     let d = tempfile::tempdir().unwrap();
@@ -326,7 +327,7 @@ fn verifying_checksums_decodes_compressed_tiles() {
         let problems = || {
             let infos = describe(&path, None).unwrap();
             let all: Vec<_> = infos.iter().collect();
-            assert!(check_sources(&infos[0]).is_empty());
+            assert!(check_sources(&infos[0], Depth::Hdf5).is_empty());
             let jobs = checksum_jobs(&all, |_, _| false);
             assert_eq!(jobs.len(), 2, "{layout:?}: both tiles are checked");
             verify_tiles(&all, &jobs, 2, &|_| {})
