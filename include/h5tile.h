@@ -723,7 +723,8 @@ h5tile_status h5tile_batches_next(h5tile_batches *it,
 // `h5tile_batches_free`; otherwise as `h5tile_batches_next` (once every chunk was delivered,
 // `*done` is true and `*data` NULL). While the caller works on the chunk, the iterator reads
 // the next one into a second buffer, so memory stays at two chunks, as with
-// `h5tile_batches_next` and the caller's own buffer. Not collective.
+// `h5tile_batches_next` and the caller's own buffer; where the rank has no core to spare
+// (`H5TILE_THREADS`), one buffer, filled at each call. Not collective.
 //
 // # Safety
 // `it` must come from `h5tile_batches_open`; other pointers NULL or valid for their sizes.

@@ -68,13 +68,22 @@ impl Route {
 /// at most 8. Worked out once per process (asking for the CPUs reads cgroup files).
 pub fn io_threads() -> usize {
     static THREADS: OnceLock<usize> = OnceLock::new();
-    let override_ = BACKGROUND_THREADS.with(|t| t.get());
+    let override_ = THREADS_HERE.with(|t| t.get());
     override_.unwrap_or_else(|| *THREADS.get_or_init(threads_from_environment))
 }
 
 thread_local! {
-    /// `leaving_a_core`'s thread count, on the thread of a write in the background.
-    static BACKGROUND_THREADS: Cell<Option<usize>> = const { Cell::new(None) };
+    /// `with_io_threads`' thread count, on the thread running its work.
+    static THREADS_HERE: Cell<Option<usize>> = const { Cell::new(None) };
+}
+
+/// Runs `work` with `io_threads()` answering `threads` on this thread: a write in the
+/// background leaving the caller a core (`leaving_a_core`), or a test taking a machine's shape.
+pub fn with_io_threads<R>(threads: usize, work: impl FnOnce() -> R) -> R {
+    let before = THREADS_HERE.with(|t| t.replace(Some(threads)));
+    let result = work();
+    THREADS_HERE.with(|t| t.set(before));
+    result
 }
 
 /// Runs `work` (a write in the background) on one thread fewer than `io_threads`, at least one:
@@ -82,11 +91,7 @@ thread_local! {
 /// background write's summing thread beside its writing one took a third of the solver's
 /// speed; summed as written, on one thread, the write leaves the solver its core.
 pub fn leaving_a_core<R>(work: impl FnOnce() -> R) -> R {
-    let fewer = io_threads().saturating_sub(1).max(1);
-    let before = BACKGROUND_THREADS.with(|t| t.replace(Some(fewer)));
-    let result = work();
-    BACKGROUND_THREADS.with(|t| t.set(before));
-    result
+    with_io_threads(io_threads().saturating_sub(1).max(1), work)
 }
 
 fn threads_from_environment() -> usize {

@@ -2,11 +2,12 @@
 //! order of their offsets, dealt over the ranks of a communicator, with the next chunk read by
 //! a background thread while the caller works on the current one.
 //!
-//! Where the rank has no core to spare (`io_threads() == 1`), `next` reads no chunk ahead: each
-//! goes straight into the caller's buffer when asked for.
+//! Where the rank has no core to spare (`io_threads() == 1`), nothing is read ahead: `next`
+//! reads each chunk straight into the caller's buffer when asked for, `next_view` into the one
+//! buffer it lends.
 //!
-//! Memory held by an open iterator is one chunk (the read-ahead buffer; two with `next_view`,
-//! none while the first chunk goes straight into the caller's buffer), plus at most one chunk
+//! Memory held by an open iterator is one chunk (the read-ahead buffer; two with `next_view`
+//! where a core is spare, none while chunks go straight into the caller's buffer), plus at most one chunk
 //! of HDF5 chunk cache for files whose storage chunks straddle the requested chunks; it never
 //! grows with the dataset.
 //!
@@ -54,9 +55,10 @@ fn chunk_buffer(bytes: usize) -> PageBuffer {
 ///
 /// The reader reads the chunks in order, each into the place it is sent (`Target`). The first
 /// chunk `next` asks for, with nothing read ahead, goes straight into the caller's buffer
-/// (no copy; an iterator of one chunk holds no buffer at all); from then on the reader fills
-/// the iterator's buffer with the chunk after while the caller works on this one: one buffer
-/// for `next`, two for `next_view` (one lent to the caller, one filling).
+/// (no copy; an iterator of one chunk holds no buffer at all); from then on, where the rank has
+/// a core to spare, the reader fills the iterator's buffer with the chunk after while the
+/// caller works on this one: one buffer for `next`, two for `next_view` (one lent to the
+/// caller, one filling). Without one, `next` holds none and `next_view` one.
 pub struct Batches {
     grid: ChunkGrid,
     /// The next chunk to deliver, and the next to ask the reader for (`next..requested` are
@@ -270,14 +272,16 @@ impl Batches {
     }
 
     /// The next chunk without copying it: its place and its bytes inside the iterator, valid
-    /// until the next call. The reader then keeps a second buffer, filling it with the chunk
-    /// after while the caller works on this one.
+    /// until the next call. Where the rank has a core to spare, the reader keeps a second
+    /// buffer, filling it with the chunk after while the caller works on this one; else (as for
+    /// `next`) it would only take turns with the caller on its core, and the second buffer
+    /// cost memory and its first touches for nothing: one buffer, filled when asked for.
     pub fn next_view(&mut self) -> Result<Option<(Tile, &[u8])>> {
         self.give_back_lent();
         let Some(need) = self.next_bytes() else {
             return Ok(None);
         };
-        self.ahead(2);
+        self.ahead(if io_threads() > 1 { 2 } else { 1 });
         let (tile, result, buffer) = self.receive()?;
         let buffer = buffer.expect("read into the iterator's buffer");
         if let Err(e) = result {

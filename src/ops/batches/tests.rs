@@ -2,7 +2,7 @@
 
 use super::*;
 use crate::geometry::chunk_grid::ChunkGrid;
-use crate::platform::device::host_bytes;
+use crate::platform::device::{host_bytes, with_io_threads};
 use std::ops::Range;
 
 use crate::ops::write::WriteOptions;
@@ -76,51 +76,62 @@ fn every_chunk_arrives_in_order_with_its_values() {
     assert_eq!(it.next(&mut buf).unwrap(), None, "done stays done");
 }
 
-/// `next` reads the first chunk straight into the caller's buffer and holds one buffer
-/// of its own from then on (none for a single chunk); `next_view` holds two; mixed, still
-/// two. The memory an iterator holds is the chunks it reads ahead and lends.
+/// `next` reads the first chunk straight into the caller's buffer and, where the rank has a
+/// core to spare, holds one buffer of its own from then on (none for a single chunk);
+/// `next_view` holds two; mixed, still two. Without a core to spare nothing is read ahead:
+/// `next` holds none, `next_view` one. The memory an iterator holds is the chunks it reads
+/// ahead and lends.
 #[test]
 fn an_iterator_holds_one_buffer_for_next_two_for_views_none_for_one_chunk() {
     let (_dir, path) = cube_file([6, 5, 4]);
-    let count = |chunk: &[u64], view: &dyn Fn(usize) -> bool| {
-        let mut it = cube_batches(&path, chunk, ReadOptions::default()).unwrap();
-        // On a 16-byte boundary, as `malloc` gives.
-        let mut words = vec![0u64; it.max_chunk_bytes().div_ceil(8) + 1];
-        let bytes = crate::platform::device::bytes_mut(&mut words);
-        let at = (0..16)
-            .step_by(8)
-            .find(|&k| (bytes[k..].as_ptr() as usize).is_multiple_of(16));
-        let buf = &mut bytes[at.unwrap()..];
-        for k in 0.. {
-            let got = match view(k) {
-                true => it.next_view().unwrap().map(|(t, b)| (t, as_i32(b))),
-                false => it
-                    .next(buf)
-                    .unwrap()
-                    .map(|t| (t.clone(), as_i32(&buf[..t.volume() as usize * 4]))),
-            };
-            let Some((tile, values)) = got else { break };
-            let expected: Vec<i32> = (0..tile.volume())
-                .map(|l| {
-                    let (h, w) = (tile.shape[1] as u128, tile.shape[2] as u128);
-                    let (i, j, k) = (l / (h * w), l / w % h, l % w);
-                    let g = |a: usize, x: u128| tile.offset[a] as u128 + x;
-                    (1000 * g(0, i) + 10 * g(1, j) + g(2, k)) as i32
-                })
-                .collect();
-            assert_eq!(values, expected, "{tile}");
-        }
-        it.made
+    let count = |threads: usize, chunk: &[u64], view: &dyn Fn(usize) -> bool| {
+        with_io_threads(threads, || {
+            let mut it = cube_batches(&path, chunk, ReadOptions::default()).unwrap();
+            // On a 16-byte boundary, as `malloc` gives.
+            let mut words = vec![0u64; it.max_chunk_bytes().div_ceil(8) + 1];
+            let bytes = crate::platform::device::bytes_mut(&mut words);
+            let at = (0..16)
+                .step_by(8)
+                .find(|&k| (bytes[k..].as_ptr() as usize).is_multiple_of(16));
+            let buf = &mut bytes[at.unwrap()..];
+            for k in 0.. {
+                let got = match view(k) {
+                    true => it.next_view().unwrap().map(|(t, b)| (t, as_i32(b))),
+                    false => it
+                        .next(buf)
+                        .unwrap()
+                        .map(|t| (t.clone(), as_i32(&buf[..t.volume() as usize * 4]))),
+                };
+                let Some((tile, values)) = got else { break };
+                let expected: Vec<i32> = (0..tile.volume())
+                    .map(|l| {
+                        let (h, w) = (tile.shape[1] as u128, tile.shape[2] as u128);
+                        let (i, j, k) = (l / (h * w), l / w % h, l % w);
+                        let g = |a: usize, x: u128| tile.offset[a] as u128 + x;
+                        (1000 * g(0, i) + 10 * g(1, j) + g(2, k)) as i32
+                    })
+                    .collect();
+                assert_eq!(values, expected, "{tile}");
+            }
+            it.made
+        })
     };
-    assert_eq!(
-        count(&[6, 5, 4], &|_| false),
-        0,
-        "one chunk, into the caller's buffer"
-    );
-    assert_eq!(count(&[1, 5, 4], &|_| false), 1);
-    assert_eq!(count(&[1, 5, 4], &|_| true), 2);
-    assert_eq!(count(&[1, 2, 3], &|k| k % 3 == 1), 2);
-    assert_eq!(count(&[6, 5, 4], &|_| true), 1);
+    for (threads, next, views, mixed) in [(2, 1, 2, 2), (1, 0, 1, 1)] {
+        let spare = format!("{threads} I/O threads");
+        assert_eq!(
+            count(threads, &[6, 5, 4], &|_| false),
+            0,
+            "one chunk, {spare}"
+        );
+        assert_eq!(count(threads, &[1, 5, 4], &|_| false), next, "{spare}");
+        assert_eq!(count(threads, &[1, 5, 4], &|_| true), views, "{spare}");
+        assert_eq!(
+            count(threads, &[1, 2, 3], &|k| k % 3 == 1),
+            mixed,
+            "{spare}"
+        );
+        assert_eq!(count(threads, &[6, 5, 4], &|_| true), 1, "{spare}");
+    }
     // A buffer off a 16-byte boundary is filled by copying from the iterator's own.
     let mut it = cube_batches(&path, &[6, 5, 4], ReadOptions::default()).unwrap();
     let mut words = vec![0u64; 6 * 5 * 4 / 2 + 2];
