@@ -124,9 +124,9 @@ pub struct Summing {
     grid: BlockGrid,
     /// Each block's checksum, once all its bytes have come.
     sums: Vec<u64>,
-    /// The blocks begun and not complete: their sum so far and how many bytes it took (one
-    /// at a time for runs; a row of boxes at a time for boxes).
-    open: std::collections::HashMap<u64, (BlockSum, u64)>,
+    /// The blocks begun and not complete: their sum so far, how many bytes it took and the
+    /// block's length (one at a time for runs; a row of boxes at a time for boxes).
+    open: std::collections::HashMap<u64, (BlockSum, u64, u64)>,
     /// The tile's bytes taken so far.
     at: u64,
     extremes: Option<Accumulator>,
@@ -177,10 +177,15 @@ impl Summing {
         while !bytes.is_empty() {
             let (k, _, left) = self.grid.locate(self.at);
             let take = (left as usize).min(bytes.len());
-            let (sum, taken) = self.open.entry(k).or_insert((BlockSum::new(), 0));
+            // A box's length once, not for each of its rows.
+            let grid = &self.grid;
+            let (sum, taken, len) = self
+                .open
+                .entry(k)
+                .or_insert_with(|| (BlockSum::new(), 0, grid.block_len(k)));
             sum.add(&bytes[..take]);
             *taken += take as u64;
-            if *taken == self.grid.block_len(k) {
+            if *taken == *len {
                 self.sums[k as usize] = sum.finish();
                 self.open.remove(&k);
             }
@@ -191,7 +196,7 @@ impl Summing {
 
     pub fn finish(mut self) -> Summary {
         // Blocks the bytes given did not complete are summed over what came.
-        for (k, (sum, _)) in self.open.drain() {
+        for (k, (sum, _, _)) in self.open.drain() {
             self.sums[k as usize] = sum.finish();
         }
         Summary {

@@ -23,18 +23,10 @@ pub fn remove_stale(
         .unwrap_or(Path::new("."));
     let dir = tile_dir(master);
     // First every candidate, by generation: tile files, temporary masters, lock files.
-    let mut tile_files = Vec::new();
+    let tile_files = tile_files_of(master);
     let mut temporaries = Vec::new();
-    let mut generations = std::collections::HashSet::new();
-    if let Ok(entries) = std::fs::read_dir(&dir) {
-        for entry in entries.flatten() {
-            let name = entry.file_name().to_string_lossy().into_owned();
-            if let Some(g) = generation_of(&name) {
-                generations.insert(g);
-                tile_files.push((entry.path(), name, g));
-            }
-        }
-    }
+    let mut generations: std::collections::HashSet<u64> =
+        tile_files.iter().map(|(_, _, g)| *g).collect();
     let name = master
         .file_name()
         .unwrap_or_default()
@@ -111,15 +103,27 @@ pub fn remove_own_if_replaced(master: &Path, generation: u64, committed: Committ
     let Ok(referenced) = referenced_files(master) else {
         return;
     };
-    let Ok(entries) = std::fs::read_dir(tile_dir(master)) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if generation_of(&name) == Some(generation) && !referenced.contains(&name) {
-            let _ = std::fs::remove_file(entry.path());
+    for (path, name, g) in tile_files_of(master) {
+        if g == generation && !referenced.contains(&name) {
+            let _ = std::fs::remove_file(path);
         }
     }
+}
+
+/// The tile files in `master`'s folder: (path, name, generation).
+fn tile_files_of(master: &Path) -> Vec<(std::path::PathBuf, String, u64)> {
+    let Ok(entries) = std::fs::read_dir(tile_dir(master)) else {
+        return Vec::new();
+    };
+    let named = entries.flatten().map(|entry| {
+        (
+            entry.path(),
+            entry.file_name().to_string_lossy().into_owned(),
+        )
+    });
+    named
+        .filter_map(|(path, name)| generation_of(&name).map(|g| (path, name, g)))
+        .collect()
 }
 
 /// Whether another process is writing `master` now: a lock file of another generation is held.
