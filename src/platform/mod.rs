@@ -14,6 +14,7 @@
 //! paths), `tile_bytes` (its file and device writes), `memory` (its huge-page advice), and
 //! `hdf5` (`gds` registers the driver in-process; `mod.rs` reads its error class).
 
+pub(crate) mod aligned_read;
 pub(crate) mod codecs;
 pub(crate) mod comm;
 pub(crate) mod device;

@@ -126,9 +126,10 @@ impl Batches {
             let region = grid.bounds(&range);
             let source =
                 match Source::open(path, dataset, open, shape.len(), options, region.as_ref())? {
-                    Source::Hdf5(open, checks) => Source::Hdf5(
+                    Source::Hdf5(open, checks, bytes) => Source::Hdf5(
                         with_chunk_cache(open, dataset, chunk, dtype.size())?,
                         checks,
+                        bytes,
                     ),
                     Source::Direct(mut direct) => {
                         if let Some(region) = &region {

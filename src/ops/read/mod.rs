@@ -5,6 +5,7 @@
 //! sources, since HDF5 alone would read fill values in place of a missing tile file. A device
 //! buffer is read in the dataset's own type through the h5tile_gds device paths.
 
+pub(crate) mod contiguous;
 pub(crate) mod direct;
 pub(crate) mod mappings;
 pub(crate) mod source;

@@ -4,6 +4,7 @@
 //! the read needs are there. Device memory is filled straight from the file where the bytes'
 //! places are known (h5tile's tiles, contiguous storage), through host memory otherwise.
 
+use super::contiguous::ContiguousBytes;
 use super::direct::DirectReader;
 use super::mappings::{block_mappings, check_sources};
 use super::tile_checks::TileChecks;
@@ -21,8 +22,13 @@ pub(crate) enum Source {
     /// h5tile reads the sources of a virtual dataset itself.
     Direct(Box<DirectReader>),
     /// HDF5 reads the dataset (any layout); for the single-file layout, with the recorded
-    /// checksums of the blocks each read touches checked beside.
-    Hdf5(OpenDataset, Option<Box<TileChecks>>),
+    /// checksums of the blocks each read touches checked beside. Unchecked contiguous bytes
+    /// are read on the I/O threads where HDF5 would copy them unchanged.
+    Hdf5(
+        OpenDataset,
+        Option<Box<TileChecks>>,
+        Option<Box<ContiguousBytes>>,
+    ),
 }
 
 impl Source {
@@ -60,7 +66,11 @@ impl Source {
             true => None,
             false => TileChecks::read(path, dataset, &open.dataset).map(Box::new),
         };
-        Ok(Source::Hdf5(open, checks))
+        let bytes = match checks {
+            None => ContiguousBytes::of(path, &open.dataset).map(Box::new),
+            Some(_) => None,
+        };
+        Ok(Source::Hdf5(open, checks, bytes))
     }
 
     /// Reads `tile` as `dtype` into host memory `buf` (dense, row-major).
@@ -73,11 +83,14 @@ impl Source {
     ) -> Result<()> {
         match self {
             Source::Direct(direct) => direct.read(tile, dtype, buf, fill_missing),
-            Source::Hdf5(open, checks) => {
+            Source::Hdf5(open, checks, bytes) => {
                 if let Some(checks) = checks {
                     if checks.read_checked(tile, dtype, buf)? {
                         return Ok(());
                     }
+                }
+                if bytes.as_ref().is_some_and(|b| b.read(tile, dtype, buf)) {
+                    return Ok(());
                 }
                 {
                     let _l = hdf5::lock();
@@ -97,7 +110,7 @@ impl Source {
     pub fn counts(&self) -> ReadCounts {
         match self {
             Source::Direct(direct) => direct.counts(),
-            Source::Hdf5(_, checks) => checks.as_ref().map(|c| c.counts()).unwrap_or_default(),
+            Source::Hdf5(_, checks, _) => checks.as_ref().map(|c| c.counts()).unwrap_or_default(),
         }
     }
 
@@ -115,7 +128,7 @@ impl Source {
     ) -> Result<bool> {
         match self {
             Source::Direct(direct) => direct.read_device(tile, dtype, dst, route, fill_missing),
-            Source::Hdf5(open, checks) => {
+            Source::Hdf5(open, checks, _) => {
                 let Storage::Contiguous(Some(offset)) = open.dataset.storage()? else {
                     return Ok(false);
                 };

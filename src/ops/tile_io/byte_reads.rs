@@ -5,10 +5,10 @@
 //! as one long run.
 
 pub(crate) use super::block_check::{BlockLabel, Check, Mismatch};
+use crate::platform::aligned_read::read_exact_at;
 use crate::platform::device::io_threads;
 use std::fs::File;
 use std::io;
-use std::os::unix::fs::FileExt;
 use std::path::PathBuf;
 
 /// Bytes a worker moves at a time: large runs are cut into pieces this size, short runs
@@ -454,11 +454,11 @@ impl ByteReads {
         match run {
             Run::Place { file, .. } => {
                 let mut dsts = dsts;
-                self.files[*file].0.read_exact_at(dsts[0].as_mut(), at)
+                read_exact_at(&self.files[*file].0, dsts[0], at)
             }
             Run::Scatter { file, row, .. } => {
                 scratch.resize(row * dsts.len(), 0);
-                self.files[*file].0.read_exact_at(scratch, at)?;
+                read_exact_at(&self.files[*file].0, scratch, at)?;
                 for (j, out) in dsts.into_iter().enumerate() {
                     out.copy_from_slice(&scratch[j * row..(j + 1) * row]);
                 }
@@ -492,12 +492,12 @@ impl ByteReads {
                     if check.sums() {
                         let mut done = 0;
                         for part in into.chunks_mut(SUMMED_PIECE) {
-                            file.read_exact_at(part, at + done as u64)?;
+                            read_exact_at(file, part, at + done as u64)?;
                             summed.add(part);
                             done += part.len();
                         }
                     } else {
-                        file.read_exact_at(into, at)?;
+                        read_exact_at(file, into, at)?;
                     }
                     o += n;
                 }
