@@ -97,15 +97,22 @@ mod tests {
         (i * SHAPE[1] + j) as f64
     }
 
-    /// A contiguous float64 dataset `/d` as h5py writes one (32 MiB).
-    fn contiguous_file(dir: &Path) -> PathBuf {
-        let path = dir.join("plain.h5");
+    /// A contiguous float64 dataset `/d` as h5py writes one (32 MiB), after a user block of
+    /// `user_block` bytes (0: none).
+    fn contiguous_file(dir: &Path, user_block: u64) -> PathBuf {
+        let path = dir.join(format!("plain{user_block}.h5"));
         let values: Vec<f64> = (0..SHAPE[0] * SHAPE[1])
             .map(|k| value(k / SHAPE[1], k % SHAPE[1]))
             .collect();
         let _l = hdf5::lock();
         let t = Dtype::Float64.hdf5_type().unwrap();
-        let f = File::create(&path).unwrap();
+        let f = match user_block {
+            0 => File::create(&path).unwrap(),
+            n => {
+                let fcpl = Plist::file_with_user_block(n).unwrap();
+                File::create_as(&path, &fcpl, &Plist::file_access_evicting().unwrap()).unwrap()
+            }
+        };
         let space = Space::simple(&SHAPE).unwrap();
         let d = Dataset::create(&f, "/d", &t, &space, &Plist::dataset_create().unwrap()).unwrap();
         d.write_buffer(&t, host_bytes(&values)).unwrap();
@@ -132,7 +139,7 @@ mod tests {
     #[test]
     fn wide_reads_of_contiguous_bytes_are_read_directly_and_narrow_ones_left_to_hdf5() {
         let dir = tempfile::tempdir().unwrap();
-        let path = contiguous_file(dir.path());
+        let path = contiguous_file(dir.path(), 0);
         let bytes = bytes_of(&path);
         let whole = Tile::new(vec![0, 0], SHAPE.to_vec());
         let wide = Tile::new(vec![10, 24], vec![3990, 1000]);
@@ -164,19 +171,29 @@ mod tests {
                 "{tile}"
             );
         }
-        // Through h5tile_read, unchecked or not (nothing recorded to check), with HDF5 or not:
-        // the same elements.
-        for (threads, no_verify) in [(2, true), (2, false), (1, true)] {
+        // Through h5tile_read, unchecked or not (nothing recorded to check), with HDF5 or not,
+        // after a user block or not (HDF5's offsets count it): the same elements.
+        let after_block = contiguous_file(dir.path(), 512);
+        for (path, threads, no_verify) in [
+            (&path, 2, true),
+            (&path, 2, false),
+            (&path, 1, true),
+            (&after_block, 2, true),
+        ] {
             let options = ReadOptions {
                 no_verify,
                 ..ReadOptions::default()
             };
             let mut out = vec![f64::NAN; wide.volume() as usize];
             with_io_threads(threads, || {
-                read_into(&path, "/d", Dtype::Float64, &wide, &mut out, options)
+                read_into(path, "/d", Dtype::Float64, &wide, &mut out, options)
             })
             .unwrap();
-            assert!(out == expected(&wide), "{threads} threads");
+            assert!(
+                out == expected(&wide),
+                "{}, {threads} threads",
+                path.display()
+            );
         }
     }
 
@@ -185,7 +202,7 @@ mod tests {
     #[test]
     fn a_file_cut_short_is_left_to_hdf5() {
         let dir = tempfile::tempdir().unwrap();
-        let path = contiguous_file(dir.path());
+        let path = contiguous_file(dir.path(), 0);
         let bytes = bytes_of(&path);
         let len = std::fs::metadata(&path).unwrap().len();
         let f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
