@@ -7,9 +7,9 @@
 //! buffer it lends.
 //!
 //! Memory held by an open iterator is one chunk (the read-ahead buffer; two with `next_view`
-//! where a core is spare, none while chunks go straight into the caller's buffer), plus at most one chunk
-//! of HDF5 chunk cache for files whose storage chunks straddle the requested chunks; it never
-//! grows with the dataset.
+//! where a core is spare, none while chunks go straight into the caller's buffer), plus at
+//! most one chunk of HDF5 chunk cache for files whose storage chunks straddle the requested
+//! chunks; it never grows with the dataset.
 //!
 //! Checksums: a tile whose rows are wider than 8 KiB is checked in boxes 8 KiB wide
 //! (`layout::blocks`), so a chunk on the boxes' grid reads and sums its own bytes alone.
