@@ -1,8 +1,8 @@
 //! `h5tile check FILE...`: whether every virtual dataset's sources are there as its master
 //! says (present, of the recorded size, and, unless `--fast`, opened with HDF5 and holding the
 //! mapped dataset), then, unless `--fast`, whether every checksummed tile's bytes match their
-//! checksums (the single-file layout's too), read on several threads. A series folder (DIR) stands for its latest complete
-//! checkpoint (`--all`: every complete one).
+//! checksums (the single-file layout's too), read on several threads. A series folder (DIR)
+//! stands for its latest complete checkpoint (`--all`: every complete one).
 
 use crate::check_parts::{check_sources_shared, depth};
 use crate::failure::{Failure, FailureJson, EXIT_PROBLEMS, EXIT_USAGE};
