@@ -110,6 +110,14 @@ pub enum Depth {
     Hdf5,
 }
 
+impl Depth {
+    /// Whether `check_sources` opens `tile`'s source with HDF5 at this depth: always at `Hdf5`,
+    /// and where the master does not record the tile's bytes at `Recorded`.
+    pub fn opens(self, tile: &TileInfo) -> bool {
+        self != Depth::Recorded || tile.data_offset.is_none() || tile.file_size.is_none()
+    }
+}
+
 /// `check_sources` for a share of the source files, so that processes can open them in
 /// parallel (HDF5 opens one file at a time in a process): the files, in the order the master
 /// first maps them, numbered from 0, and part `part` of `parts` those whose number is `part`
@@ -187,9 +195,9 @@ fn check_tile_source(
         if let Some(why) = recorded_bytes_fit(tile, info.element_bytes, size, recorded) {
             return Some(why);
         }
-        if depth == Depth::Recorded {
-            return None;
-        }
+    }
+    if !depth.opens(tile) {
+        return None;
     }
     // Even where h5tile reads the recorded bytes directly, HDF5, h5py and h5dump read
     // the file's own metadata: a damaged superblock or object header fails them.

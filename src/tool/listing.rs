@@ -207,14 +207,11 @@ pub fn sources_to_open(info: &DatasetInfo, depth: Depth) -> usize {
     let Some(vds) = &info.virtual_info else {
         return 0;
     };
-    let opened =
-        |t: &&TileInfo| depth == Depth::Hdf5 || t.data_offset.is_none() || t.file_size.is_none();
-    let found = vds.tiles.iter().filter(|t| checked(t) && t.found);
-    found
-        .filter(opened)
-        .map(|t| &t.path)
-        .collect::<HashSet<_>>()
-        .len()
+    let opened = vds
+        .tiles
+        .iter()
+        .filter(|t| checked(t) && t.found && depth.opens(t));
+    opened.map(|t| &t.path).collect::<HashSet<_>>().len()
 }
 
 /// The bytes `job` (of `checksum_jobs(datasets, ..)`) reads.

@@ -38,11 +38,7 @@ impl ContiguousBytes {
         let Ok(Storage::Contiguous(Some(offset))) = dset.storage() else {
             return None;
         };
-        let file_type = dset.dtype().ok()?;
-        let dtype = Dtype::of_hdf5(&file_type).ok()?;
-        if !dtype.hdf5_type().is_ok_and(|t| t.equal(&file_type)) {
-            return None;
-        }
+        let dtype = Dtype::stored_as_is(&dset.dtype().ok()?)?;
         let dims = dset.space().ok()?.dims().ok()?;
         let file = std::fs::File::open(path).ok()?;
         let len = file.metadata().ok()?.len();

@@ -57,9 +57,7 @@ impl TileChecks {
         let global = dset.space().ok()?.dims().ok()?;
         let file_type = dset.dtype().ok()?;
         let elem = file_type.size();
-        let raw = Dtype::of_hdf5(&file_type)
-            .ok()
-            .filter(|d| d.hdf5_type().is_ok_and(|t| t.equal(&file_type)));
+        let raw = Dtype::stored_as_is(&file_type);
         let tiles = recorded_tiles(dset, &global)?;
         let checksums = Recorded::read(dset, tiles.len())?;
         // Unreadable: HDF5 just read the dataset's header from it, so this is no record.

@@ -33,6 +33,14 @@ impl Dtype {
         }
     }
 
+    /// The element type a dataset of HDF5 type `t` holds where `t` is exactly h5tile's own type
+    /// for it (this machine's byte order and layout): its bytes can be delivered as they are.
+    pub fn stored_as_is(t: &Type) -> Option<Dtype> {
+        Dtype::of_hdf5(t)
+            .ok()
+            .filter(|d| d.hdf5_type().is_ok_and(|own| own.equal(t)))
+    }
+
     /// The element type a dataset of HDF5 type `t` holds, or `H5TILE_ERR_DTYPE` when it is none
     /// of the 14 (strings, references, other enums and compounds …).
     pub fn of_hdf5(t: &Type) -> Result<Dtype> {
