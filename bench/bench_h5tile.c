@@ -20,9 +20,6 @@
  *                                                   them, with MPI_COMM_NULL)
  *   bench_h5tile write_single FILE ROWS COLS         one process writes one contiguous file
  *   bench_h5tile read_whole  FILE ROWS COLS          one process opens and reads it all, sums it
- *   bench_h5tile read_touched FILE ROWS COLS         each rank reads its row slab into a buffer
- *                                                   it wrote before the timer, sums it (what
- *                                                   the batched modes are compared with)
  *   bench_h5tile read_tile   FILE ROWS COLS NTILES   one process reads the middle tile of
  *                                                   write_grid's grid (after HDF5 has started,
  *                                                   as for "open")
@@ -34,6 +31,13 @@
  *                                                   each rank the chunks the library deals it,
  *                                                   into a buffer written before the timer
  *   bench_h5tile batched_view FILE ROWS COLS CHUNK   the same through h5tile_batches_next_view
+ *   bench_h5tile batched_pairs FILE ROWS COLS N CHUNK in one process: each rank reads its
+ *                                                   row slab into a buffer it wrote beforehand
+ *                                                   (a solver's restart reads into memory it
+ *                                                   holds), and the two batched modes (CHUNK x
+ *                                                   CHUNK), each summing, taking turns (which
+ *                                                   goes first shifting), N of each after one
+ *                                                   untimed; a JSON line a pass with its "kind"
  *   bench_h5tile compute     FILE ROWS COLS SWEEPS   each rank computes alone: SWEEPS sweeps over
  *                                                   a 64 MiB array of its own (FILE unused)
  *   bench_h5tile overlap     FILE ROWS COLS SWEEPS   "write" (h5tile_write), then that computation
@@ -137,6 +141,36 @@ static double sum(const double *v, size_t n) {
     double s = 0;
     for (size_t i = 0; i < n; i++) s += v[i];
     return s;
+}
+
+/* A batched read of FILE's /data in chunk[0] x chunk[1] chunks, its largest chunk (in
+ * *max_bytes) checked to fit `room` bytes. */
+static h5tile_batches *batches_open(const char *path, const uint64_t chunk[2], size_t room,
+                                    size_t *max_bytes) {
+    h5tile_batches *it;
+    check(h5tile_batches_open(MPI_COMM_WORLD, path, "/data", 2, chunk, NULL, &it), "open");
+    check(h5tile_batches_info(it, NULL, max_bytes, NULL), "info");
+    if (*max_bytes > room) die("batched: a chunk larger than CHUNK x CHUNK clipped to the dataset");
+    return it;
+}
+
+/* Sums every chunk `it` deals this rank, each through next into `buf` (of `room` bytes) or,
+ * with `view`, through next_view; frees `it`. */
+static double batched_sum(h5tile_batches *it, int view, double *buf, size_t room) {
+    uint64_t coff[2], cshp[2];
+    bool done;
+    double total = 0;
+    for (;;) {
+        const void *data = buf;
+        if (view)
+            check(h5tile_batches_next_view(it, &data, coff, cshp, &done), "next_view");
+        else
+            check(h5tile_batches_next(it, buf, room, coff, cshp, &done), "next");
+        if (done) break;
+        total += sum((const double *)data, cshp[0] * cshp[1]);
+    }
+    h5tile_batches_free(it);
+    return total;
 }
 
 /* BENCH_DATA=heat: the global shape, for the smooth field `filled` then writes. */
@@ -571,6 +605,52 @@ int main(int argc, char **argv) {
         return 0;
     }
 
+    if (strcmp(mode, "batched_pairs") == 0 && argc > 6) {
+        /* In one process, as read_pairs: launches differ by more than batched reads do from a
+           whole one here (a whole read's time moved 0.15-1.4 s from launch to launch, its
+           buffer written before the timer each time). Both buffers are plain malloc, as the
+           batched mode's, and written before the first pass: no page fault is timed. */
+        const uint64_t edge = strtoull(argv[6], NULL, 10), chunk[2] = {edge, edge};
+        const size_t room = (size_t)((edge < rows ? edge : rows) * (edge < cols ? edge : cols) *
+                                     sizeof(double));
+        static const char *const kinds[3] = {"whole", "next", "next_view"};
+        buf = malloc(tile_bytes ? tile_bytes : 1);
+        memset(buf, 0, tile_bytes);
+        double *piece = malloc(room ? room : 1);
+        memset(piece, 0, room);
+        /* One of each first, not timed: the file's first open and the library's first
+           allocations. */
+        for (uint64_t i = 0; i < 3 + 3 * n; i++) {
+            /* whole, next, view; next, view, whole; view, whole, next; ... */
+            const int kind = i < 3 ? (int)i : (int)((i - 3 + (i - 3) / 3) % 3);
+            MPI_Barrier(MPI_COMM_WORLD);
+            double start = MPI_Wtime(), local, all = 0;
+            if (kind == 0) {
+                check(h5tile_read(MPI_COMM_WORLD, path, "/data", H5TILE_FLOAT64, 2, off, shp, buf,
+                                  NULL), "read");
+                local = sum(buf, nr * cols);
+            } else {
+                size_t max_bytes;
+                h5tile_batches *it = batches_open(path, chunk, room, &max_bytes);
+                local = batched_sum(it, kind == 2, piece, room);
+            }
+            MPI_Barrier(MPI_COMM_WORLD);
+            double seconds = MPI_Wtime() - start;
+            MPI_Reduce(&local, &all, 1, MPI_DOUBLE, MPI_SUM, 0, MPI_COMM_WORLD);
+            if (rank == 0 && i >= 3)
+                printf("{\"mode\": \"batched_pairs\", \"kind\": \"%s\", \"chunk\": %llu, "
+                       "\"ranks\": %d, \"seconds\": %.6f, \"seconds_with_sum\": %.6f, "
+                       "\"bytes\": %llu, \"sum\": %.17g}\n",
+                       kinds[kind], (unsigned long long)edge, size, seconds, seconds,
+                       (unsigned long long)(rows * cols * sizeof(double)), all);
+            fflush(stdout);
+        }
+        free(piece);
+        free(buf);
+        MPI_Finalize();
+        return 0;
+    }
+
     MPI_Barrier(MPI_COMM_WORLD);
     double t0 = MPI_Wtime();
     if (strcmp(mode, "write") == 0) {
@@ -675,18 +755,6 @@ int main(int argc, char **argv) {
                                  H5TILE_FLOAT64, 2, global, last - first, offs + 2 * first,
                                  shps + 2 * first, bufs + first, &o), "write_tiles");
         free(offs), free(shps), free(bufs);
-    } else if (strcmp(mode, "read_touched") == 0) {
-        /* What the batched modes are compared with: a solver's restart reads into memory it
-         * already holds, so the buffer (plain malloc, as the batched chunk's) is written
-         * before the timer and no page fault is timed. */
-        buf = malloc(tile_bytes ? tile_bytes : 1);
-        memset(buf, 0, tile_bytes);
-        t0 = (MPI_Barrier(MPI_COMM_WORLD), MPI_Wtime());
-        check(h5tile_read(MPI_COMM_WORLD, path, "/data", H5TILE_FLOAT64, 2, off, shp, buf, NULL),
-              "read");
-        MPI_Barrier(MPI_COMM_WORLD);
-        read_seconds = MPI_Wtime() - t0;
-        total = sum(buf, nr * cols);
     } else if (strcmp(mode, "read_whole") == 0) {
         /* One process reads it all as a C user's loop would: into a plain malloc'ed buffer,
          * page faults and all (the tile count and many tiles sections). */
@@ -726,8 +794,9 @@ int main(int argc, char **argv) {
         if (nd != 2 || got[0] != rows || got[1] != cols || dt != H5TILE_FLOAT64) die("open: wrong shape");
         tile_bytes = 0;
     } else if ((strcmp(mode, "batched") == 0 || strcmp(mode, "batched_view") == 0) && n > 0) {
-        /* As read_touched: `next`'s buffer is written before the timer; the open is timed, as
-         * h5tile_read's is, so the buffer is sized from the chunk (clipped to the dataset). */
+        /* `next`'s buffer is written before the timer, as a solver's would be; the open is
+         * timed, as h5tile_read's is, so the buffer is sized from the chunk (clipped to the
+         * dataset). The peak memory of each batched mode (batched_pairs holds a whole slab). */
         const int view = strcmp(mode, "batched_view") == 0;
         const uint64_t chunk[2] = {n, n};
         const size_t room = (size_t)((n < rows ? n : rows) * (n < cols ? n : cols) * sizeof(double));
@@ -736,24 +805,10 @@ int main(int argc, char **argv) {
             memset(buf, 0, room);
         }
         t0 = (MPI_Barrier(MPI_COMM_WORLD), MPI_Wtime());
-        h5tile_batches *it;
-        check(h5tile_batches_open(MPI_COMM_WORLD, path, "/data", 2, chunk, NULL, &it), "open");
         size_t max_bytes;
-        check(h5tile_batches_info(it, NULL, &max_bytes, NULL), "info");
-        if (max_bytes > room) die("batched: a chunk larger than CHUNK x CHUNK clipped to the dataset");
+        h5tile_batches *it = batches_open(path, chunk, room, &max_bytes);
         tile_bytes = max_bytes;
-        uint64_t coff[2], cshp[2];
-        bool done;
-        for (;;) {
-            const void *data = buf;
-            if (view)
-                check(h5tile_batches_next_view(it, &data, coff, cshp, &done), "next_view");
-            else
-                check(h5tile_batches_next(it, buf, room, coff, cshp, &done), "next");
-            if (done) break;
-            total += sum((const double *)data, cshp[0] * cshp[1]);
-        }
-        h5tile_batches_free(it);
+        total = batched_sum(it, view, buf, room);
     } else {
         fprintf(stderr, "unknown mode '%s'\n", mode);
         MPI_Abort(MPI_COMM_WORLD, 2);

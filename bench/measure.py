@@ -175,5 +175,5 @@ class Bench(Settings):
     def fastest(self, name):
         return self.bytes / min(r["seconds"] for r in self.runs[name]) / GIB
 
-    def least(self, name):
-        return min(r["seconds"] for r in self.runs[name])
+    def least(self, name, key="seconds"):
+        return min(r[key] for r in self.runs[name])

@@ -268,23 +268,30 @@ class RoundsTables(Bench):
     def report_batched(self, checks):
         """Batched reads in each chunk edge against a whole read into a buffer already touched
         (a solver's restart reads into memory it holds), at batched_ranks ranks, all summing the
-        data; medians."""
+        data, taking turns in one process a chunk edge: medians (the targets), and the fastest
+        beside them (this VM's page allocation scatters single passes by 2x)."""
         r = self.batched_ranks
-        whole = self.median(self.whole_touched_label(), "seconds_with_sum")
-        whole_rate = self.bytes / whole / GIB
-        print(f"\n{f'batched reads + sum, {r} rank' + ('s' if r > 1 else ''):34}{'GiB/s':>8}{'x whole':>9}   target "
-              f"(x whole: against a whole read + sum into a touched buffer)")
-        print(f"{'whole read, buffer touched':34}{whole_rate:8.2f}")
-        out = {"ranks": r, "whole_GiB_s": whole_rate}
+        print(f"\n{f'batched reads + sum, {r} rank' + ('s' if r > 1 else ''):34}{'GiB/s':>8}{'x whole':>9}"
+              f"{'fastest':>9}   target (x whole: against a whole read + sum into a touched buffer, in the same "
+              f"process; medians)")
+        out = {"ranks": r}
         for c in self.chunks:
             target = BATCHED_TARGETS.get(c, BATCHED_TARGET)
+            whole_name = self.batched_pairs_label("whole", c)
+            whole = self.median(whole_name, "seconds_with_sum")
+            whole_least = self.least(whole_name, "seconds_with_sum")
+            out[str(c)] = {"whole_GiB_s": self.bytes / whole / GIB}
+            print(f"{f'whole read, buffer touched ({c}x{c})':34}{self.bytes / whole / GIB:8.2f}")
             for kind in BATCHED_KINDS:
-                batched = self.median(self.batched_label(kind, c))
+                name = self.batched_pairs_label(kind, c)
+                batched = self.median(name, "seconds_with_sum")
                 rate, ratio = self.bytes / batched / GIB, whole / batched
-                out.setdefault(str(c), {})[kind] = {"GiB_s": rate, "x_whole": ratio, "target": target}
+                fastest = whole_least / self.least(name, "seconds_with_sum")
+                out[str(c)][kind] = {"GiB_s": rate, "x_whole": ratio, "fastest_x_whole": fastest,
+                                     "target": target}
                 checks.append((f"batched {c}x{c} ({kind}), {r} ranks, + sum >= {target}x a whole read + sum into a "
                                f"touched buffer ({ratio:.2f}x)", ratio >= target, ratio))
-                print(f"{f'{c}x{c}, {kind}':34}{rate:8.2f}{ratio:9.2f}   >= {target:.2f}")
+                print(f"{f'{c}x{c}, {kind}':34}{rate:8.2f}{ratio:9.2f}{fastest:9.2f}   >= {target:.2f}")
         return out
 
     def report_memory(self, checks):

@@ -48,6 +48,9 @@ BATCHED_TARGETS = {1024: 0.8, 4096: 0.9}
 BATCHED_TARGET = 0.8
 # The two ways a batched read hands out a chunk (bench_h5tile's batched and batched_view).
 BATCHED_KINDS = ("next", "next_view")
+# Passes of each kind (whole, next, next_view) a round, in one process a chunk edge
+# (bench_h5tile batched_pairs).
+BATCHED_PAIRS = 3
 
 # Unsynced writes of each kind a round: their rounds scatter over 2-3x here (page allocation),
 # and the target is on the fastest, so a few more of them make it steadier.
@@ -134,9 +137,9 @@ class Settings:
     def subfile_label(self):
         return f"{self.subfile_tiles} tiles in {self.subfile_ranks} subfiles"
 
-    def whole_touched_label(self):
-        """The whole read the batched reads are compared with (bench_h5tile read_touched)."""
-        return f"read whole touched {self.batched_ranks} ranks"
+    def batched_pairs_label(self, kind, chunk):
+        """A pass of bench_h5tile batched_pairs: "whole", or a batched read of `kind`."""
+        return f"batched pairs {kind} {chunk}x{chunk} {self.batched_ranks} ranks"
 
     def batched_label(self, kind, chunk):
         """A batched read of `kind` (BATCHED_KINDS) in `chunk` x `chunk` chunks."""
