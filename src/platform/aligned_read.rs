@@ -12,7 +12,7 @@ use std::io;
 use std::os::unix::fs::FileExt;
 
 /// Bytes read and moved back at a time: small enough to stay in the core's cache.
-const PIECE: usize = 256 << 10;
+pub(crate) const PIECE: usize = 256 << 10;
 
 /// Below this, the move costs more than the misaligned copy.
 const SMALL: usize = 16 << 10;
@@ -38,6 +38,28 @@ pub fn read_exact_at(file: &File, buf: &mut [u8], at: u64) -> io::Result<()> {
         done += len;
     }
     Ok(())
+}
+
+/// Reads `len` bytes of `file` at `at` into `buf[..len]`, where the `buf[len..]` after them
+/// (at least 63 bytes) may be overwritten: bytes the caller reads next (a chunk's next row,
+/// contiguous in the buffer). A read whose two addresses differ modulo 64 then goes where they
+/// agree, up to 63 bytes further into `buf`, and is moved back while it is in the core's cache:
+/// one call, where `read_exact_at` needs a second for the piece's last bytes. Returns whether
+/// bytes past `len` were overwritten.
+pub fn read_exact_at_spilling(
+    file: &File,
+    buf: &mut [u8],
+    len: usize,
+    at: u64,
+) -> io::Result<bool> {
+    let shift = (at.wrapping_sub(buf.as_ptr() as u64) % 64) as usize;
+    if shift == 0 || !(SMALL..=PIECE).contains(&len) || buf.len() < len + shift {
+        read_exact_at(file, &mut buf[..len], at)?;
+        return Ok(false);
+    }
+    file.read_exact_at(&mut buf[shift..shift + len], at)?;
+    buf.copy_within(shift..shift + len, 0);
+    Ok(true)
 }
 
 #[cfg(test)]
@@ -73,5 +95,50 @@ mod tests {
         }
         let past = read_exact_at(&file, &mut buf[5..5 + PIECE], 2 * PIECE as u64 + 2000);
         assert_eq!(past.unwrap_err().kind(), io::ErrorKind::UnexpectedEof);
+    }
+
+    /// Rows read one after another into one buffer, each allowed to spill into the next row's
+    /// place (the last one not): every alignment, rows short, long and too long to spill.
+    #[test]
+    fn spilling_reads_land_as_plain_reads_and_touch_only_what_follows() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("bytes");
+        let bytes: Vec<u8> = (0..4 * PIECE as u64)
+            .map(|k| (k * 13 + k / 97) as u8)
+            .collect();
+        std::fs::write(&path, &bytes).unwrap();
+        let file = File::open(&path).unwrap();
+        for row in [100, SMALL, 32 << 10, PIECE, PIECE + 64] {
+            let rows = 3;
+            let mut buf = vec![0u8; rows * row + 200];
+            for offset in 0..64 {
+                buf.fill(0xEE);
+                let end = offset + rows * row;
+                let mut spilled = false;
+                for r in 0..rows {
+                    let at = (r * (row + 4096) + 7) as u64;
+                    let start = offset + r * row;
+                    // The last row's place ends the buffer the caller owns.
+                    let room = if r + 1 < rows {
+                        &mut buf[start..end]
+                    } else {
+                        &mut buf[start..start + row]
+                    };
+                    spilled |= read_exact_at_spilling(&file, room, row, at).unwrap();
+                    assert!(
+                        buf[start..start + row] == bytes[at as usize..at as usize + row],
+                        "row {r} of {row} bytes, buffer +{offset}"
+                    );
+                }
+                assert!(
+                    buf[..offset].iter().all(|&b| b == 0xEE),
+                    "before, +{offset}"
+                );
+                assert!(buf[end..].iter().all(|&b| b == 0xEE), "after, +{offset}");
+                let shift = (7u64.wrapping_sub(buf.as_ptr() as u64 + offset as u64) % 64) as usize;
+                let can = shift != 0 && (SMALL..=PIECE).contains(&row);
+                assert_eq!(spilled, can, "{row} bytes, buffer +{offset}");
+            }
+        }
     }
 }

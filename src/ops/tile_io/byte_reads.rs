@@ -5,7 +5,7 @@
 //! as one long run.
 
 pub(crate) use super::block_check::{BlockLabel, Check, Mismatch};
-use crate::platform::aligned_read::read_exact_at;
+use crate::platform::aligned_read::{read_exact_at, read_exact_at_spilling, PIECE};
 use crate::platform::device::io_threads;
 use std::fs::File;
 use std::io;
@@ -480,6 +480,18 @@ impl ByteReads {
                 for &(at, n) in ranges {
                     let p = parts.partition_point(|&(from, _, m)| from + m <= o);
                     let into = match parts.get(p) {
+                        // A row of a chunk, say: the part's bytes after it are the next ranges'
+                        // to fill, so its read may spill into them (one call, not two, where
+                        // the buffer and the file disagree modulo 64).
+                        Some(&(from, _, m)) if from <= o && o + n <= from + m && n <= PIECE => {
+                            let rest = &mut dsts[p][o - from..m];
+                            read_exact_at_spilling(file, rest, n, at)?;
+                            if check.sums() {
+                                summed.add(&rest[..n]);
+                            }
+                            o += n;
+                            continue;
+                        }
                         Some(&(from, _, m)) if from <= o && o + n <= from + m => {
                             &mut dsts[p][o - from..o - from + n]
                         }
