@@ -85,15 +85,19 @@ class Rounds(Bench):
     def batched_step(self):
         """Batched reads (next and next_view) in each of BENCH_CHUNKS' chunk edges, at
         batched_ranks ranks from the file vds_step wrote with them: each in a launch of its own
-        (its peak memory), taking turns, the order shifting round by round; then against a whole
-        read into a buffer already touched (a solver's restart reads into memory it holds), all
-        summing the data, in one process a chunk edge (batched_pairs)."""
+        (its peak memory), with h5py reading the same chunks as many processes, taking turns,
+        the order shifting round by round; then against a whole read into a buffer already
+        touched (a solver's restart reads into memory it holds), all summing the data, in one
+        process a chunk edge (batched_pairs)."""
         r, file = self.batched_ranks, f"tiled{self.batched_ranks}.h5"
-        runs = [(self.batched_label(kind, c), "batched" if kind == "next" else "batched_view", [c])
+        runs = [lambda c=c, kind=kind: self.h5tile(self.batched_label(kind, c),
+                                                   "batched" if kind == "next" else "batched_view", file, [c],
+                                                   ranks=r)
                 for c in self.chunks for kind in BATCHED_KINDS]
+        runs += [lambda c=c: self.h5py_batched(c, file) for c in self.chunks]
         turn = self.round_index % len(runs)
-        for name, mode, extra in runs[turn:] + runs[:turn]:
-            self.h5tile(name, mode, file, extra, ranks=r)
+        for run in runs[turn:] + runs[:turn]:
+            run()
         # The same reads again in one process a chunk edge, taking turns: launches differ by
         # more than the batched reads do from the whole one (a whole read moved 0.15-1.4 s from
         # launch to launch here), so the targets are judged on these; the launches above give
@@ -103,6 +107,18 @@ class Rounds(Bench):
             for result in self.launch("batched_pairs", self.path(file), self.rows, self.cols,
                                       [BATCHED_PAIRS, c], ranks=r):
                 self.record(self.batched_pairs_label(result["kind"], c), result)
+
+    def h5py_batched(self, chunk, file):
+        """h5py reading `file` in `chunk` x `chunk` chunks at batched_ranks processes, each its
+        share as h5tile_batches deals them (h5py_contenders.py batched): the slowest process's
+        time, the sum of their sums, the largest peak memory."""
+        self.prewarm()
+        results = self.launch("batched", self.path(file), self.rows, self.cols, [chunk],
+                              ranks=self.batched_ranks, program=self.h5py_contenders)
+        self.record(self.batched_label("h5py", chunk), {
+            "seconds": max(x["seconds"] for x in results),
+            "sum": sum(x["sum"] for x in results),
+            "peak_rss_bytes": max(x["peak_rss_bytes"] for x in results)})
 
     def python_step(self, r):
         """The Python package over the same library: h5tile.to_file and from_file of the same

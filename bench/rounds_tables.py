@@ -269,29 +269,39 @@ class RoundsTables(Bench):
         """Batched reads in each chunk edge against a whole read into a buffer already touched
         (a solver's restart reads into memory it holds), at batched_ranks ranks, all summing the
         data, taking turns in one process a chunk edge: medians (the targets), and the fastest
-        beside them (this VM's page allocation scatters single passes by 2x)."""
+        beside them (this VM's page allocation scatters single passes by 2x); and, launched,
+        against h5py reading the same chunks in as many processes."""
         r = self.batched_ranks
         print(f"\n{f'batched reads + sum, {r} rank' + ('s' if r > 1 else ''):34}{'GiB/s':>8}{'x whole':>9}"
-              f"{'fastest':>9}   target (x whole: against a whole read + sum into a touched buffer, in the same "
-              f"process; medians)")
+              f"{'fastest':>9}{'x h5py':>8}   target (x whole: against a whole read + sum into a touched buffer, in "
+              f"the same process, medians; x h5py: launched, h5py's slices in as many processes)")
         out = {"ranks": r}
         for c in self.chunks:
             target = BATCHED_TARGETS.get(c, BATCHED_TARGET)
             whole_name = self.batched_pairs_label("whole", c)
             whole = self.median(whole_name, "seconds_with_sum")
             whole_least = self.least(whole_name, "seconds_with_sum")
-            out[str(c)] = {"whole_GiB_s": self.bytes / whole / GIB}
+            h5py_name = self.batched_label("h5py", c)
+            h5py = self.median(h5py_name)
+            out[str(c)] = {"whole_GiB_s": self.bytes / whole / GIB, "h5py_GiB_s": self.bytes / h5py / GIB}
             print(f"{f'whole read, buffer touched ({c}x{c})':34}{self.bytes / whole / GIB:8.2f}")
+            print(f"{f'h5py slices, {r} processes':34}{self.bytes / h5py / GIB:8.2f}")
             for kind in BATCHED_KINDS:
                 name = self.batched_pairs_label(kind, c)
                 batched = self.median(name, "seconds_with_sum")
                 rate, ratio = self.bytes / batched / GIB, whole / batched
                 fastest = whole_least / self.least(name, "seconds_with_sum")
+                x_h5py = h5py / self.median(self.batched_label(kind, c))
+                sums = {run["sum"] for n in (name, whole_name, h5py_name, self.batched_label(kind, c))
+                        for run in self.runs[n]}
+                # Every element is a multiple of 0.5 and every partial sum far below 2^53: any
+                # order of summing gives the same total.
+                assert len(sums) == 1, f"{c}x{c} {kind}: the reads gave different sums: {sums}"
                 out[str(c)][kind] = {"GiB_s": rate, "x_whole": ratio, "fastest_x_whole": fastest,
-                                     "target": target}
+                                     "x_h5py": x_h5py, "target": target}
                 checks.append((f"batched {c}x{c} ({kind}), {r} ranks, + sum >= {target}x a whole read + sum into a "
                                f"touched buffer ({ratio:.2f}x)", ratio >= target, ratio))
-                print(f"{f'{c}x{c}, {kind}':34}{rate:8.2f}{ratio:9.2f}{fastest:9.2f}   >= {target:.2f}")
+                print(f"{f'{c}x{c}, {kind}':34}{rate:8.2f}{ratio:9.2f}{fastest:9.2f}{x_h5py:8.2f}   >= {target:.2f}")
         return out
 
     def report_memory(self, checks):

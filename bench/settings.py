@@ -142,6 +142,7 @@ class Settings:
         return f"batched pairs {kind} {chunk}x{chunk} {self.batched_ranks} ranks"
 
     def batched_label(self, kind, chunk):
-        """A batched read of `kind` (BATCHED_KINDS) in `chunk` x `chunk` chunks."""
-        view = " view" if kind == "next_view" else ""
+        """A batched read of `kind` (BATCHED_KINDS, or "h5py": h5py's slices) in `chunk` x
+        `chunk` chunks, launched."""
+        view = {"next": "", "next_view": " view", "h5py": " h5py"}[kind]
         return f"batched{view} {chunk}x{chunk} {self.batched_ranks} ranks"

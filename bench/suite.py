@@ -15,7 +15,7 @@ the baselines, saved as target/bench/suite.json and drawn as target/bench/suite.
               buffer already touched (a solver's restart reads into memory it holds), all
               summing the data, at 2 ranks (BENCH_RANKS' first where it has no 2), taking turns
               in one process a chunk edge (each batched mode also launched alone for its peak
-              memory);
+              memory, beside h5py reading the same chunks in as many processes);
               per-rank peak memory against the tile size; with the first rank count, a write
               followed by a computation of about the same length against h5tile_write_async
               running while the computation does (how much of the shorter one is hidden)
