@@ -2,6 +2,8 @@
 memory touched beforehand, the result recorded under its name; and the measurements kept
 (runs, and what the sections saw besides), which the reports read. The sections' steps
 (rounds.py, after_rounds.py) are made of these."""
+import ctypes.util
+import glob
 import json
 import os
 import shutil
@@ -11,11 +13,37 @@ import sys
 import tempfile
 import time
 
-from settings import GIB, Settings, python_program
+from settings import GIB, PROGRAMS, Settings, python_program
 
 
 class Failed(Exception):
     """A measurement of the many tiles section that failed: what ran, and why."""
+
+
+def legate_contender(binary, data_bytes):
+    """python_contenders.py as legate.io.hdf5's modes run it, and the environment they need:
+    the Python of .deps/legate (scripts/legate-env.sh; else this one, and the probe says Legate
+    is missing), the CUDA runtime and NCCL its wheels bring on the library path, and where the
+    machine has no CUDA driver, the bench's libcuda.so.1 without a device (built beside
+    bench_h5tile, programs/no_device_libcuda.c) with KvikIO's POSIX reads: Legate then runs on
+    the CPUs. Its automatic configuration counts GPUs, which that driver cannot, so unless
+    LEGATE_CONFIG is set it is told what the automatic one would take on a machine without
+    GPUs: every core, and system memory for the data several times over (its default of 256
+    MiB does not hold one array)."""
+    venv = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), ".deps", "legate")
+    python = os.path.join(venv, "bin", "python")
+    if not os.access(python, os.X_OK):
+        return python_program("python_contenders.py"), {}
+    libs = sorted(glob.glob(os.path.join(venv, "lib", "python3*", "site-packages", "nvidia", "*", "lib")))
+    env = {}
+    if ctypes.util.find_library("cuda") is None:
+        libs.insert(0, os.path.join(os.path.dirname(os.path.abspath(binary)), "no-device"))
+        env["KVIKIO_COMPAT_MODE"] = "ON"
+        if "LEGATE_CONFIG" not in os.environ:
+            sysmem = (4 * data_bytes + GIB // 2) >> 20
+            env.update(LEGATE_AUTO_CONFIG="0", LEGATE_CONFIG=f"--cpus {os.cpu_count()} --sysmem {sysmem}")
+    env["LD_LIBRARY_PATH"] = ":".join(libs + [p for p in [os.environ.get("LD_LIBRARY_PATH")] if p])
+    return [python, os.path.join(PROGRAMS, "python_contenders.py")], env
 
 
 class Bench(Settings):
@@ -30,6 +58,7 @@ class Bench(Settings):
         self.has_subfiles = False  # set by probe()
         self.legate_missing = None  # why legate.io.hdf5 cannot be measured here (probe())
         self.contenders = python_program("python_contenders.py")
+        self.legate, self.legate_env = legate_contender(binary, self.bytes)
         self.h5py_contenders = python_program("h5py_contenders.py")
         self.round_index = 0  # the round being measured
         self.files = {}  # name -> what a write left on disk and what the shim saw
@@ -116,7 +145,8 @@ class Bench(Settings):
                   f"layout's parts are left out ({(out.stderr or out.stdout).strip()[:200]})", file=sys.stderr)
 
     def probe_legate(self):
-        out = subprocess.run([*self.contenders, "legate_probe"], capture_output=True, text=True)
+        out = subprocess.run([*self.legate, "legate_probe"], capture_output=True, text=True,
+                             env={**os.environ, **self.legate_env})
         if out.returncode != 0:
             self.legate_missing = (out.stdout + out.stderr).strip().splitlines()[-1][:200]
             print(f"bench: legate.io.hdf5 cannot be imported ({self.legate_missing}): it is left out",

@@ -130,11 +130,16 @@ class Rounds(Bench):
         self.remove(f"python{r}.h5")
 
     def legate_step(self):
-        """legate.io.hdf5 on CPU, one process, where it can be imported."""
+        """legate.io.hdf5 on CPU, one process, where it can be imported: a write, a read, and
+        batched reads (from_file_batched) in each chunk edge of the batched reads."""
         self.remove("legate.h5")
         os.sync()
-        self.h5tile("write legate", "legate_write", "legate.h5", program=self.contenders)
-        self.h5tile("read legate", "legate_read", "legate.h5", program=self.contenders)
+        legate = {"env": self.legate_env, "program": self.legate}
+        self.h5tile("write legate", "legate_write", "legate.h5", **legate)
+        self.h5tile("read legate", "legate_read", "legate.h5", **legate)
+        if self.wants("h5tile"):
+            for c in self.chunks:
+                self.h5tile(self.batched_label("legate", c), "legate_batched", "legate.h5", [c], **legate)
         self.remove("legate.h5")
 
     def subfiles_step(self, r):

@@ -273,9 +273,14 @@ class RoundsTables(Bench):
         against h5py reading the same chunks in as many processes."""
         r = self.batched_ranks
         print(f"\n{f'batched reads + sum, {r} rank' + ('s' if r > 1 else ''):34}{'GiB/s':>8}{'x whole':>9}"
-              f"{'fastest':>9}{'x h5py':>8}   target (x whole: against a whole read + sum into a touched buffer, in "
-              f"the same process, medians; x h5py: launched, h5py's slices in as many processes)")
+              f"{'fastest':>9}{'x h5py':>8}{'x legate':>10}   target (x whole: against a whole read + sum into a touched "
+              f"buffer, in the same process, medians; x h5py: launched, h5py's slices in as many processes; x legate: "
+              f"launched, from_file_batched in one process)")
         out = {"ranks": r}
+        legate_measured = all(self.batched_label("legate", c) in self.runs for c in self.chunks)
+        if not legate_measured:
+            why = self.legate_missing or "the python section did not run"
+            print(f"(x legate: not measured: {why})")
         for c in self.chunks:
             target = BATCHED_TARGETS.get(c, BATCHED_TARGET)
             whole_name = self.batched_pairs_label("whole", c)
@@ -286,14 +291,20 @@ class RoundsTables(Bench):
             out[str(c)] = {"whole_GiB_s": self.bytes / whole / GIB, "h5py_GiB_s": self.bytes / h5py / GIB}
             print(f"{f'whole read, buffer touched ({c}x{c})':34}{self.bytes / whole / GIB:8.2f}")
             print(f"{f'h5py slices, {r} processes':34}{self.bytes / h5py / GIB:8.2f}")
+            legate_name = self.batched_label("legate", c)
+            legate = self.median(legate_name) if legate_measured else None
+            if legate:
+                out[str(c)]["legate_GiB_s"] = self.bytes / legate / GIB
+                print(f"{'legate.io.hdf5 from_file_batched':34}{self.bytes / legate / GIB:8.2f}")
             for kind in BATCHED_KINDS:
                 name = self.batched_pairs_label(kind, c)
                 batched = self.median(name, "seconds_with_sum")
                 rate, ratio = self.bytes / batched / GIB, whole / batched
                 fastest = whole_least / self.least(name, "seconds_with_sum")
-                x_h5py = h5py / self.median(self.batched_label(kind, c))
-                sums = {run["sum"] for n in (name, whole_name, h5py_name, self.batched_label(kind, c))
-                        for run in self.runs[n]}
+                launched = self.median(self.batched_label(kind, c))
+                x_h5py = h5py / launched
+                names = [name, whole_name, h5py_name, self.batched_label(kind, c)] + ([legate_name] if legate else [])
+                sums = {run["sum"] for n in names for run in self.runs[n]}
                 # Every element is a multiple of 0.5 and every partial sum far below 2^53: any
                 # order of summing gives the same total.
                 assert len(sums) == 1, f"{c}x{c} {kind}: the reads gave different sums: {sums}"
@@ -301,7 +312,15 @@ class RoundsTables(Bench):
                                      "x_h5py": x_h5py, "target": target}
                 checks.append((f"batched {c}x{c} ({kind}), {r} ranks, + sum >= {target}x a whole read + sum into a "
                                f"touched buffer ({ratio:.2f}x)", ratio >= target, ratio))
-                print(f"{f'{c}x{c}, {kind}':34}{rate:8.2f}{ratio:9.2f}{fastest:9.2f}{x_h5py:8.2f}   >= {target:.2f}")
+                x_legate = ""
+                if legate:
+                    x = legate / launched
+                    out[str(c)][kind]["x_legate"] = x
+                    checks.append((f"batched {c}x{c} ({kind}), {r} ranks, + sum >= 4x legate.io.hdf5's from_file_batched "
+                                   f"({x:.2f}x)", x >= 4, x))
+                    x_legate = f"{x:10.2f}"
+                print(f"{f'{c}x{c}, {kind}':34}{rate:8.2f}{ratio:9.2f}{fastest:9.2f}{x_h5py:8.2f}{x_legate:>10}"
+                      f"   >= {target:.2f}{'; >= 4 x legate' if legate else ''}")
         return out
 
     def report_memory(self, checks):

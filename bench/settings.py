@@ -142,7 +142,9 @@ class Settings:
         return f"batched pairs {kind} {chunk}x{chunk} {self.batched_ranks} ranks"
 
     def batched_label(self, kind, chunk):
-        """A batched read of `kind` (BATCHED_KINDS, or "h5py": h5py's slices) in `chunk` x
-        `chunk` chunks, launched."""
+        """A batched read of `kind` (BATCHED_KINDS, or "h5py": h5py's slices, or "legate":
+        legate.io.hdf5's from_file_batched) in `chunk` x `chunk` chunks, launched."""
+        if kind == "legate":
+            return f"batched legate {chunk}x{chunk} 1 process"
         view = {"next": "", "next_view": " view", "h5py": " h5py"}[kind]
         return f"batched{view} {chunk}x{chunk} {self.batched_ranks} ranks"

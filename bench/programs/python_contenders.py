@@ -6,6 +6,9 @@ one measurement a process, as bench_h5tile's modes: prints one JSON line with th
   python_contenders.py h5tile_read  FILE ROWS COLS   h5tile.from_file: each rank its row slab
   python_contenders.py legate_write FILE ROWS COLS   legate.io.hdf5.to_file of the whole array
   python_contenders.py legate_read  FILE ROWS COLS   legate.io.hdf5.from_file, then its sum
+  python_contenders.py legate_batched FILE ROWS COLS CHUNK
+                                                     legate.io.hdf5.from_file_batched in CHUNK x
+                                                     CHUNK chunks, each summed
   python_contenders.py legate_probe                  exits 0 if legate.io.hdf5 can be used,
                                                      else prints why not
 
@@ -72,11 +75,18 @@ def h5tile_mode(mode, path, rows, cols):
 def legate_mode(mode, path, rows, cols):
     """legate.io.hdf5 on CPU, one process, as its users call it (the array made from numpy)."""
     from legate.core import LogicalArray, Type, get_legate_runtime
-    from legate.io.hdf5 import from_file, to_file
+    from legate.io.hdf5 import from_file, from_file_batched, to_file
 
     runtime = get_legate_runtime()
     total = 0.0
-    if mode == "legate_write":
+    if mode == "legate_batched":
+        # A dataset larger than memory, as Legate streams it: one array a chunk, summed.
+        edge = int(sys.argv[5])
+        t0 = time.perf_counter()
+        for array, _ in from_file_batched(path, "/data", (edge, edge)):
+            total += float(np.asarray(array.get_physical_array()).sum())
+        seconds = with_sum = time.perf_counter() - t0
+    elif mode == "legate_write":
         data = filled(0, (rows, cols))
         store = runtime.create_store_from_buffer(dtype=Type.from_numpy_dtype(data.dtype), shape=data.shape,
                                                  data=data, read_only=False)
