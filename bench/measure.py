@@ -57,6 +57,7 @@ class Bench(Settings):
         self.shim = None  # the fault shim (libfault_shim.so), for the scale section's counts
         self.has_subfiles = False  # set by probe()
         self.legate_missing = None  # why legate.io.hdf5 cannot be measured here (probe())
+        self.legate_interop = {}  # layout -> Legate's and h5py's sums of one file (legate_reads_ours)
         self.contenders = python_program("python_contenders.py")
         self.legate, self.legate_env = legate_contender(binary, self.bytes)
         self.h5py_contenders = python_program("h5py_contenders.py")

@@ -4,8 +4,8 @@ that shifts round by round, so the disk's drift is not handed to one of them."""
 import os
 
 from measure import Bench
-from settings import (BATCHED_KINDS, BATCHED_PAIRS, CHECKPOINT_LAYOUTS, COMPRESSION_READS, COMPRESSIONS, MIB, NOSYNC_TURNS, READ_PAIRS,
-                      ZSTD1)
+from settings import (BATCHED_KINDS, BATCHED_PAIRS, CHECKPOINT_LAYOUTS, COMPRESSION_READS, COMPRESSIONS,
+                      LEGATE_INTEROP_LAYOUTS, MIB, NOSYNC_TURNS, READ_PAIRS, ZSTD1)
 
 
 class Rounds(Bench):
@@ -141,6 +141,24 @@ class Rounds(Bench):
             for c in self.chunks:
                 self.h5tile(self.batched_label("legate", c), "legate_batched", "legate.h5", [c], **legate)
         self.remove("legate.h5")
+        if self.round_index == 0:
+            self.legate_reads_ours()
+
+    def legate_reads_ours(self):
+        """Whether legate.io.hdf5 reads what h5tile writes: 1024 x 2048 float64 in 64 tiles
+        from 2 ranks, in each layout (the subfiled one coalesced: both ranks' tiles in one
+        file), read whole by Legate and by h5py, their sums compared (legate_interop)."""
+        rows, cols = 1024, 2048
+        for layout in LEGATE_INTEROP_LAYOUTS:
+            file = f"interop-{layout}.h5"
+            self.remove(file)
+            env = {"BENCH_LAYOUT": layout, "BENCH_RANKS_PER_FILE": "2"}
+            self.launch("write_grid", self.path(file), rows, cols, [64], ranks=2, env=env)
+            legate = self.launch("legate_read", self.path(file), rows, cols, env=self.legate_env,
+                                 program=self.legate)[-1]["sum"]
+            h5py = self.launch("read", self.path(file), rows, cols, program=self.h5py_contenders)[-1]["sum"]
+            self.legate_interop[layout] = {"legate_sum": legate, "h5py_sum": h5py}
+            self.remove(file)
 
     def subfiles_step(self, r):
         self.remove(f"subfiles{r}.h5")

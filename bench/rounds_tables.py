@@ -263,6 +263,13 @@ class RoundsTables(Bench):
                                ours >= rate, ours / rate))
                 print(f"{'legate.io.hdf5 ' + kind + ', CPU':34}{rate:8.2f}{'':>9}{rate / self.rate(kind + ' h5py'):9.2f}"
                       f"   h5tile.{'to_file' if kind == 'write' else 'from_file'} (1 rank) is {ours / rate:.2f}x it")
+            for layout, sums in self.legate_interop.items():
+                same = sums["legate_sum"] == sums["h5py_sum"]
+                python[f"legate reads {layout}"] = sums
+                checks.append((f"legate.io.hdf5 reads h5tile's {layout} layout (64 tiles from 2 ranks) as h5py does",
+                               same, sums["legate_sum"]))
+                print(f"legate.io.hdf5 reads the {layout} layout: sum {sums['legate_sum']:.17g} "
+                      f"{'=' if same else '!='} h5py's {sums['h5py_sum']:.17g}")
         return python
 
     def report_batched(self, checks):

@@ -48,6 +48,8 @@ BATCHED_TARGETS = {1024: 0.8, 4096: 0.9}
 BATCHED_TARGET = 0.8
 # The two ways a batched read hands out a chunk (bench_h5tile's batched and batched_view).
 BATCHED_KINDS = ("next", "next_view")
+# The layouts legate.io.hdf5 is asked to read, once, where it imports (python section).
+LEGATE_INTEROP_LAYOUTS = ("vds", "subfiles", "single")
 # Passes of each kind (whole, next, next_view) a round, in one process a chunk edge
 # (bench_h5tile batched_pairs).
 BATCHED_PAIRS = 3
