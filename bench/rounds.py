@@ -149,7 +149,7 @@ class Rounds(Bench):
         from 2 ranks, in each layout (the subfiled one coalesced: both ranks' tiles in one
         file), read whole by Legate and by h5py, their sums compared (legate_interop)."""
         rows, cols = 1024, 2048
-        for layout in LEGATE_INTEROP_LAYOUTS:
+        for layout in [x for x in LEGATE_INTEROP_LAYOUTS if x != "subfiles" or self.has_subfiles]:
             file = f"interop-{layout}.h5"
             self.remove(file)
             env = {"BENCH_LAYOUT": layout, "BENCH_RANKS_PER_FILE": "2"}
