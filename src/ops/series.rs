@@ -236,15 +236,35 @@ fn record_temporaries(dir: &Path) -> Vec<PathBuf> {
 /// Reads no checksums. The record is only a hint: a newer complete checkpoint than the record
 /// names wins (a crash between commit and record), and a record naming a missing or incomplete
 /// checkpoint is ignored; the folder has to be listed for the first anyway, so the answer is
-/// the newest complete checkpoint found there and the record is not read.
+/// the newest complete checkpoint found there and the record is not read. A candidate whose
+/// master is gone by the time it is opened was pruned by a newer commit: the folder is listed
+/// again, as `latest_verified` does, rather than answering with an older checkpoint (a reader
+/// polling the series would see the latest step go back).
 pub fn latest(dir: &Path) -> Result<(u64, PathBuf)> {
-    // Newest first, stopping at the first that opens: one HDF5 look for a healthy series.
-    let found = listing(dir)?;
-    found
-        .into_iter()
-        .find(|c| c.has_master && opens_as_hdf5(&c.master))
-        .map(|c| (c.step, c.master))
-        .ok_or_else(|| none_complete(dir))
+    latest_with(dir, &mut || {})
+}
+
+/// `latest`, calling `after_listing` after each listing (tests prune there).
+fn latest_with(dir: &Path, after_listing: &mut dyn FnMut()) -> Result<(u64, PathBuf)> {
+    for _ in 0..RELISTS {
+        let found = listing(dir)?;
+        after_listing();
+        // Newest first, stopping at the first that opens: one HDF5 look for a healthy series.
+        let mut pruned = false;
+        for c in found.into_iter().filter(|c| c.has_master) {
+            if opens_as_hdf5(&c.master) {
+                return Ok((c.step, c.master));
+            }
+            if !c.master.exists() {
+                pruned = true;
+                break;
+            }
+        }
+        if !pruned {
+            break;
+        }
+    }
+    Err(none_complete(dir))
 }
 
 /// How many times `latest_verified` lists the folder again after a candidate was pruned while
@@ -838,6 +858,33 @@ mod tests {
         // The same pruning again leaves the write of step 6, newer than the latest.
         prune(dir, 5, SeriesOptions::default()).unwrap();
         assert!(!tile_dir(&three).exists() && tiles6.exists());
+    }
+
+    #[test]
+    fn latest_lists_again_when_its_candidate_is_pruned_under_it() {
+        let d = tempfile::tempdir().unwrap();
+        let dir = d.path();
+        checkpoint(dir, 3, Layout::Vds);
+        let four = checkpoint(dir, 4, Layout::Subfiles);
+        // Another job commits step 5 right after the listing and prunes 4 (keep_last 1); step
+        // 3 stays (keep_every 3). Step 4 no longer opens: the answer is step 5, not step 3,
+        // which a reader that had seen step 4 would take for the latest going back.
+        let mut round = 0;
+        let found = latest_with(dir, &mut || {
+            round += 1;
+            if round == 1 {
+                checkpoint(dir, 5, Layout::Vds);
+                std::fs::remove_file(&four).unwrap();
+            }
+        })
+        .unwrap();
+        assert_eq!(found, (5, checkpoint_path(dir, 5)));
+        assert_eq!(round, 2, "the folder is listed once more");
+        // A master that is there but does not open is passed over, with no second listing.
+        std::fs::write(checkpoint_path(dir, 5), b"not HDF5").unwrap();
+        let mut rounds = 0;
+        let found = latest_with(dir, &mut || rounds += 1).unwrap();
+        assert_eq!((found.0, rounds), (3, 1));
     }
 
     #[test]
