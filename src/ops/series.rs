@@ -246,16 +246,40 @@ pub fn latest(dir: &Path) -> Result<(u64, PathBuf)> {
 
 /// `latest`, calling `after_listing` after each listing (tests prune there).
 fn latest_with(dir: &Path, after_listing: &mut dyn FnMut()) -> Result<(u64, PathBuf)> {
-    for _ in 0..RELISTS {
+    let list = || {
         let found = listing(dir)?;
+        let masters = found.into_iter().filter(|c| c.has_master);
+        Ok(masters.map(|c| (c.step, c.master)).collect())
+    };
+    // Newest first, stopping at the first that opens: one HDF5 look for a healthy series.
+    let opens = |master: &Path| Ok(opens_as_hdf5(master));
+    let gone = |master: &Path| Ok(!master.exists());
+    newest_passing(list, after_listing, opens, gone)?.ok_or_else(|| none_complete(dir))
+}
+
+/// How many times `latest` and `latest_verified` list the folder again after a candidate was
+/// pruned while it was being looked at (which means a newer checkpoint committed meanwhile).
+const RELISTS: usize = 8;
+
+/// The first of the candidates `list` gives (step, master; newest first) that `passes`. A
+/// candidate that fails and is `gone` was pruned by a newer commit: the folder is listed again
+/// (at most `RELISTS` times) rather than falling back to an older checkpoint. None when no
+/// candidate passes.
+fn newest_passing(
+    mut list: impl FnMut() -> Result<Vec<(u64, PathBuf)>>,
+    after_listing: &mut dyn FnMut(),
+    mut passes: impl FnMut(&Path) -> Result<bool>,
+    mut gone: impl FnMut(&Path) -> Result<bool>,
+) -> Result<Option<(u64, PathBuf)>> {
+    for _ in 0..RELISTS {
+        let candidates = list()?;
         after_listing();
-        // Newest first, stopping at the first that opens: one HDF5 look for a healthy series.
         let mut pruned = false;
-        for c in found.into_iter().filter(|c| c.has_master) {
-            if opens_as_hdf5(&c.master) {
-                return Ok((c.step, c.master));
+        for (step, master) in candidates {
+            if passes(&master)? {
+                return Ok(Some((step, master)));
             }
-            if !c.master.exists() {
+            if gone(&master)? {
                 pruned = true;
                 break;
             }
@@ -264,12 +288,8 @@ fn latest_with(dir: &Path, after_listing: &mut dyn FnMut()) -> Result<(u64, Path
             break;
         }
     }
-    Err(none_complete(dir))
+    Ok(None)
 }
-
-/// How many times `latest_verified` lists the folder again after a candidate was pruned while
-/// it was being verified (which means a newer checkpoint committed meanwhile).
-const RELISTS: usize = 8;
 
 /// As `latest`, collectively over `comm` (every rank gets the same answer and status): also
 /// skips checkpoints whose sources or checksums fail the checks `h5tile check` makes (every
@@ -292,27 +312,16 @@ fn latest_verified_with(
     // Threads per rank: the node's CPUs shared among its ranks.
     let (node, _) = comm.split_groups(None)?;
     let threads = (default_threads() / node.size().max(1)).max(1);
-    for _ in 0..RELISTS {
+    let list = || {
         let names = complete_masters(comm, dir)?;
-        after_listing();
-        let mut pruned = false;
-        for name in names.lines() {
-            let (Some(step), master) = (step_of(name), dir.join(name)) else {
-                continue;
-            };
-            if passes(comm, &master, threads)? {
-                return Ok((step, master));
-            }
-            if gone(comm, &master)? {
-                pruned = true;
-                break;
-            }
-        }
-        if !pruned {
-            break;
-        }
-    }
-    Err(none_complete(dir))
+        let steps = names
+            .lines()
+            .filter_map(|n| Some((step_of(n)?, dir.join(n))));
+        Ok(steps.collect())
+    };
+    let verified = |master: &Path| passes(comm, master, threads);
+    let pruned = |master: &Path| gone(comm, master);
+    newest_passing(list, after_listing, verified, pruned)?.ok_or_else(|| none_complete(dir))
 }
 
 /// The names of the complete checkpoints' masters in `dir`, newest first, a line each: rank 0
