@@ -143,6 +143,15 @@ static double sum(const double *v, size_t n) {
     return s;
 }
 
+/* Which of `n` kinds pass `i` of a pairs mode reads: one of each first (untimed), then rounds
+ * of one of each, the first kind of a round shifting by one round to round (0, 1, 2; 1, 2, 0;
+ * 2, 0, 1; ...), so none always goes first. */
+static int turn(uint64_t i, int n) {
+    if (i < (uint64_t)n) return (int)i;
+    const uint64_t k = i - (uint64_t)n;
+    return (int)((k + k / (uint64_t)n) % (uint64_t)n);
+}
+
 /* A batched read of FILE's /data in chunk[0] x chunk[1] chunks, its largest chunk (in
  * *max_bytes) checked to fit `room` bytes. */
 static h5tile_batches *batches_open(const char *path, const uint64_t chunk[2], size_t room,
@@ -580,8 +589,7 @@ int main(int argc, char **argv) {
         /* One read of each kind first, not timed: the file's first open and the library's
            first allocations. */
         for (uint64_t i = 0; i < 2 + 2 * n; i++) {
-            /* first, second; second, first; ... */
-            const int second = i < 2 ? (int)i : (int)((i - 2 + (i - 2) / 2) % 2);
+            const int second = turn(i, 2);
             h5tile_read_options ro = h5tile_read_options_default();
             if (second && !other) ro.flags |= H5TILE_READ_NO_VERIFY;
             const char *file = second && other ? other : path;
@@ -621,8 +629,7 @@ int main(int argc, char **argv) {
         /* One of each first, not timed: the file's first open and the library's first
            allocations. */
         for (uint64_t i = 0; i < 3 + 3 * n; i++) {
-            /* whole, next, view; next, view, whole; view, whole, next; ... */
-            const int kind = i < 3 ? (int)i : (int)((i - 3 + (i - 3) / 3) % 3);
+            const int kind = turn(i, 3);
             MPI_Barrier(MPI_COMM_WORLD);
             double start = MPI_Wtime(), local, all = 0;
             if (kind == 0) {
