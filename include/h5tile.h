@@ -136,6 +136,10 @@ typedef struct h5tile_checkpoint h5tile_checkpoint;
 // A write started by `h5tile_write_async` (opaque); `h5tile_wait` completes and frees it.
 typedef struct h5tile_request h5tile_request;
 
+// A transaction, as its coordinator holds it (opaque): `h5tile_txn_begin` makes it,
+// `h5tile_txn_free` frees it.
+typedef struct h5tile_txn h5tile_txn;
+
 // Element type codes of the C API (`H5TILE_BOOL` … `H5TILE_COMPLEX128`).
 typedef int h5tile_dtype;
 
@@ -493,6 +497,24 @@ h5tile_status h5tile_inspect(const char *path,
                              size_t *ndim,
                              uint64_t *shape);
 
+// The boxes the stored tiles of `dataset` in `path` fill, without reading data: for a
+// virtual dataset (the VDS and subfiled layouts, or another writer's VDS) one box per mapped
+// source, for any other dataset one box of the whole. `*ntiles` is set to their number; where
+// it is at most `capacity`, tile `i`'s offset and extents are written to
+// `offsets[i*ndim ..]` and `shapes[i*ndim ..]` (`ndim` as `h5tile_inspect` gives it). Call
+// with `capacity` 0 (and NULL arrays) to learn the number first. A reader splitting the
+// dataset by its tiles (Dask's chunks, xarray's preferred chunks) asks this. Not collective.
+//
+// # Safety
+// Pointers must be NULL or valid; `offsets` and `shapes` must have room for `capacity * ndim`
+// values where `capacity` > 0.
+h5tile_status h5tile_tiles(const char *path,
+                           const char *dataset,
+                           size_t capacity,
+                           size_t *ntiles,
+                           uint64_t *offsets,
+                           uint64_t *shapes);
+
 // Proposes a balanced block decomposition of `global_shape` over `nranks` ranks and returns
 // the tile of `rank` (0 ≤ rank < nranks): ranks form a process grid whose extents multiply to
 // `nranks`, chosen so tiles are as close to cubes as possible; along an axis, tile extents
@@ -661,6 +683,141 @@ h5tile_status h5tile_series_latest(MPI_Comm comm,
                                    uint64_t *step,
                                    char *path,
                                    size_t path_bytes);
+
+// Begins a transaction on the file `path`: tiles written by processes that share no
+// communicator (`h5tile_txn_write_tile`, in any process holding the token), made visible at
+// once by `h5tile_txn_commit` in this process. The path is checked and prepared as
+// `h5tile_write` does (`opts`, NULL for the defaults: `H5TILE_LAYOUT_VDS` or `AUTO`, since each
+// writer writes files of its own; other layouts are `H5TILE_ERR_INVALID_ARGUMENT`), and the
+// transaction holds the path's write lock, so other writes' cleanups spare its files, until
+// its commit or abort. Declare its datasets next (`h5tile_txn_declare`). Not collective, no
+// MPI. `*out` is NULL on failure.
+//
+// # Safety
+// Pointers must be NULL or valid.
+h5tile_status h5tile_txn_begin(const char *path,
+                               const h5tile_write_options *opts,
+                               h5tile_txn **out);
+
+// The transaction whose token is the `token_len` bytes at `token`, to commit from a process
+// other than the coordinator's (such as a task graph's last task, run where the runtime
+// chooses): `h5tile_txn_commit` on it commits as the coordinator's would, without the
+// attributes, and a commit by either is seen by the other (the second changes nothing). It
+// holds no lock: the coordinator's transaction must stay open meanwhile, so that other writes'
+// cleanups spare its files. Freed with `h5tile_txn_free`, it is not aborted; `h5tile_txn_abort`
+// on it removes the transaction's tiles. `*out` is NULL on failure.
+//
+// # Safety
+// Pointers must be NULL or valid for the lengths given.
+h5tile_status h5tile_txn_resume(const uint8_t *token, size_t token_len, h5tile_txn **out);
+
+// Declares the dataset `dataset` of the transaction `tx`: its element type and global shape
+// (`ndim` values). Every dataset is declared before the token is taken
+// (`h5tile_txn_token`); later ones are `H5TILE_ERR_INVALID_ARGUMENT`.
+//
+// # Safety
+// `tx` must be NULL or live; other pointers NULL or valid for the lengths given.
+h5tile_status h5tile_txn_declare(h5tile_txn *tx,
+                                 const char *dataset,
+                                 h5tile_dtype dtype,
+                                 size_t ndim,
+                                 const uint64_t *global_shape);
+
+// Sets attribute `name` of `object` ("/" for the file, a group or a declared dataset) to
+// `count` values of `dtype`, stored by the commit, as `h5tile_checkpoint_attr` does.
+//
+// # Safety
+// `tx` must be NULL or live; other pointers NULL or valid for the lengths given.
+h5tile_status h5tile_txn_attr(h5tile_txn *tx,
+                              const char *object,
+                              const char *name,
+                              h5tile_dtype dtype,
+                              size_t count,
+                              const void *values);
+
+// Sets attribute `name` of `object` to the UTF-8 text `value`, as `h5tile_txn_attr` does.
+//
+// # Safety
+// `tx` must be NULL or live; other pointers NULL or NUL-terminated strings.
+h5tile_status h5tile_txn_attr_string(h5tile_txn *tx,
+                                     const char *object,
+                                     const char *name,
+                                     const char *value);
+
+// The transaction's token: `*token_len` bytes at `*token`, which stay valid until `tx` is
+// freed. Send them to the writers as they are (a file, a message, a pickle). Taking the
+// token closes the list of datasets; a transaction declaring none is
+// `H5TILE_ERR_INVALID_ARGUMENT`.
+//
+// # Safety
+// `tx` must be NULL or live; `token` and `token_len` NULL or writable.
+h5tile_status h5tile_txn_token(h5tile_txn *tx, const uint8_t **token, size_t *token_len);
+
+// Writes one tile of the declared dataset `dataset` for the transaction whose token is the
+// `token_len` bytes at `token`: in any process or thread, no MPI, no communicator. The tile
+// (`ndim` offsets and extents) must lie inside the dataset; `buf` holds its elements, dense
+// and row-major, in host or device memory. The tile goes to a file of its own in the tile
+// folder, synced unless the transaction's options said `H5TILE_NO_SYNC`; nothing is visible
+// until the coordinator commits. On success `*record` points to `*record_len` bytes
+// (allocated with `malloc`; free them with `h5tile_txn_record_free` or `free`) to send to the
+// coordinator: where the tile is, its checksums, and an attempt identity, so a tile written
+// twice (a retried task) is told apart. A tile with a zero extent writes nothing and gets a
+// record too. A token that is not one h5tile made, or was cut or changed, is
+// `H5TILE_ERR_INVALID_ARGUMENT`; a transaction aborted already, `H5TILE_ERR_NOT_FOUND`.
+//
+// # Safety
+// Pointers must be NULL or valid for the lengths given; `buf` must hold the tile's elements.
+h5tile_status h5tile_txn_write_tile(const uint8_t *token,
+                                    size_t token_len,
+                                    const char *dataset,
+                                    size_t ndim,
+                                    const uint64_t *tile_offset,
+                                    const uint64_t *tile_shape,
+                                    const void *buf,
+                                    uint8_t **record,
+                                    size_t *record_len);
+
+// Frees a record `h5tile_txn_write_tile` made (as `free` does); NULL is allowed.
+//
+// # Safety
+// `record` must be NULL or a record not yet freed.
+void h5tile_txn_record_free(uint8_t *record);
+
+// Commits the tiles the `nrecords` records name (record `i`: `record_lens[i]` bytes at
+// `records[i]`), with the declared datasets and attributes, as one new version of the file:
+// the only step readers see, atomic as `h5tile_write`'s commit (the old file stays readable
+// until the new master is renamed into place). It does not read the tiles' bytes: their
+// checksums, taken by the writers, go into the master, and reads and `h5tile check` verify
+// them. Of several records of one tile (a retried or speculative task), the first whose file
+// is there is kept and the others' files are removed. Refused, leaving the old file as it was
+// and the transaction open (commit again, or abort): a record of another transaction or
+// damaged (`H5TILE_ERR_INVALID_ARGUMENT`); tiles that overlap, or leave a hole without
+// `H5TILE_ALLOW_PARTIAL` (`H5TILE_ERR_SHAPE`, as `h5tile_write`); a tile whose file is missing
+// (`H5TILE_ERR_MISSING_TILE`) or is not as its record says (`H5TILE_ERR_CORRUPT`). Once
+// committed, a commit again succeeds and changes nothing (the files of records that came
+// late are removed).
+//
+// # Safety
+// `tx` must be NULL or live; `records` and `record_lens` NULL or valid for `nrecords`.
+h5tile_status h5tile_txn_commit(h5tile_txn *tx,
+                                size_t nrecords,
+                                const uint8_t *const *records,
+                                const size_t *record_lens);
+
+// Aborts the transaction: removes every tile file its writers made and releases its lock.
+// Tiles written after the abort are refused where the tile folder went with it, and
+// otherwise removed by the next write of the path. A committed transaction is
+// `H5TILE_ERR_INVALID_ARGUMENT`.
+//
+// # Safety
+// `tx` must be NULL or live.
+h5tile_status h5tile_txn_abort(h5tile_txn *tx);
+
+// Frees the transaction (an open one is aborted first); NULL is allowed.
+//
+// # Safety
+// `tx` must be NULL or come from `h5tile_txn_begin`, not yet freed.
+void h5tile_txn_free(h5tile_txn *tx);
 
 // Opens `dataset` in `path` for reading chunk by chunk. Collective over `comm`.
 //

@@ -43,6 +43,7 @@ from ._partition import partition
 from ._pending import fence, to_file_async
 from ._read import from_file, inspect
 from ._series import Series
+from ._transaction import Transaction, Writer, begin, commit
 from ._write import to_file
 
 __all__ = [
@@ -68,6 +69,10 @@ __all__ = [
     "PermissionDeniedError",
     "Series",
     "ShapeError",
+    "Transaction",
+    "Writer",
+    "begin",
+    "commit",
     "fence",
     "from_file",
     "from_file_batched",

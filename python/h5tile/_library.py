@@ -28,7 +28,7 @@ SONAME = "libh5tile.so.0"
 Status = c_int  # h5tile_status
 Dtype = c_int  # h5tile_dtype
 Fint = c_int  # MPI_Fint: Fortran handles are ints in Open MPI and MPICH
-Handle = c_void_p  # h5tile_batches *, h5tile_request *, h5tile_checkpoint * (opaque)
+Handle = c_void_p  # h5tile_batches *, h5tile_request *, h5tile_checkpoint *, h5tile_txn * (opaque)
 U64s = POINTER(c_uint64)  # const uint64_t *, uint64_t *
 
 # name: (return type, argument types), as in include/h5tile.h.
@@ -66,6 +66,7 @@ FUNCTIONS: dict[str, tuple[object, tuple[object, ...]]] = {
          POINTER(ReadOptions)),
     ),
     "h5tile_inspect": (Status, (c_char_p, c_char_p, POINTER(Dtype), POINTER(c_size_t), U64s)),
+    "h5tile_tiles": (Status, (c_char_p, c_char_p, c_size_t, POINTER(c_size_t), U64s, U64s)),
     "h5tile_partition": (Status, (c_size_t, c_size_t, c_size_t, U64s, U64s, U64s)),
     "h5tile_batches_open_f": (
         Status,
@@ -107,6 +108,21 @@ FUNCTIONS: dict[str, tuple[object, tuple[object, ...]]] = {
     "h5tile_series_latest_f": (
         Status, (Fint, c_char_p, c_uint32, POINTER(c_uint64), c_char_p, c_size_t),
     ),
+    "h5tile_txn_begin": (Status, (c_char_p, POINTER(WriteOptions), POINTER(Handle))),
+    "h5tile_txn_resume": (Status, (c_char_p, c_size_t, POINTER(Handle))),
+    "h5tile_txn_declare": (Status, (Handle, c_char_p, Dtype, c_size_t, U64s)),
+    "h5tile_txn_attr": (Status, (Handle, c_char_p, c_char_p, Dtype, c_size_t, c_void_p)),
+    "h5tile_txn_attr_string": (Status, (Handle, c_char_p, c_char_p, c_char_p)),
+    "h5tile_txn_token": (Status, (Handle, POINTER(c_void_p), POINTER(c_size_t))),
+    "h5tile_txn_write_tile": (
+        Status,
+        (c_char_p, c_size_t, c_char_p, c_size_t, U64s, U64s, c_void_p, POINTER(c_void_p),
+         POINTER(c_size_t)),
+    ),
+    "h5tile_txn_record_free": (None, (c_void_p,)),
+    "h5tile_txn_commit": (Status, (Handle, c_size_t, POINTER(c_char_p), POINTER(c_size_t))),
+    "h5tile_txn_abort": (Status, (Handle,)),
+    "h5tile_txn_free": (None, (Handle,)),
     "h5tile_write_options_init": (Status, (POINTER(WriteOptions), c_size_t)),
     "h5tile_read_options_init": (Status, (POINTER(ReadOptions), c_size_t)),
     "h5tile_series_options_init": (Status, (POINTER(SeriesOptions), c_size_t)),

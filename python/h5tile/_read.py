@@ -51,9 +51,12 @@ def from_file(
     like: Any = None,
     verify: bool = True,
     narrowing: bool = False,
+    chunks: Any = None,
 ) -> Any:
     """Reads the dataset `dataset_name` of the file `path` (any HDF5 dataset: h5tile's, h5py's,
     Legate's) into a new numpy array, a CuPy array (`like=` a CuPy array), or `out`.
+    With `chunks` ("tiles": the file's tiles; or as `dask.array` takes them), returns a lazy
+    `dask.array.Array` instead (`h5tile.dask.from_file`).
 
     `region`: a tuple of slices (step 1) choosing a box; None reads the whole dataset with
     comm=None. With an mpi4py communicator the call is collective and each rank reads its own
@@ -62,6 +65,13 @@ def from_file(
     narrower, ...) raises TypeError unless `narrowing=True`. `verify=False` skips the checksum
     check of the tiles h5tile wrote. Raises an `H5TileError` subclass, the same on every rank.
     """
+    if chunks is not None:
+        if comm is not None or region is not None or out is not None or like is not None:
+            raise InvalidArgumentError(
+                "chunks= makes a lazy Dask array of the whole dataset: comm, region, out and "
+                "like do not apply (slice the Dask array instead)")
+        from . import dask as _dask  # noqa: PLC0415 (Dask is optional)
+        return _dask.from_file(path, dataset_name, chunks, dtype=dtype, verify=verify)
     handle = fortran_handle(comm)
     bpath, bname = encode_file_path(path), encode_name(dataset_name)
     file_failed = False  # inspect failed: the file let this rank down, not its arguments

@@ -11,6 +11,7 @@ from typing import Any, Mapping, Sequence, TypedDict
 from . import _constants as C
 from ._arrays import Buffer, buffer_of
 from ._collective import poisoned, prepare_together, refuse_next
+from ._engines import is_dask_array
 from ._comm import fortran_handle, size_and_rank
 from ._errors import ArgumentTypeError, InvalidArgumentError, IsDirectoryError
 from ._library import check, lib
@@ -314,7 +315,8 @@ def to_file(
     ranks_per_file: int = 0,
     compression: Any = None,
     shuffle: bool = False,
-) -> None:
+    compute: bool = True,
+) -> Any:
     """Writes `array` as the dataset `dataset_name` of the file `path`.
 
     With `comm=None` (this process alone) the array is the whole dataset. With an mpi4py
@@ -336,10 +338,24 @@ def to_file(
     and "subfiles" layouts compress; "single" refuses a codec.
     When it returns, the data is on disk. Raises an `H5TileError` subclass, the same on every
     rank.
+
+    A `dask.array.Array` is written where its chunks live, each chunk a tile, with one atomic
+    commit in this process (`h5tile.dask.to_file`; no comm, global_shape or offset);
+    `compute=False` then returns a `dask.delayed` that writes when computed.
     """
     options = dict(layout=layout, overwrite=overwrite, sync=sync, keep_others=keep_others,
                    allow_partial=allow_partial, ranks_per_file=ranks_per_file,
                    compression=compression, shuffle=shuffle)
+    if is_dask_array(array):
+        if comm is not None or global_shape is not None or offset is not None:
+            raise InvalidArgumentError(
+                "a Dask array is written whole, each chunk by the worker computing it: "
+                "comm, global_shape and offset do not apply")
+        from . import dask as _dask  # noqa: PLC0415 (Dask is optional)
+        return _dask.to_file(array, path, dataset_name, compute=compute, **options)
+    if not compute:
+        raise InvalidArgumentError(
+            "compute=False is for Dask arrays; to write in the background use to_file_async")
     call = prepare_write(array, path, dataset_name, comm, global_shape, offset, options,
                          lib.h5tile_write_f)
     check(lib.h5tile_write_f(*call.args()))

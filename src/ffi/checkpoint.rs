@@ -174,17 +174,29 @@ pub unsafe extern "C" fn h5tile_checkpoint_attr(
 ) -> h5tile_status {
     gather("h5tile_checkpoint_attr", ck, |assembly| {
         let (object, name) = (str_arg(object, "object")?, str_arg(name, "name")?);
-        let dtype = Dtype::parse(dtype)?;
-        let len = count.checked_mul(dtype.size()).ok_or_else(|| {
-            Error::new(
-                H5TILE_ERR_INVALID_ARGUMENT,
-                format!("count {count} is too large"),
-            )
-        })?;
-        let bytes = slice_arg(values.cast::<u8>(), len, "values")?.to_vec();
-        assembly.attr(object, name, AttributeValue::Numbers { dtype, bytes });
+        assembly.attr(object, name, numbers_arg(dtype, count, values)?);
         Ok(())
     })
+}
+
+/// `count` values of `dtype` at `values`, as an attribute's value.
+///
+/// # Safety
+/// `values` must be NULL or hold `count` values of `dtype`.
+pub(super) unsafe fn numbers_arg(
+    dtype: h5tile_dtype,
+    count: usize,
+    values: *const c_void,
+) -> Result<AttributeValue> {
+    let dtype = Dtype::parse(dtype)?;
+    let len = count.checked_mul(dtype.size()).ok_or_else(|| {
+        Error::new(
+            H5TILE_ERR_INVALID_ARGUMENT,
+            format!("count {count} is too large"),
+        )
+    })?;
+    let bytes = slice_arg(values.cast::<u8>(), len, "values")?.to_vec();
+    Ok(AttributeValue::Numbers { dtype, bytes })
 }
 
 /// Sets attribute `name` of `object` to the UTF-8 text `value`, stored as h5py stores a `str`

@@ -15,6 +15,8 @@ mod read;
 mod partition;
 // Checkpoints (many datasets and attributes in one commit) and series of them.
 mod checkpoint;
+// Independent writers and one commit: `h5tile_txn_*`.
+mod transaction;
 // Batched reading, the `_f` variants for Fortran, the option structs (and their values taken
 // from the environment), and what all share.
 pub mod batches;
@@ -40,7 +42,12 @@ pub use checkpoint::{
 };
 pub use options::*;
 pub use partition::h5tile_partition;
-pub use read::{h5tile_inspect, h5tile_read};
+pub use read::{h5tile_inspect, h5tile_read, h5tile_tiles};
+pub use transaction::{
+    h5tile_txn, h5tile_txn_abort, h5tile_txn_attr, h5tile_txn_attr_string, h5tile_txn_begin,
+    h5tile_txn_commit, h5tile_txn_declare, h5tile_txn_free, h5tile_txn_record_free,
+    h5tile_txn_resume, h5tile_txn_token, h5tile_txn_write_tile,
+};
 pub use write::{h5tile_write, h5tile_write_tiles};
 
 use crate::status::*;

@@ -90,3 +90,47 @@ pub unsafe extern "C" fn h5tile_inspect(
         Ok(())
     })
 }
+
+/// The boxes the stored tiles of `dataset` in `path` fill, without reading data: for a
+/// virtual dataset (the VDS and subfiled layouts, or another writer's VDS) one box per mapped
+/// source, for any other dataset one box of the whole. `*ntiles` is set to their number; where
+/// it is at most `capacity`, tile `i`'s offset and extents are written to
+/// `offsets[i*ndim ..]` and `shapes[i*ndim ..]` (`ndim` as `h5tile_inspect` gives it). Call
+/// with `capacity` 0 (and NULL arrays) to learn the number first. A reader splitting the
+/// dataset by its tiles (Dask's chunks, xarray's preferred chunks) asks this. Not collective.
+///
+/// # Safety
+/// Pointers must be NULL or valid; `offsets` and `shapes` must have room for `capacity * ndim`
+/// values where `capacity` > 0.
+#[no_mangle]
+pub unsafe extern "C" fn h5tile_tiles(
+    path: *const c_char,
+    dataset: *const c_char,
+    capacity: usize,
+    ntiles: *mut usize,
+    offsets: *mut u64,
+    shapes: *mut u64,
+) -> h5tile_status {
+    run("h5tile_tiles", || {
+        let (path, dataset) = dataset_arg(path, dataset)?;
+        let ntiles = out_arg(ntiles, "ntiles")?;
+        let tiles = read::tiles(path, dataset)?;
+        *ntiles = tiles.len();
+        if tiles.len() > capacity || tiles.is_empty() {
+            return Ok(());
+        }
+        let ndim = tiles[0].ndim();
+        let len = tiles.len() * ndim;
+        if offsets.is_null() || shapes.is_null() {
+            return fail(H5TILE_ERR_INVALID_ARGUMENT, "offsets or shapes is NULL");
+        }
+        // SAFETY: the caller gave room for `capacity * ndim` values in each, and len <= that.
+        let offsets = std::slice::from_raw_parts_mut(offsets, len);
+        let shapes = std::slice::from_raw_parts_mut(shapes, len);
+        for (i, t) in tiles.iter().enumerate() {
+            offsets[i * ndim..][..ndim].copy_from_slice(&t.offset);
+            shapes[i * ndim..][..ndim].copy_from_slice(&t.shape);
+        }
+        Ok(())
+    })
+}

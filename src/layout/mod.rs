@@ -36,7 +36,7 @@ use std::path::{Path, PathBuf};
 
 /// Where the tile writer syncs its files, the commit its masters and folders.
 pub use crate::platform::tile_bytes::sync_path;
-pub use stale::{remove_own_if_replaced, remove_stale};
+pub use stale::{referenced_files, remove_own_if_replaced, remove_stale, remove_tile_dir_if_idle};
 
 /// A write's identity: 16 hex digits from the clock and the process id, chosen on rank 0.
 pub fn new_generation() -> u64 {

@@ -126,6 +126,14 @@ fn tile_files_of(master: &Path) -> Vec<(std::path::PathBuf, String, u64)> {
         .collect()
 }
 
+/// Removes `master`'s tile folder (an aborted write's) if it is empty and no other write of
+/// it, of a generation other than `generation`, is in flight: one may be about to fill it.
+pub fn remove_tile_dir_if_idle(master: &Path, generation: u64) {
+    if !live_writes(master, generation) {
+        let _ = std::fs::remove_dir(tile_dir(master));
+    }
+}
+
 /// Whether another process is writing `master` now: a lock file of another generation is held.
 fn live_writes(master: &Path, generation: u64) -> bool {
     let parent = master
@@ -143,7 +151,7 @@ fn live_writes(master: &Path, generation: u64) -> bool {
 }
 
 /// The names of the files in `master`'s tile folder that its virtual datasets map.
-fn referenced_files(master: &Path) -> Result<std::collections::HashSet<String>> {
+pub fn referenced_files(master: &Path) -> Result<std::collections::HashSet<String>> {
     use crate::platform::hdf5::{Dataset, File, Storage};
     let _l = crate::platform::hdf5::lock();
     let file = File::open_read(master)?;

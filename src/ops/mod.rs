@@ -18,5 +18,6 @@ pub(crate) mod read;
 pub(crate) mod series;
 pub(crate) mod snapshot;
 pub(crate) mod tile_io;
+pub(crate) mod transaction;
 pub(crate) mod verify;
 pub(crate) mod write;

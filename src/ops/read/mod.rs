@@ -179,6 +179,24 @@ pub fn inspect(path: &Path, dataset: &str) -> Result<(Dtype, Vec<u64>)> {
     Ok((Dtype::of_hdf5(&open.dtype()?)?, open.dims()?))
 }
 
+/// The boxes `dataset`'s stored tiles fill: a virtual dataset's mappings (each tile of a VDS or
+/// subfiled write, or of another writer's VDS), or the whole dataset for any other storage (a
+/// single file: its ranks' rows are one contiguous dataset). What a reader that splits the
+/// dataset by its tiles (a Dask array's chunks) asks.
+pub fn tiles(path: &Path, dataset: &str) -> Result<Vec<Tile>> {
+    let _l = hdf5::lock();
+    let file = open_holding(path, dataset)?;
+    let dset = Dataset::open(&file, dataset)?;
+    let dims = dset.space()?.dims()?;
+    Ok(match dset.storage()? {
+        crate::platform::hdf5::Storage::Virtual => mappings::sources(&dset, dims.len())?
+            .into_iter()
+            .filter_map(|m| m.region)
+            .collect(),
+        _ => vec![Tile::new(vec![0; dims.len()], dims)],
+    })
+}
+
 /// How many times a read starts over because its file was replaced while it was read, and
 /// for how long at least: a burst of commits (a writer saving several datasets, or a loaded
 /// machine where a read takes longer than a commit) is waited out rather than failed.

@@ -31,6 +31,7 @@ mod unchanged;
 pub use crate::platform::codecs::{Codec, Compression};
 pub use crate::platform::hdf5::AttributeValue;
 pub use agree::validate_dataset_name;
+pub use tile_files::{master_mapping, write_tile_file};
 pub use unchanged::when_buffers_read;
 
 use crate::dtype::Dtype;
@@ -389,10 +390,8 @@ fn run<W: LayoutWriter>(
     result
 }
 
-/// Step 5: on rank 0, `finish` completes the new master at its temporary path, which is then
-/// renamed over the target (the commit point, after syncing the tile folder `tiles` and the
-/// master's folder), after which files no version needs are removed. Returns the agreed
-/// outcome and whether the commit happened (then no new file may be removed).
+/// Step 5: on rank 0, `publish`; every rank learns the agreed outcome and whether the commit
+/// happened (then no new file may be removed).
 fn commit_on_root(
     comm: &Comm,
     ck: &Checkpoint,
@@ -400,52 +399,66 @@ fn commit_on_root(
     tiles: Option<&Path>,
     finish: impl FnOnce(&Path) -> Result<()>,
 ) -> (Result<()>, bool) {
-    let (path, generation) = (ck.path.as_path(), plan.generation);
-    let sync = !ck.options.no_sync;
     let mut committed = false;
     let result = crate::status::catch_panic(|| {
         if !comm.is_root() {
             return Ok(());
         }
-        let tmp = layout::temporary_master(path, generation);
-        let switched = finish(&tmp)
-            .and_then(|()| injected_failure())
-            .and_then(|()| layout::commit(&tmp, path, tiles, sync));
-        let mine = match switched {
-            Ok(mine) => mine,
-            Err(e) => {
-                let _ = std::fs::remove_file(&tmp);
-                return Err(e);
-            }
-        };
-        committed = true;
-        let cleaned = match sync {
-            true => layout::sync_parent(path),
-            false => Ok(()),
-        }
-        .and_then(|()| layout::remove_stale(path, generation, mine, ck.options.keep_others));
-        // Released, then a last look: a commit over this one whose cleanup ran while this
-        // write's lock was held spared its files.
-        drop(
-            plan.in_flight
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .take(),
-        );
-        layout::remove_own_if_replaced(path, generation, mine);
-        cleaned.map_err(|e| {
-            Error::new(
-                e.status,
-                format!(
-                    "{} (after the commit: the new dataset is in place)",
-                    e.message
-                ),
-            )
-        })
+        let mut lock = plan.in_flight.lock().unwrap_or_else(|e| e.into_inner());
+        let (result, done) = publish(ck, plan.generation, &mut lock, tiles, finish);
+        committed = done;
+        result
     });
     let mut flag = [committed as u64];
     comm.broadcast(&mut flag);
     (comm.agree(result), flag[0] == 1)
+}
+
+/// The commit point, on the one process that commits (rank 0 of a collective write, the
+/// coordinator of a transaction): `finish` completes the new master at its temporary path,
+/// which is renamed over `ck.path` (after syncing the tile folder `tiles` and the master's
+/// folder), after which files no version needs are removed and the write's lock `in_flight`
+/// (of generation `generation`) is released. Returns the outcome and whether the commit
+/// happened (then no new file may be removed); before it, the lock stays held.
+pub(crate) fn publish(
+    ck: &Checkpoint,
+    generation: u64,
+    in_flight: &mut Option<layout::in_flight::WriteLock>,
+    tiles: Option<&Path>,
+    finish: impl FnOnce(&Path) -> Result<()>,
+) -> (Result<()>, bool) {
+    let path = ck.path.as_path();
+    let sync = !ck.options.no_sync;
+    let tmp = layout::temporary_master(path, generation);
+    let switched = finish(&tmp)
+        .and_then(|()| injected_failure())
+        .and_then(|()| layout::commit(&tmp, path, tiles, sync));
+    let mine = match switched {
+        Ok(mine) => mine,
+        Err(e) => {
+            let _ = std::fs::remove_file(&tmp);
+            return (Err(e), false);
+        }
+    };
+    let cleaned = match sync {
+        true => layout::sync_parent(path),
+        false => Ok(()),
+    }
+    .and_then(|()| layout::remove_stale(path, generation, mine, ck.options.keep_others));
+    // Released, then a last look: a commit over this one whose cleanup ran while this write's
+    // lock was held spared its files.
+    drop(in_flight.take());
+    layout::remove_own_if_replaced(path, generation, mine);
+    let cleaned = cleaned.map_err(|e| {
+        Error::new(
+            e.status,
+            format!(
+                "{} (after the commit: the new dataset is in place)",
+                e.message
+            ),
+        )
+    });
+    (cleaned, true)
 }
 
 /// Unit tests make a write fail between its new master and the commit; elsewhere a no-op.

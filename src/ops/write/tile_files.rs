@@ -4,10 +4,11 @@
 use super::messages::{placed_record, Placed, PlacedIn};
 use super::plan::Plan;
 use super::summing::summarized;
-use super::{Checkpoint, Commit, LayoutWriter};
+use super::{Checkpoint, Commit, Compression, Field, LayoutWriter, LocalTile};
 use crate::geometry::tile::Tile;
+use crate::layout;
 use crate::layout::checksums::{self, Summary};
-use crate::layout::{self, vds};
+use crate::layout::vds::{self, TileBytes};
 use crate::platform::hdf5::File;
 use crate::platform::tile_bytes::{sync_paths, Durability};
 use crate::status::Result;
@@ -30,15 +31,8 @@ impl LayoutWriter for TileFiles {
                 let name = layout::tile_file_name(&field.dataset, plan.generation, comm.rank(), k);
                 let path = dir.join(name);
                 written.push(path.clone());
-                let (global, tile, dtype) = (&field.global, &local.tile, field.dtype);
-                let (bytes, summary) = match ck.options.compression {
-                    Some(c) => vds::write_compressed_tile(
-                        &path, dtype, tile, global, local.buf, durability, c,
-                    )?,
-                    None => summarized(dtype, local, || {
-                        vds::write_tile(&path, dtype, tile, global, local.buf, durability)
-                    })?,
-                };
+                let (bytes, summary) =
+                    write_tile_file(&path, field, local, ck.options.compression, durability)?;
                 placed.push(Placed {
                     k,
                     placed_in: PlacedIn::OwnFile,
@@ -55,6 +49,26 @@ impl LayoutWriter for TileFiles {
     }
 }
 
+/// Writes `local`, a tile of `field`, as the tile file `path` (compressed so, or not), and
+/// returns where its bytes are and the summary the master records of them. The one way a tile
+/// file is made: by a rank of a collective write, and by an independent writer of a
+/// transaction (`ops::transaction`).
+pub fn write_tile_file(
+    path: &Path,
+    field: &Field,
+    local: &LocalTile,
+    compression: Option<Compression>,
+    durability: Durability,
+) -> Result<(TileBytes, Summary)> {
+    let (global, tile, dtype) = (&field.global, &local.tile, field.dtype);
+    match compression {
+        Some(c) => vds::write_compressed_tile(path, dtype, tile, global, local.buf, durability, c),
+        None => summarized(dtype, local, || {
+            vds::write_tile(path, dtype, tile, global, local.buf, durability)
+        }),
+    }
+}
+
 /// The master of the layouts that keep tiles in the tile folder: a virtual dataset per field
 /// mapping each tile to the file `placed` names (its own, or its group's subfile).
 pub fn master_of_sources(
@@ -65,8 +79,7 @@ pub fn master_of_sources(
 ) -> Result<File> {
     let dir = layout::tile_dir(&ck.path);
     let dir_name = dir.file_name().unwrap_or_default().to_string_lossy();
-    let datasets = ck.datasets();
-    let file = layout::keep::new_master(tmp, ck.keep_from().map(|old| (old, &datasets[..])))?;
+    let mut mapped = Vec::new();
     for (f, field) in ck.fields.iter().enumerate() {
         let mut sources = Vec::new();
         let mut summaries: Vec<Summary> = Vec::new();
@@ -98,14 +111,31 @@ pub fn master_of_sources(
             });
             summaries.push(record.summary.clone());
         }
-        let scheme = checksums::scheme_for(ck.options.compression.is_some());
+        mapped.push((sources, summaries));
+    }
+    master_mapping(tmp, ck, &mapped)
+}
+
+/// The new master at `tmp` of the layouts that keep tiles in the tile folder: field `f` of
+/// `ck` a virtual dataset mapping `mapped[f]`'s sources, recording their summaries (and, with
+/// `H5TILE_KEEP_OTHERS`, the old file's other contents). The one way such a master is made:
+/// by a collective write and by a transaction's commit (`ops::transaction`).
+pub fn master_mapping(
+    tmp: &Path,
+    ck: &Checkpoint,
+    mapped: &[(Vec<vds::Source>, Vec<Summary>)],
+) -> Result<File> {
+    let datasets = ck.datasets();
+    let file = layout::keep::new_master(tmp, ck.keep_from().map(|old| (old, &datasets[..])))?;
+    let scheme = checksums::scheme_for(ck.options.compression.is_some());
+    for (field, (sources, summaries)) in ck.fields.iter().zip(mapped) {
         vds::add_virtual_dataset(
             &file,
             &field.dataset,
             field.dtype,
             &field.global,
-            &sources,
-            (&summaries, scheme, ck.options.chosen_on),
+            sources,
+            (summaries, scheme, ck.options.chosen_on),
         )?;
     }
     Ok(file)
