@@ -190,6 +190,101 @@ module h5tile
     module procedure series_latest_i64, series_latest_i32
   end interface
 
+  ! Independent writers and one commit: the C functions as they are (strings end in
+  ! c_null_char, e.g. trim(path)//c_null_char; the transaction, its token and the records are
+  ! type(c_ptr) with their lengths). Fortran solvers write under MPI; these serve a process
+  ! that writes tiles for a runtime of its own (see docs/api.md).
+  public :: h5tile_txn_begin, h5tile_txn_resume, h5tile_txn_declare, h5tile_txn_attr
+  public :: h5tile_txn_attr_string, h5tile_txn_token, h5tile_txn_write_tile
+  public :: h5tile_txn_record_free, h5tile_txn_commit, h5tile_txn_abort, h5tile_txn_free
+  public :: h5tile_tiles
+  interface
+    integer(c_int) function h5tile_txn_begin(path, opts, tx) bind(C, name="h5tile_txn_begin")
+      import :: c_int, c_char, c_ptr, h5tile_write_options
+      character(kind=c_char), dimension(*), intent(in) :: path
+      type(h5tile_write_options), intent(in) :: opts
+      type(c_ptr), intent(out) :: tx
+    end function
+    integer(c_int) function h5tile_txn_resume(token, token_len, tx) &
+        bind(C, name="h5tile_txn_resume")
+      import :: c_int, c_ptr, c_size_t
+      type(c_ptr), value :: token
+      integer(c_size_t), value :: token_len
+      type(c_ptr), intent(out) :: tx
+    end function
+    integer(c_int) function h5tile_txn_declare(tx, dataset, dtype, ndim, global_shape) &
+        bind(C, name="h5tile_txn_declare")
+      import :: c_int, c_char, c_ptr, c_size_t, c_int64_t
+      type(c_ptr), value :: tx
+      character(kind=c_char), dimension(*), intent(in) :: dataset
+      integer(c_int), value :: dtype
+      integer(c_size_t), value :: ndim
+      integer(c_int64_t), dimension(*), intent(in) :: global_shape
+    end function
+    integer(c_int) function h5tile_txn_attr(tx, object, name, dtype, count, values) &
+        bind(C, name="h5tile_txn_attr")
+      import :: c_int, c_char, c_ptr, c_size_t
+      type(c_ptr), value :: tx
+      character(kind=c_char), dimension(*), intent(in) :: object, name
+      integer(c_int), value :: dtype
+      integer(c_size_t), value :: count
+      type(c_ptr), value :: values
+    end function
+    integer(c_int) function h5tile_txn_attr_string(tx, object, name, value) &
+        bind(C, name="h5tile_txn_attr_string")
+      import :: c_int, c_char, c_ptr
+      type(c_ptr), value :: tx
+      character(kind=c_char), dimension(*), intent(in) :: object, name, value
+    end function
+    integer(c_int) function h5tile_txn_token(tx, token, token_len) &
+        bind(C, name="h5tile_txn_token")
+      import :: c_int, c_ptr, c_size_t
+      type(c_ptr), value :: tx
+      type(c_ptr), intent(out) :: token
+      integer(c_size_t), intent(out) :: token_len
+    end function
+    integer(c_int) function h5tile_txn_write_tile(token, token_len, dataset, ndim, &
+        tile_offset, tile_shape, buf, record, record_len) bind(C, name="h5tile_txn_write_tile")
+      import :: c_int, c_char, c_ptr, c_size_t, c_int64_t
+      type(c_ptr), value :: token
+      integer(c_size_t), value :: token_len
+      character(kind=c_char), dimension(*), intent(in) :: dataset
+      integer(c_size_t), value :: ndim
+      integer(c_int64_t), dimension(*), intent(in) :: tile_offset, tile_shape
+      type(c_ptr), value :: buf
+      type(c_ptr), intent(out) :: record
+      integer(c_size_t), intent(out) :: record_len
+    end function
+    subroutine h5tile_txn_record_free(record) bind(C, name="h5tile_txn_record_free")
+      import :: c_ptr
+      type(c_ptr), value :: record
+    end subroutine
+    integer(c_int) function h5tile_txn_commit(tx, nrecords, records, record_lens) &
+        bind(C, name="h5tile_txn_commit")
+      import :: c_int, c_ptr, c_size_t
+      type(c_ptr), value :: tx
+      integer(c_size_t), value :: nrecords
+      type(c_ptr), dimension(*), intent(in) :: records
+      integer(c_size_t), dimension(*), intent(in) :: record_lens
+    end function
+    integer(c_int) function h5tile_txn_abort(tx) bind(C, name="h5tile_txn_abort")
+      import :: c_int, c_ptr
+      type(c_ptr), value :: tx
+    end function
+    subroutine h5tile_txn_free(tx) bind(C, name="h5tile_txn_free")
+      import :: c_ptr
+      type(c_ptr), value :: tx
+    end subroutine
+    integer(c_int) function h5tile_tiles(path, dataset, capacity, ntiles, offsets, shapes) &
+        bind(C, name="h5tile_tiles")
+      import :: c_int, c_char, c_size_t, c_int64_t
+      character(kind=c_char), dimension(*), intent(in) :: path, dataset
+      integer(c_size_t), value :: capacity
+      integer(c_size_t), intent(out) :: ntiles
+      integer(c_int64_t), dimension(*), intent(out) :: offsets, shapes
+    end function
+  end interface
+
   ! Why the module itself refused the last call (array arguments of mismatched sizes, a
   ! negative step or count, a path too short for its text) before or after reaching the
   ! library; empty otherwise. Every call resets it; h5tile_last_error prefers it.
