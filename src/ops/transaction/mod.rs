@@ -199,18 +199,18 @@ impl Transaction {
     /// Commits the tiles `records` name: the only step that changes what readers see; see
     /// the module documentation. A failure before the commit point leaves the old file as it
     /// was and the transaction open (to commit other records, or abort). Committed already:
-    /// nothing changes, and the files of records that came late go.
+    /// nothing changes, and the files of attempts that came late go.
     pub fn commit(&mut self, records: &[&[u8]]) -> Result<()> {
         match &self.state {
             State::Open => {}
             State::Committed(kept) => {
-                self.remove_late(records, kept);
+                self.remove_unmapped(kept);
                 return Ok(());
             }
             State::Aborted => return self.open("commit"),
         }
         if let Some(kept) = self.committed_elsewhere() {
-            self.remove_late(records, &kept);
+            self.remove_unmapped(&kept);
             self.state = State::Committed(kept);
             return Ok(());
         }
@@ -253,15 +253,7 @@ impl Transaction {
         let (result, committed) =
             write::publish(&ck, generation, &mut self.lock, Some(&dir), finish);
         if committed {
-            // The attempts not kept: their files were never mapped.
-            for (i, r) in records.iter().enumerate() {
-                if !chosen.contains(&i) && !r.tile.is_empty() {
-                    let file = writer::tile_path(&self.token, r.field, r.attempt);
-                    if !kept.contains(&file) {
-                        let _ = std::fs::remove_file(file);
-                    }
-                }
-            }
+            self.remove_unmapped(&kept);
             self.state = State::Committed(kept);
         }
         result
@@ -295,15 +287,7 @@ impl Transaction {
             );
         }
         self.state = State::Aborted;
-        let dir = layout::tile_dir(&self.token.path);
-        if let Ok(entries) = std::fs::read_dir(&dir) {
-            for entry in entries.flatten() {
-                let name = entry.file_name().to_string_lossy().into_owned();
-                if layout::generation_of(&name) == Some(self.token.generation) {
-                    let _ = std::fs::remove_file(entry.path());
-                }
-            }
-        }
+        self.remove_unmapped(&Default::default());
         drop(self.lock.take());
         layout::remove_tile_dir_if_idle(&self.token.path, self.token.generation);
         Ok(())
@@ -503,19 +487,19 @@ impl Transaction {
         failed.map_err(|e: Error| e.context(&format!("dataset '{}'", field.dataset)))
     }
 
-    /// After the commit: the files of `records` that it did not keep go (records that came
-    /// late, or were never sent to the commit that took place).
-    fn remove_late(&self, records: &[&[u8]], kept: &std::collections::HashSet<PathBuf>) {
-        let fields = &self.token.fields;
-        for bytes in records {
-            let Ok(r) = Record::from_bytes(bytes, |f| fields.get(f).map(|d| d.dtype.size())) else {
-                continue;
-            };
-            if r.transaction == self.token.id && r.field < fields.len() && !r.tile.is_empty() {
-                let file = writer::tile_path(&self.token, r.field, r.attempt);
-                if !kept.contains(&file) {
-                    let _ = std::fs::remove_file(file);
-                }
+    /// After the commit: the transaction's tile files it does not map go: attempts not kept,
+    /// and those of writers that died before their record reached the commit (a killed Dask
+    /// worker whose task ran again elsewhere). Only this transaction's writers name files by
+    /// its generation.
+    fn remove_unmapped(&self, kept: &std::collections::HashSet<PathBuf>) {
+        let Ok(entries) = std::fs::read_dir(layout::tile_dir(&self.token.path)) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let ours = layout::generation_of(&name) == Some(self.token.generation);
+            if ours && !kept.contains(&entry.path()) {
+                let _ = std::fs::remove_file(entry.path());
             }
         }
     }
