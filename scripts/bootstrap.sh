@@ -9,7 +9,8 @@
 #   - a project-local Python venv (.deps/venv) with CMake >= 3.26, h5py, hdf5plugin (the
 #     compression filters h5py reads h5tile's compressed tiles with), numpy and matplotlib
 #     (for make bench's plot) from PyPI, and pytest, flit_core and mpi4py for the Python
-#     package's tests, and Dask (with distributed) and xarray for its engines' tests;
+#     package's tests, and Dask (with distributed), xarray and h5netcdf (what the xarray engine is compared
+#     with) for its engines' tests;
 #   - HDF5 as a shared library with deflate, built from the source the published crate
 #     hdf5-metno-src ships (scripts/build-hdf5.sh), unless HDF5_DIR already names one >= 1.14.
 # Every step is skipped when its result is already there, so a second run takes seconds. The
@@ -44,8 +45,8 @@ fi
 # flit_core (pip builds the installed package with it, offline) are for the Python package's
 # tests (python/tests, run by ctest as python_*).
 packages=('cmake>=3.26' h5py hdf5plugin numpy matplotlib xxhash pytest 'flit_core>=3.11,<5' 'mpi4py>=4.1'
-          'dask[array]' distributed xarray)
-usable='import h5py, hdf5plugin, numpy, cmake, matplotlib, xxhash, pytest, flit_core, mpi4py, dask.array, distributed, xarray
+          'dask[array]' distributed xarray h5netcdf)
+usable='import h5py, hdf5plugin, numpy, cmake, matplotlib, xxhash, pytest, flit_core, mpi4py, dask.array, distributed, xarray, h5netcdf
 assert tuple(map(int, mpi4py.__version__.split(".")[:2])) >= (4, 1)'
 
 h5tile_cached_venv "$deps/venv" venv "$usable" --only-binary=mpi4py "${packages[@]}"

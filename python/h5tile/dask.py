@@ -34,9 +34,11 @@ def _modules() -> tuple[Any, Any]:
     return require("dask", "Dask"), require("dask.array", "Dask")
 
 
-def _write_chunk(writer: Writer, block: Any, offset: tuple[int, ...]) -> Record:
-    """A task: writes one chunk as its tile; its record."""
-    return writer.write_tile(np.ascontiguousarray(block), offset)
+def _write_chunk(writer: Writer, block: Any, offset: tuple[int, ...],
+                 dataset: str | None = None) -> Record:
+    """A task: writes one chunk as its tile (of `dataset`, where the transaction declares
+    several); its record."""
+    return writer.write_tile(np.ascontiguousarray(block), offset, dataset)
 
 
 def _commit(tx: Writer, records: Sequence[Record]) -> None:
