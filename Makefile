@@ -5,6 +5,8 @@
 #   make test                 every test: Rust unit tests, header freshness, C/C++ tests (ctest)
 #                             against the installed package, h5py interop; the ctest suite runs
 #                             again through the plugin driver twice (DRIVER_PASSES=0: once only)
+#   make test-legate          h5tile.legate with Legate and cuPyNumeric on the CPUs (their own
+#                             venv, about 2.5 GB of wheels, set up once)
 #   make test-asan            the C, C++ and Fortran tests built with AddressSanitizer and UBSan
 #   make test-valgrind        the core single-process C tests under valgrind memcheck
 #   make test-rust-asan       every Rust test under AddressSanitizer (nightly; skips without it)
@@ -78,7 +80,7 @@ export OMPI_ALLOW_RUN_AS_ROOT := 1
 export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
 export OMPI_MCA_rmaps_base_oversubscribe := 1
 
-.PHONY: all setup build install stage header test test-rust test-c test-asan test-valgrind test-rust-asan test-scale fuzz demo bench plugin-cross gpu-build clean
+.PHONY: all setup build install stage header test test-legate test-rust test-c test-asan test-valgrind test-rust-asan test-scale fuzz demo bench plugin-cross gpu-build clean
 
 all: build
 
@@ -257,6 +259,18 @@ bench: stage
 	  echo "bench: setting up legate.io.hdf5 failed (scripts/legate-env.sh): it is left out";; esac
 	PYTHONPATH=$(STAGE)/share/h5tile/python $(PYTHON) bench/suite.py $(BUILD)/bench/bench_h5tile $$(command -v $(MPIRUN)) $(CURDIR)/target/bench \
 	  $(BUILD)/bench/libfault_shim.so $(STAGE)/bin/h5tile
+
+# Legate and cuPyNumeric through h5tile (python/tests/test_legate.py), in Legate's own venv
+# (scripts/legate-env.sh: about 2.5 GB of wheels, cached like the HDF5 build), on the CPUs:
+# where no CUDA driver is installed, the bench's no-device libcuda.so.1 stands in (Legate's
+# wheels link the driver).
+NO_DEVICE := $(BUILD)/no-device
+test-legate: stage
+	scripts/legate-env.sh
+	@mkdir -p $(NO_DEVICE)
+	cc -shared -fPIC -O2 -Wall -Wextra -Werror -o $(NO_DEVICE)/libcuda.so.1 \
+	  bench/programs/no_device_libcuda.c -ldl
+	scripts/test-legate.sh $(STAGE) $(NO_DEVICE)
 
 # The plugin is one binary for every HDF5 >= 1.14: each line's plugin runs the ordinary HDF5
 # program built against the other line (after `make test` for both lines).

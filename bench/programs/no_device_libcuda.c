@@ -6,7 +6,10 @@
  * turned off: the suite sets LEGATE_AUTO_CONFIG=0). Where the driver is installed the suite does not use it.
  *
  * Legate resolves its driver calls through cuGetProcAddress and asserts that cuGetErrorName
- * was found: each name defined here is handed out, any other gets `no_device`. */
+ * was found: each name defined here is handed out, any other gets `no_device`. h5tile (through
+ * cudarc, which looks each function up by name) asks cuPointerGetAttribute whether a buffer is
+ * device memory once libcuda is loaded: with no device, none is. The Legate tests use it too
+ * (make test-legate). */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <stddef.h>
@@ -34,6 +37,11 @@ CUresult cuGetErrorName(CUresult error, const char **name) {
 CUresult cuGetErrorString(CUresult error, const char **text) {
     if (text) *text = error == CUDA_SUCCESS ? "no error" : "no CUDA device (make bench's stand-in driver)";
     return CUDA_SUCCESS;
+}
+
+CUresult cuPointerGetAttribute(void *data, int attribute, unsigned long long ptr) {
+    (void)data, (void)attribute, (void)ptr;
+    return CUDA_ERROR_NO_DEVICE;
 }
 
 CUresult cuMemFreeHost(void *p) {

@@ -15,6 +15,7 @@ from ._arrays import buffer_of, new_array
 from ._collective import poisoned, prepare_together, refuse_next
 from ._comm import fortran_handle
 from ._dtypes import code_of, dtype_of
+from ._engines import in_legate_program
 from ._errors import ArgumentTypeError
 from ._library import check, lib
 from ._read import read_options
@@ -103,8 +104,12 @@ def from_file_batched(
     (chunk, offsets). The arguments are checked here, not at the first `next`: a bad
     `chunk_size` raises ValueError now. With an mpi4py communicator the open is collective
     and the chunks are dealt among the ranks; the rest is not collective.
-    `dtype`, `narrowing`, `verify` and `like` as for `from_file`.
+    `dtype`, `narrowing`, `verify` and `like` as for `from_file`; in a Legate program the
+    chunks are cuPyNumeric arrays (`h5tile.legate.from_file_batched`).
     """
+    if in_legate_program(comm, like, dtype):
+        from . import legate as _legate  # noqa: PLC0415 (Legate is optional)
+        return _legate.from_file_batched(path, dataset_name, chunk_size, verify=verify)
     handle = fortran_handle(comm)
 
     def join(error: BaseException) -> None:

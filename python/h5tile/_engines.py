@@ -7,6 +7,7 @@ from __future__ import annotations
 import ctypes
 import importlib
 import os
+import sys
 from typing import Any
 
 import numpy as np
@@ -29,6 +30,23 @@ def is_dask_array(obj: Any) -> bool:
     """Whether `obj` is a `dask.array.Array`, without importing Dask."""
     kind = type(obj)
     return kind.__name__ == "Array" and kind.__module__.startswith("dask.array")
+
+
+def is_legate_array(obj: Any) -> bool:
+    """Whether `obj` is a Legate array (cuPyNumeric's, or a `legate.core.LogicalArray`),
+    without importing Legate."""
+    module = type(obj).__module__
+    return module.startswith(("cupynumeric", "legate.")) and hasattr(
+        obj, "__legate_data_interface__")
+
+
+def in_legate_program(comm: Any, like: Any, *others: Any) -> bool:
+    """Whether a read returns cuPyNumeric arrays: `like` is a Legate array, or cuPyNumeric
+    is imported and nothing asks for another kind (no communicator, `like`, `out=`, ...)."""
+    if is_legate_array(like):
+        return True
+    return "cupynumeric" in sys.modules and comm is None and like is None and all(
+        o is None for o in others)
 
 
 def absolute(path: Any) -> str:

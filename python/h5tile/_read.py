@@ -13,6 +13,7 @@ from ._arrays import buffer_of, new_array
 from ._collective import poisoned, prepare_together, refuse_next
 from ._comm import fortran_handle
 from ._dtypes import code_of, dtype_of
+from ._engines import in_legate_program
 from ._errors import H5TileError, InvalidArgumentError
 from ._library import check, lib
 from ._options import ReadOptions
@@ -56,7 +57,9 @@ def from_file(
     """Reads the dataset `dataset_name` of the file `path` (any HDF5 dataset: h5tile's, h5py's,
     Legate's) into a new numpy array, a CuPy array (`like=` a CuPy array), or `out`.
     With `chunks` ("tiles": the file's tiles; or as `dask.array` takes them), returns a lazy
-    `dask.array.Array` instead (`h5tile.dask.from_file`).
+    `dask.array.Array` instead (`h5tile.dask.from_file`). In a Legate program (cuPyNumeric
+    imported, or `like=` a cuPyNumeric array), returns a cuPyNumeric array read by Legate
+    tasks (`h5tile.legate.from_file`), unless comm, region, out or dtype is given.
 
     `region`: a tuple of slices (step 1) choosing a box; None reads the whole dataset with
     comm=None. With an mpi4py communicator the call is collective and each rank reads its own
@@ -72,6 +75,9 @@ def from_file(
                 "like do not apply (slice the Dask array instead)")
         from . import dask as _dask  # noqa: PLC0415 (Dask is optional)
         return _dask.from_file(path, dataset_name, chunks, dtype=dtype, verify=verify)
+    if in_legate_program(comm, like, region, out, dtype):
+        from . import legate as _legate  # noqa: PLC0415 (Legate is optional)
+        return _legate.from_file(path, dataset_name, verify=verify)
     handle = fortran_handle(comm)
     bpath, bname = encode_file_path(path), encode_name(dataset_name)
     file_failed = False  # inspect failed: the file let this rank down, not its arguments

@@ -11,7 +11,7 @@ from typing import Any, Mapping, Sequence, TypedDict
 from . import _constants as C
 from ._arrays import Buffer, buffer_of
 from ._collective import poisoned, prepare_together, refuse_next
-from ._engines import is_dask_array
+from ._engines import is_dask_array, is_legate_array
 from ._comm import fortran_handle, size_and_rank
 from ._errors import ArgumentTypeError, InvalidArgumentError, IsDirectoryError
 from ._library import check, lib
@@ -341,7 +341,9 @@ def to_file(
 
     A `dask.array.Array` is written where its chunks live, each chunk a tile, with one atomic
     commit in this process (`h5tile.dask.to_file`; no comm, global_shape or offset);
-    `compute=False` then returns a `dask.delayed` that writes when computed.
+    `compute=False` then returns a `dask.delayed` that writes when computed. A cuPyNumeric
+    or Legate array is written by Legate tasks, a tile per partition point, with one atomic
+    commit (`h5tile.legate.to_file`).
     """
     options = dict(layout=layout, overwrite=overwrite, sync=sync, keep_others=keep_others,
                    allow_partial=allow_partial, ranks_per_file=ranks_per_file,
@@ -353,6 +355,13 @@ def to_file(
                 "comm, global_shape and offset do not apply")
         from . import dask as _dask  # noqa: PLC0415 (Dask is optional)
         return _dask.to_file(array, path, dataset_name, compute=compute, **options)
+    if is_legate_array(array):
+        if comm is not None or global_shape is not None or offset is not None:
+            raise InvalidArgumentError(
+                "a Legate array is written whole, each partition by the task holding it: "
+                "comm, global_shape and offset do not apply")
+        from . import legate as _legate  # noqa: PLC0415 (Legate is optional)
+        return _legate.to_file(array, path, dataset_name, **options)
     if not compute:
         raise InvalidArgumentError(
             "compute=False is for Dask arrays; to write in the background use to_file_async")
