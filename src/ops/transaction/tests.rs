@@ -319,7 +319,7 @@ fn begin_and_write_refuse_what_cannot_be_written() {
         tile,
         buf: host_bytes(&data),
     };
-    let e = writer::write_tiles(&token, "/u", &[local.clone()]).unwrap_err();
+    let e = writer::write_tiles(&token, "/u", std::slice::from_ref(&local)).unwrap_err();
     assert_eq!(e.status, H5TILE_ERR_INVALID_ARGUMENT);
     assert!(
         e.message.contains("lies outside the global shape"),
