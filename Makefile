@@ -15,7 +15,8 @@
 #                             the plugin, bin/h5tile, the HDF5 built into .deps/ (lib/h5tile/hdf5),
 #                             and the Python package (share/h5tile/python)
 #   make header               regenerate include/h5tile.h after changing the C API
-#   make bench                h5tile beside POSIX and h5py: throughput, memory, tile count
+#   make bench                h5tile beside POSIX, h5py, Legate, Dask and Zarr: throughput, memory,
+#                             tile count
 #   make plugin-cross         each HDF5 line's plugin in the other line's HDF5 program
 #   make gpu-build            compile the GPU check's programs (no GPU needed; see
 #                             scripts/gpu-check.sh) and probe gds=on against the real cuFile
@@ -257,7 +258,12 @@ bench: stage
 	@# legate.io.hdf5, the python section's contender, in a venv of its own (left out if that fails).
 	@case ",$$BENCH_SECTIONS," in ,, | *,python,*) scripts/legate-env.sh || \
 	  echo "bench: setting up legate.io.hdf5 failed (scripts/legate-env.sh): it is left out";; esac
-	PYTHONPATH=$(STAGE)/share/h5tile/python $(PYTHON) bench/suite.py $(BUILD)/bench/bench_h5tile $$(command -v $(MPIRUN)) $(CURDIR)/target/bench \
+	@# Zarr, the dask section's contender, for the bench only: beside the venv, not in it.
+	@case ",$$BENCH_SECTIONS," in ,, | *,dask,*) $(PYTHON) -c "import sys; sys.path.insert(0, '$(BUILD)/bench-zarr'); import zarr" \
+	  2>/dev/null || $(VENV)/bin/pip install -q --disable-pip-version-check --no-deps --target $(BUILD)/bench-zarr \
+	  zarr numcodecs donfig google-crc32c pyyaml packaging typing_extensions || \
+	  echo "bench: installing Zarr failed: da.to_zarr is left out";; esac
+	BENCH_ZARR_DIR=$(BUILD)/bench-zarr PYTHONPATH=$(STAGE)/share/h5tile/python $(PYTHON) bench/suite.py $(BUILD)/bench/bench_h5tile $$(command -v $(MPIRUN)) $(CURDIR)/target/bench \
 	  $(BUILD)/bench/libfault_shim.so $(STAGE)/bin/h5tile
 
 # Legate and cuPyNumeric through h5tile (python/tests/test_legate.py), in Legate's own venv

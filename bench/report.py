@@ -50,6 +50,7 @@ class Report(RoundsTables, AfterRoundsTables):
             self.report_scale(checks)
         if self.wants("many_tiles"):
             parts["many_tiles"] = self.report_many_tiles(checks)
+        parts.update(self.report_engines(checks))
 
         print("\ntargets:")
         for what, ok, _ in checks:
@@ -61,7 +62,7 @@ class Report(RoundsTables, AfterRoundsTables):
                               "rows": self.scale_rows}
         order = ("throughput_GiB_s", "batched_over_whole", "memory", "tile_count", "overlap", "subfiles",
                  "subfiles_files", "verify", "python", "nosync", "checkpoint", "compression", "solver", "scale",
-                 "many_tiles")
+                 "many_tiles", "dask", "legate")
         summary = {
             "bytes": self.bytes, "rounds": self.rounds, "ranks": self.ranks, "tiles": self.tiles,
             "chunks": self.chunks, "sections": [s for s in SECTIONS if s in self.sections],

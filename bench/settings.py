@@ -19,7 +19,7 @@ def python_program(name):
 
 # The sections BENCH_SECTIONS names, in the order they run and report.
 SECTIONS = ("baselines", "h5tile", "unsynced", "checkpoint", "compression", "python", "subfiles", "tile_count",
-            "solver", "scale", "many_tiles")
+            "solver", "scale", "many_tiles", "dask", "legate")
 # Those measured in the rounds of BENCH_ROUNDS.
 ROUND_SECTIONS = ("baselines", "h5tile", "unsynced", "checkpoint", "compression", "python", "subfiles")
 # What a section's report compares against, run with it.

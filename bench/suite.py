@@ -100,7 +100,7 @@ so 65,536 tile files would need ~36 GiB; the subfiled layout's one source file i
 count).
 BENCH_SECTIONS (a comma list; default every section) runs only the sections named: baselines,
 h5tile, unsynced, checkpoint, compression, python, subfiles, tile_count, solver, scale,
-many_tiles (as above; "h5tile" also holds the batched reads, the overlap and the peak memory),
+many_tiles, dask, legate (as above, and engines.py's; "h5tile" also holds the batched reads, the overlap and the peak memory),
 with those their report compares against (h5tile: baselines; python: h5tile; subfiles: h5tile
 and unsynced); e.g. BENCH_SECTIONS=solver. suite.png is drawn where h5tile and tile_count ran.
 Reads find the data in the page cache (it was just written), for every contender alike. Every measurement but the scale
@@ -119,6 +119,7 @@ Where each part lives (bench/):
   measure.py             Bench: how one measurement is made and recorded
   rounds.py              the steps of the sections measured in BENCH_ROUNDS rounds
   after_rounds.py        tile count, solver, scale and many tiles, measured after them
+  engines.py             the dask and legate sections (measured last) and their tables
   rounds_tables.py       the tables and targets of the round sections
   after_rounds_tables.py those of the sections after the rounds
   report.py              the tables in order, the targets, suite.json and suite.png
@@ -132,12 +133,13 @@ import shutil
 import sys
 
 from after_rounds import AfterRounds
+from engines import Engines
 from report import Report
 from rounds import Rounds
 from settings import GIB, ROUND_SECTIONS, SECTIONS
 
 
-class Suite(Rounds, AfterRounds, Report):
+class Suite(Rounds, AfterRounds, Engines, Report):
     """The whole suite: the sections' measuring and the report, over one Bench's state."""
 
 
@@ -159,7 +161,7 @@ def main():
     os.makedirs(bench.dir, exist_ok=True)
     os.makedirs(out, exist_ok=True)
     bench.probe()
-    if bench.wants("python"):
+    if bench.wants("python") or bench.wants("legate"):
         bench.probe_legate()
     # mpi4py's PyPI wheel runs on either MPI: it is told which one the launcher starts.
     os.environ.setdefault("MPI4PY_LIBMPI", "libmpi.so.40" if bench.open_mpi else "libmpich.so.12")
@@ -191,6 +193,7 @@ def main():
             print(f"many tiles ({', '.join(map(str, bench.many_tiles))} tiles; {', '.join(bench.many_layouts)}; one "
                   f"round)", file=sys.stderr)
             bench.many_tiles_section()
+        bench.engines_section()
         bench.report()
     finally:
         shutil.rmtree(bench.dir, ignore_errors=True)

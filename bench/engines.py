@@ -1,0 +1,155 @@
+"""The engines' sections, measured after the rounds and reported with their own tables:
+
+dask    the same bytes written and read back (with a sum) by 2 MPI ranks through h5tile
+        (programs/engines_mpi.py) and by a dask.distributed cluster of 2 worker processes
+        through h5tile.to_file and xarray's engine="h5tile" (programs/engines_dask.py, which
+        also times da.to_zarr where Zarr is installed), taking turns for BENCH_ROUNDS rounds;
+        with the workers' and the client's peak memory. BENCH_DASK_GIB (2) of float64 in
+        BENCH_DASK_CHUNK_MIB (64) chunks.
+legate  legate.io.hdf5.to_file against h5tile.to_file of one cuPyNumeric array in one Legate
+        program (programs/engines_legate.py, in Legate's venv as the python section runs it),
+        and each library's read back into cuPyNumeric; BENCH_LEGATE_GIB (1).
+"""
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+from settings import GIB, python_program
+
+
+class Engines:
+    def engines_section(self):
+        if self.wants("dask"):
+            self.dask_section()
+        if self.wants("legate"):
+            self.legate_section()
+
+    def dask_section(self):
+        nbytes = int(float(os.environ.get("BENCH_DASK_GIB", "2")) * GIB)
+        chunk_mib = int(os.environ.get("BENCH_DASK_CHUNK_MIB", "64"))
+        print(f"dask ({nbytes / GIB:.2f} GiB in {chunk_mib} MiB chunks; 2 ranks against 2 workers)",
+              file=sys.stderr)
+        folder = self.path("engines")
+        for _ in range(self.rounds):
+            for name, cmd in (
+                ("engines mpi", [self.mpirun, "--bind-to", "none", "-n", "2",
+                                 *python_program("engines_mpi.py"), folder, str(nbytes)]),
+                ("engines dask", [*python_program("engines_dask.py"), folder, str(nbytes), str(chunk_mib), "2"]),
+            ):
+                os.makedirs(folder, exist_ok=True)
+                self.prewarm(nbytes)
+                # Zarr where make bench installed it (BENCH_ZARR_DIR), after the package.
+                zarr = os.environ.get("BENCH_ZARR_DIR")
+                path = ":".join(p for p in (os.environ.get("PYTHONPATH"), zarr) if p)
+                out = subprocess.run(cmd, capture_output=True, text=True, env={**os.environ, "PYTHONPATH": path})
+                if out.returncode != 0:
+                    sys.exit(f"bench: {' '.join(cmd)} failed ({out.returncode}):\n{out.stdout}{out.stderr}")
+                result = json.loads(out.stdout.strip().splitlines()[-1])
+                result["seconds"] = result["write_s"]
+                result["bytes"] = nbytes
+                self.record(name, result)
+                subprocess.run(["rm", "-rf", folder])
+
+    def legate_section(self):
+        if self.legate_missing:
+            print(f"legate: left out ({self.legate_missing})", file=sys.stderr)
+            return
+        nbytes = int(float(os.environ.get("BENCH_LEGATE_GIB", "1")) * GIB)
+        print(f"legate ({nbytes / GIB:.2f} GiB; {self.rounds} rounds in one program)", file=sys.stderr)
+        folder = self.path("engines-legate")
+        os.makedirs(folder, exist_ok=True)
+        self.prewarm(nbytes)
+        program = [self.legate[0], os.path.join(os.path.dirname(self.legate[1]), "engines_legate.py")]
+        env = {**os.environ, **self.legate_env, "PYTHONPATH": os.environ.get("PYTHONPATH", "")}
+        out = subprocess.run([*program, folder, str(nbytes), str(self.rounds)], capture_output=True, text=True,
+                             env=env)
+        subprocess.run(["rm", "-rf", folder])
+        if out.returncode != 0:
+            sys.exit(f"bench: engines_legate.py failed ({out.returncode}):\n{out.stdout}{out.stderr[-3000:]}")
+        result = json.loads(out.stdout.strip().splitlines()[-1])
+        result["seconds"] = statistics.median(result["h5tile_write_s"])
+        result["bytes"] = nbytes
+        self.record("engines legate", result)
+
+    def report_engines(self, checks):
+        parts = {}
+        if "engines dask" in self.runs:
+            parts["dask"] = self.report_dask(checks)
+        if "engines legate" in self.runs:
+            parts["legate"] = self.report_legate(checks)
+        return parts
+
+    def report_dask(self, checks):
+        mpi, dask = self.runs["engines mpi"], self.runs["engines dask"]
+        nbytes = dask[0]["bytes"]
+
+        def rate(runs, key):
+            return nbytes / statistics.median(r[key] for r in runs) / GIB
+
+        def best(runs, key):
+            return nbytes / min(r[key] for r in runs) / GIB
+
+        rows = [("write: mpirun -n 2", rate(mpi, "write_s"), best(mpi, "write_s")),
+                ("write: Dask, 2 workers (h5tile.to_file)", rate(dask, "write_s"), best(dask, "write_s"))]
+        if all(r.get("zarr_write_s") for r in dask):
+            rows.append(("write: Dask, 2 workers (da.to_zarr)", rate(dask, "zarr_write_s"),
+                         best(dask, "zarr_write_s")))
+        rows += [("read + sum: mpirun -n 2", rate(mpi, "read_sum_s"), best(mpi, "read_sum_s")),
+                 ("read + sum: xarray engine=h5tile, chunks={}", rate(dask, "read_sum_s"),
+                  best(dask, "read_sum_s"))]
+        print(f"\ndask: {nbytes / GIB:.2f} GiB of float64 in {dask[0]['chunks']} chunks "
+              f"({dask[0]['tiles']} tiles), 2 MPI ranks against a LocalCluster of 2 worker processes "
+              f"(medians of {len(dask)} rounds, taking turns; fastest beside)")
+        for label, median, fastest in rows:
+            print(f"  {label:46} {median:6.2f} GiB/s   fastest {fastest:6.2f}")
+        worker = max(r["worker_peak_rss"] for r in dask)
+        client = max(r["client_peak_rss"] for r in dask)
+        chunk = nbytes / dask[0]["chunks"]
+        print(f"  peak RSS: a worker {worker / 2**20:.0f} MiB (bound: 3 chunks + 256 MiB = "
+              f"{(3 * chunk + 2**28) / 2**20:.0f}), the client {client / 2**20:.0f} MiB (bound 256)")
+        write = rate(dask, "write_s") / rate(mpi, "write_s")
+        read = rate(dask, "read_sum_s") / rate(mpi, "read_sum_s")
+        sums = {r["sum"] for r in dask} | {r["sum"] for r in mpi}
+        checks += [
+            (f"Dask write x MPI write >= 0.8 (got {write:.2f})", write >= 0.8, write),
+            (f"xarray read + sum x MPI read + sum >= 0.8 (got {read:.2f})", read >= 0.8, read),
+            (f"Dask worker peak RSS <= 3 chunks + 256 MiB ({worker / 2**20:.0f} MiB)",
+             worker <= 3 * chunk + 2**28, worker),
+            (f"Dask client peak RSS <= 256 MiB ({client / 2**20:.0f} MiB)", client <= 2**28, client),
+            (f"every element read back (sums agree: {sorted(sums)})", len(sums) == 1, len(sums)),
+        ]
+        return {"write_over_mpi": write, "read_over_mpi": read, "worker_peak_rss": worker,
+                "client_peak_rss": client, "rows": rows}
+
+    def report_legate(self, checks):
+        r = self.runs["engines legate"][-1]
+        nbytes = r["bytes"]
+
+        def rate(key):
+            return nbytes / statistics.median(r[key]) / GIB
+
+        rows = [("write: legate.io.hdf5.to_file + fence (no fsync)", rate("legate_write_s")),
+                ("write: h5tile.to_file (fsync)", rate("h5tile_write_s")),
+                ("write: h5tile.to_file(sync=False)", rate("h5tile_nosync_write_s")),
+                ("read + sum: legate.io.hdf5.from_file", rate("legate_read_sum_s")),
+                ("read + sum: h5tile (Legate tasks)", rate("h5tile_read_sum_s"))]
+        print(f"\nlegate: {nbytes / GIB:.2f} GiB of float64 in one Legate program, {r['tiles']} tiles "
+              f"(medians of {len(r['h5tile_write_s'])} rounds, taking turns)")
+        for label, value in rows:
+            print(f"  {label:50} {value:6.2f} GiB/s")
+        growth = r["h5tile_rss_growth"]
+        print(f"  h5tile.to_file grew the program's peak RSS by {growth / 2**20:.0f} MiB")
+        write = rate("h5tile_nosync_write_s") / rate("legate_write_s")
+        read = rate("h5tile_read_sum_s") / rate("legate_read_sum_s")
+        sums = set(r["sums"].values())
+        checks += [
+            (f"h5tile.to_file(sync=False) x legate.io.hdf5.to_file >= 1.0 (got {write:.2f})", write >= 1.0, write),
+            (f"h5tile read x legate.io.hdf5 read (Legate arrays) >= 1.0 (got {read:.2f})", read >= 1.0, read),
+            (f"a tile per partition point: {r['tiles']} >= 2", r["tiles"] >= 2, r["tiles"]),
+            (f"peak RSS grew by < a quarter of the array ({growth / 2**20:.0f} MiB)", growth < nbytes / 4, growth),
+            (f"both read the same sum ({sorted(sums)})", len(sums) == 1, len(sums)),
+        ]
+        return {"rows": rows, "write_nosync_over_legate": write, "read_over_legate": read,
+                "rss_growth": growth, "tiles": r["tiles"]}
