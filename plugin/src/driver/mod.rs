@@ -98,14 +98,19 @@ unsafe fn name_arg(name: *const c_char, what: &str) -> Outcome<String> {
     Ok(CStr::from_ptr(name).to_string_lossy().into_owned())
 }
 
-/// `addr..addr+size` must lie below the EOA, as in sec2.
-fn check_range(f: &GdsFile, addr: haddr_t, size: usize) -> Outcome<()> {
+/// `addr..addr+size` must be a defined range of addresses (no overflow), as sec2 checks; a
+/// write must also end below the EOA. A read past the EOA is allowed, as sec2 allows it: a
+/// reader opened for SWMR keeps the end of allocation it saw while the writer extends the file,
+/// and HDF5 skips its own EOA check for such files (bytes past the end of the file read as
+/// zeros, `posix`). For a write the check protects the file: HDF5 allocates before it writes,
+/// so a write past the EOA is a caller's bug that would grow the file behind its allocator.
+fn check_range(f: &GdsFile, addr: haddr_t, size: usize, write: bool) -> Outcome<()> {
     let end = addr
         .checked_add(size as u64)
         .filter(|&e| addr != HADDR_UNDEF && e <= MAXADDR);
     match end {
         None => Err(format!("address {addr} + size {size} overflows in '{}'", f.name).into()),
-        Some(end) if end > f.file.eoa => Err(format!(
+        Some(end) if write && end > f.file.eoa => Err(format!(
             "address {addr} + size {size} is past the end of allocated space {} of '{}'",
             f.file.eoa, f.name
         )
@@ -480,6 +485,50 @@ mod tests {
             assert_eq!(c.read.unwrap()(f, H5FD_MEM_DRAW, 0, 0, 8, null), -1);
             assert_eq!(c.write.unwrap()(f, H5FD_MEM_DRAW, 0, 0, 0, null), 0);
             assert_eq!(c.read.unwrap()(f, H5FD_MEM_DRAW, 0, 0, 0, null), 0);
+            assert_eq!(c.close.unwrap()(f), 0);
+        }
+    }
+
+    /// A read past the EOA succeeds, as sec2's does (a SWMR reader's EOA is stale while the
+    /// writer extends the file), zeros past the end of the file; a write past it and a range
+    /// that overflows fail.
+    #[test]
+    fn reads_pass_the_eoa_as_sec2_allows_and_writes_do_not() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("f");
+        let name = std::ffi::CString::new(path.to_str().unwrap()).unwrap();
+        let c = &CLASSES[host::UNKNOWN_HOST];
+        let data = [5u8; 100];
+        let mut back = [9u8; 200];
+        unsafe {
+            let flags = H5F_ACC_RDWR | H5F_ACC_CREAT | H5F_ACC_TRUNC;
+            let f = c.open.unwrap()(name.as_ptr(), flags, 0, MAXADDR);
+            assert!(!f.is_null());
+            assert_eq!(c.set_eoa.unwrap()(f, 0, 100), 0);
+            let w = data.as_ptr().cast_mut().cast();
+            assert_eq!(c.write.unwrap()(f, 1, 0, 0, 100, w), 0);
+            assert_eq!(
+                c.write.unwrap()(f, 1, 0, 50, 100, w),
+                -1,
+                "a write past the EOA"
+            );
+            assert_eq!(c.flush.unwrap()(f, 0, false), 0);
+            let r = back.as_mut_ptr().cast();
+            assert_eq!(
+                c.read.unwrap()(f, 1, 0, 0, 200, r),
+                0,
+                "a read past the EOA"
+            );
+            assert_eq!(&back[..100], &data[..]);
+            assert!(
+                back[100..].iter().all(|&b| b == 0),
+                "zeros past the end of the file"
+            );
+            assert_eq!(
+                c.read.unwrap()(f, 1, 0, u64::MAX - 10, 100, r),
+                -1,
+                "overflow"
+            );
             assert_eq!(c.close.unwrap()(f), 0);
         }
     }

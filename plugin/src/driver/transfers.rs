@@ -44,7 +44,7 @@ unsafe fn transfer(
     write: bool,
 ) -> Outcome<herr_t> {
     let f = file_mut(f)?;
-    check_range(f, addr, size)?;
+    check_range(f, addr, size, write)?;
     let op = if write { "write" } else { "read" };
     if size == 0 {
         return Ok(0);
