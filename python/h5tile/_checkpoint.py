@@ -23,10 +23,13 @@ from concurrent.futures import Future
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
 
+import numpy as np
+
 from ._attributes import Attributes, attribute_name, attribute_value
 from ._collective import prepare_together
 from ._comm import fortran_handle, size_and_rank
 from ._dtypes import code_of
+from ._engines import is_dask_array
 from ._errors import H5TileError, InvalidArgumentError
 from ._library import check, failure, last_errno, last_error, lib
 from ._pending import track
@@ -113,6 +116,7 @@ class Checkpoint:
                                                      out))
 
         self._open(path, comm, handle, begin)
+        self._write_options: dict[str, Any] | None = dict(write_options)
 
     @classmethod
     def _begun(cls, path: Any, comm: Any, handle: int, begin: Begin) -> Checkpoint:
@@ -120,6 +124,7 @@ class Checkpoint:
         `h5tile_series_begin_f`)."""
         ck = cls.__new__(cls)
         ck._open(path, comm, handle, begin)
+        ck._write_options = None  # a series' step: no transaction (see `add`)
         return ck
 
     def _open(self, path: Any, comm: Any, handle: int, begin: Begin) -> None:
@@ -133,6 +138,11 @@ class Checkpoint:
         # hold what the commit reads (the arrays, their C-order copies) until it no longer does.
         self._steps: list[Step] = []
         self.attrs = Attributes(self._set_attribute)
+        # What was added and set, kept for a commit through a transaction (a Dask array was
+        # added): (name, array, offset, global shape) and (object, name, value).
+        self._fields: list[tuple[str, Any, Any, Any]] = []
+        self._attributes: list[tuple[str, Any, Any]] = []
+        self._lazy = False
         out = ctypes.c_void_p()
         prepare_together(comm, lambda: check(begin(ctypes.byref(out), None)),
                          lambda error: _stand_in_commit(handle, error))
@@ -163,6 +173,10 @@ class Checkpoint:
         at the commit: do not modify it before. Not collective; a failure raises here, and
         makes the commit fail on every rank."""
         ck = self._handle("add to")
+        if is_dask_array(array):
+            self._add_lazy(name, array, offset, global_shape)
+            return
+        self._fields.append((name, array, offset, global_shape))
         try:
             tile = place_tile(array, self._comm, global_shape, offset)
             dataset = encode_name(name)
@@ -178,7 +192,21 @@ class Checkpoint:
 
         check(self._step(ck, add))
 
+    def _add_lazy(self, name: str, array: Any, offset: Any, global_shape: Any) -> None:
+        """A Dask array: the checkpoint is then committed through a transaction, each chunk
+        written by the worker computing it (`h5tile.dask`)."""
+        if self._comm is not None or self._write_options is None:
+            raise InvalidArgumentError(
+                "a Dask array is added to a checkpoint of this process alone (comm=None), not "
+                "to a series' step or a checkpoint over a communicator: its chunks are written "
+                "by Dask's workers")
+        if offset is not None or global_shape is not None:
+            raise InvalidArgumentError("a Dask array is a whole dataset: no offset or global_shape")
+        self._lazy = True
+        self._fields.append((name, array, None, None))
+
     def _set_attribute(self, owner: str, name: Any, value: Any) -> None:
+        self._attributes.append((owner, name, value))
         ck = self._handle("set an attribute of")
         try:
             where = f"of '{owner}'"
@@ -202,11 +230,45 @@ class Checkpoint:
         data is on disk (unless sync=False). Raises an `H5TileError` subclass, the same on every
         rank (nothing written). A checkpoint is committed once."""
         ck = self._end("committed", "commit")
+        if self._lazy:
+            lib.h5tile_checkpoint_abort(ck)
+            self._steps = []
+            self._commit_transaction()
+            return
         status = lib.h5tile_checkpoint_commit(ck)
         self._steps = []
         if status:
             self._ended = "committed, and the commit failed"
             raise _commit_failure(status)
+
+    def _commit_transaction(self) -> None:
+        """The commit of a checkpoint holding a Dask array: one transaction, the numpy arrays
+        written from this process, the Dask arrays chunk by chunk on the workers."""
+        from ._transaction import begin  # noqa: PLC0415 (imports this module's neighbours)
+        from .dask import write_tasks  # noqa: PLC0415 (Dask is optional)
+
+        declared: dict[str, tuple[Any, Any]] = {}
+        for name, array, _, global_shape in self._fields:
+            shape = tuple(global_shape) if global_shape is not None else tuple(array.shape)
+            declared.setdefault(name, (shape, np.dtype(array.dtype)))
+        tx = begin(self.path, datasets=declared, **(self._write_options or {}))
+        try:
+            for owner, name, value in self._attributes:
+                tx.attrs[owner][name] = value
+            records, lazy = [], []
+            for name, array, offset, _ in self._fields:
+                if is_dask_array(array):
+                    lazy.append((name, array))
+                else:
+                    at = (0,) * np.ndim(array) if offset is None else offset
+                    records.append(tx.write_tile(array, at, name))
+            records += write_tasks(tx, lazy)
+            tx.commit(records)
+        except BaseException:
+            tx.abort()
+            raise
+        finally:
+            tx.close()
 
     def commit_async(self, snapshot: bool = True, *, staging_bytes: int = 0) -> Future[None]:
         """`commit` that returns with a `concurrent.futures.Future` while the write runs in the
@@ -220,6 +282,10 @@ class Checkpoint:
         this call. `snapshot=False`: the Future holds the arrays, which must stay unchanged
         until the write ends. A bad `staging_bytes` raises here (every rank's commit fails,
         nothing is written)."""
+        if self._lazy:
+            raise InvalidArgumentError(
+                "a checkpoint holding a Dask array is committed by commit(): Dask computes "
+                "and writes its chunks (use dask's own scheduling to run it in the background)")
         ck = self._end("committed", "commit")
         if snapshot:
             ck = self._begin_snapshot(ck, staging_bytes)

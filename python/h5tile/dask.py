@@ -54,6 +54,27 @@ def _offsets(chunks: tuple[tuple[int, ...], ...]) -> list[tuple[int, ...]]:
     return list(itertools.product(*starts))
 
 
+def _writes(writer: Writer, arrays: Sequence[tuple[str | None, Any]]) -> list[Any]:
+    """A delayed write of each chunk of each `(dataset, dask array)` as a tile of the
+    transaction `writer` names; the tasks carry its token alone (no lock)."""
+    dask, _ = _modules()
+    token = Writer(writer.token, writer.datasets)
+    return [
+        dask.delayed(_write_chunk, pure=False)(token, block, offset, dataset)
+        for dataset, x in arrays
+        for block, offset in zip(x.to_delayed().ravel(), _offsets(x.chunks))
+    ]
+
+
+def write_tasks(writer: Writer, arrays: Sequence[tuple[str | None, Any]]) -> list[Record]:
+    """Writes each chunk of each `(dataset, dask array)` as a tile of the transaction
+    `writer` names, on the workers; their records."""
+    if not arrays:
+        return []
+    dask, _ = _modules()
+    return list(dask.compute(*_writes(writer, arrays)))
+
+
 def to_file(
     x: Any,
     path: Any,
@@ -69,16 +90,10 @@ def to_file(
     when computed (the file is left as it was until then)."""
     dask, _ = _modules()
     tx = begin(absolute(path), dataset_name, x.shape, x.dtype, **write_options)
-    writer = Writer(tx.token, tx.datasets)
-    blocks = x.to_delayed().ravel()
-    writes = [
-        dask.delayed(_write_chunk, pure=False)(writer, block, offset)
-        for block, offset in zip(blocks, _offsets(x.chunks))
-    ]
     if not compute:
-        return dask.delayed(_commit, pure=False)(tx, writes)
+        return dask.delayed(_commit, pure=False)(tx, _writes(tx, [(None, x)]))
     try:
-        records = dask.compute(*writes)
+        records = write_tasks(tx, [(None, x)])
     except BaseException:
         tx.abort()
         raise

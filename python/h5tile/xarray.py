@@ -28,7 +28,7 @@ import numpy as np
 from ._engines import absolute, is_dask_array, require, tile_chunks
 from ._errors import InvalidArgumentError
 from ._read import from_file as _read_region
-from ._transaction import Writer, begin
+from ._transaction import begin
 
 xr = require("xarray", "xarray")
 from xarray.backends import BackendArray, BackendEntrypoint  # noqa: E402
@@ -196,8 +196,6 @@ def to_file(ds: Any, path: Any, **write_options: Any) -> None:
     computed; the others from this process. `write_options` are `h5tile.to_file`'s."""
     if isinstance(ds, xr.DataArray):
         ds = ds.to_dataset(name=ds.name or "data")
-    lazy = any(is_dask_array(v.data) for v in ds.variables.values())
-    dask = require("dask", "Dask") if lazy else None
     names = list(ds.variables)
     for n in names:
         if ds.variables[n].ndim == 0:
@@ -209,8 +207,7 @@ def to_file(ds: Any, path: Any, **write_options: Any) -> None:
     try:
         for k, v in ds.attrs.items():
             tx.attrs[k] = v
-        writer = Writer(tx.token, tx.datasets)
-        records, tasks = [], []
+        records, lazy = [], []
         for n in names:
             var = ds.variables[n]
             dataset = "/" + n
@@ -218,15 +215,13 @@ def to_file(ds: Any, path: Any, **write_options: Any) -> None:
             for k, v in var.attrs.items():
                 tx.attrs[dataset][k] = v
             if is_dask_array(var.data):
-                from .dask import _offsets, _write_chunk  # noqa: PLC0415
-                blocks = var.data.to_delayed().ravel()
-                tasks += [dask.delayed(_write_chunk, pure=False)(writer, b, o, dataset)
-                          for b, o in zip(blocks, _offsets(var.data.chunks))]
+                lazy.append((dataset, var.data))
             else:
-                records.append(writer.write_tile(np.asarray(var.values), (0,) * var.ndim,
-                                                 dataset))
-        if tasks:
-            records += list(dask.compute(*tasks))
+                records.append(tx.write_tile(np.asarray(var.values), (0,) * var.ndim, dataset))
+        if lazy:
+            from .dask import write_tasks  # noqa: PLC0415 (Dask is optional)
+
+            records += write_tasks(tx, lazy)
         tx.commit(records)
     except BaseException:
         tx.abort()

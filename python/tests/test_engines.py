@@ -196,3 +196,28 @@ def test_a_worker_killed_mid_write_still_ends_in_one_whole_file(scratch: Path, c
     assert len(tiles_in(path)) == 4, "one file per tile"
     with h5py.File(path, "r") as f:
         assert np.array_equal(f["u"][...], expected())
+
+
+def test_a_checkpoint_takes_dask_arrays_beside_numpy_ones(scratch: Path):
+    path = scratch / "ck.h5"
+    u = da.from_array(expected(), chunks=(16, 40))
+    with dask.config.set(scheduler="threads"):
+        with h5tile.Checkpoint(path) as ck:
+            ck.add("/u", u)
+            ck.add("/p", np.arange(10.0))
+            ck.attrs["step"] = 7
+            ck.attrs["/u"]["units"] = "K"
+    with h5py.File(path, "r") as f:
+        assert np.array_equal(f["u"][...], expected()) and np.array_equal(f["p"][...], np.arange(10.0))
+        assert f.attrs["step"] == 7 and f["u"].attrs["units"] == "K"
+        assert len(f["u"].virtual_sources()) == 3
+    with pytest.raises(h5tile.InvalidArgumentError, match="committed by commit()"):
+        ck = h5tile.Checkpoint(scratch / "other.h5")
+        ck.add("/u", u)
+        ck.commit_async()
+    series = h5tile.Series(scratch / "series")
+    with pytest.raises(h5tile.InvalidArgumentError, match="not to a series' step"):
+        with series.save(1) as step:
+            step.add("/u", u)
+    assert not [n for n in os.listdir(scratch) if n.startswith("other.h5")]
+    assert not (scratch / "series").exists() or not os.listdir(scratch / "series")
