@@ -245,7 +245,7 @@ class Checkpoint:
         """The commit of a checkpoint holding a Dask array: one transaction, the numpy arrays
         written from this process, the Dask arrays chunk by chunk on the workers."""
         from ._transaction import begin  # noqa: PLC0415 (imports this module's neighbours)
-        from .dask import write_tasks  # noqa: PLC0415 (Dask is optional)
+        from .dask import commit_arrays  # noqa: PLC0415 (Dask is optional)
 
         declared: dict[str, tuple[Any, Any]] = {}
         for name, array, _, global_shape in self._fields:
@@ -255,20 +255,10 @@ class Checkpoint:
         try:
             for owner, name, value in self._attributes:
                 tx.attrs[owner][name] = value
-            records, lazy = [], []
-            for name, array, offset, _ in self._fields:
-                if is_dask_array(array):
-                    lazy.append((name, array))
-                else:
-                    at = (0,) * np.ndim(array) if offset is None else offset
-                    records.append(tx.write_tile(array, at, name))
-            records += write_tasks(tx, lazy)
-            tx.commit(records)
         except BaseException:
             tx.abort()
             raise
-        finally:
-            tx.close()
+        commit_arrays(tx, [(name, array, offset) for name, array, offset, _ in self._fields])
 
     def commit_async(self, snapshot: bool = True, *, staging_bytes: int = 0) -> Future[None]:
         """`commit` that returns with a `concurrent.futures.Future` while the write runs in the

@@ -22,7 +22,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ._engines import absolute, require, tile_chunks
+from ._engines import absolute, is_dask_array, require, tile_chunks
 from ._read import from_file as _read_region
 from ._read import inspect
 from ._transaction import Record, Transaction, Writer, begin
@@ -73,6 +73,28 @@ def write_tasks(writer: Writer, arrays: Sequence[tuple[str | None, Any]]) -> lis
         return []
     dask, _ = _modules()
     return list(dask.compute(*_writes(writer, arrays)))
+
+
+def commit_arrays(tx: Transaction, arrays: Sequence[tuple[str, Any, Any]]) -> None:
+    """Writes each `(dataset, array, offset)` as tiles of the transaction `tx` and commits
+    them: numpy arrays (any array `write_tile` takes) from this process, Dask arrays (whole
+    datasets: no offset) chunk by chunk on the workers. A failure aborts `tx`; `tx` is closed
+    either way."""
+    try:
+        records, lazy = [], []
+        for dataset, array, offset in arrays:
+            if is_dask_array(array):
+                lazy.append((dataset, array))
+            else:
+                at = (0,) * np.ndim(array) if offset is None else offset
+                records.append(tx.write_tile(array, at, dataset))
+        records += write_tasks(tx, lazy)
+        tx.commit(records)
+    except BaseException:
+        tx.abort()
+        raise
+    finally:
+        tx.close()
 
 
 def to_file(

@@ -207,24 +207,19 @@ def to_file(ds: Any, path: Any, **write_options: Any) -> None:
     try:
         for k, v in ds.attrs.items():
             tx.attrs[k] = v
-        records, lazy = [], []
         for n in names:
             var = ds.variables[n]
-            dataset = "/" + n
-            tx.attrs[dataset][DIMENSIONS_ATTRIBUTE] = json.dumps(list(map(str, var.dims)))
+            tx.attrs["/" + n][DIMENSIONS_ATTRIBUTE] = json.dumps(list(map(str, var.dims)))
             for k, v in var.attrs.items():
-                tx.attrs[dataset][k] = v
-            if is_dask_array(var.data):
-                lazy.append((dataset, var.data))
-            else:
-                records.append(tx.write_tile(np.asarray(var.values), (0,) * var.ndim, dataset))
-        if lazy:
-            from .dask import write_tasks  # noqa: PLC0415 (Dask is optional)
-
-            records += write_tasks(tx, lazy)
-        tx.commit(records)
+                tx.attrs["/" + n][k] = v
     except BaseException:
         tx.abort()
         raise
-    finally:
-        tx.close()
+    from .dask import commit_arrays  # noqa: PLC0415 (Dask itself only for Dask variables)
+
+    commit_arrays(tx, [("/" + n, _data(ds.variables[n]), None) for n in names])
+
+
+def _data(var: Any) -> Any:
+    """A variable's elements as `write_tile` takes them: its Dask array, or numpy."""
+    return var.data if is_dask_array(var.data) else np.asarray(var.values)

@@ -45,6 +45,21 @@ fn write_rows(token: &[u8], base: f64, r0: u64, rows: u64) -> Vec<u8> {
         .remove(0)
 }
 
+/// An earlier version of the file at `path`: "/u" of base 5, written whole.
+fn write_old(path: &Path) {
+    let old = values(5.0, &whole());
+    let buf = host_bytes(&old);
+    write_whole(
+        path,
+        "/u",
+        Dtype::Float64,
+        &GLOBAL,
+        buf,
+        WriteOptions::default(),
+    )
+    .unwrap();
+}
+
 fn whole() -> Tile {
     Tile::new(vec![0, 0], GLOBAL.to_vec())
 }
@@ -135,16 +150,7 @@ fn a_retried_tile_keeps_one_attempt_and_a_late_one_changes_nothing() {
 fn a_refused_commit_leaves_the_old_file_and_the_transaction_open() {
     let d = tempfile::tempdir().unwrap();
     let path = d.path().join("x.h5");
-    let old_values = values(5.0, &whole());
-    write_whole(
-        &path,
-        "/u",
-        Dtype::Float64,
-        &GLOBAL,
-        host_bytes(&old_values),
-        WriteOptions::default(),
-    )
-    .unwrap();
+    write_old(&path);
     let old = std::fs::read(&path).unwrap();
     let mut tx = begin(&path, WriteOptions::default());
     let token = tx.token().unwrap();
@@ -241,16 +247,7 @@ fn a_refused_commit_leaves_the_old_file_and_the_transaction_open() {
 fn abort_and_drop_remove_what_the_writers_wrote() {
     let d = tempfile::tempdir().unwrap();
     let path = d.path().join("x.h5");
-    let old_values = values(5.0, &whole());
-    write_whole(
-        &path,
-        "/u",
-        Dtype::Float64,
-        &GLOBAL,
-        host_bytes(&old_values),
-        WriteOptions::default(),
-    )
-    .unwrap();
+    write_old(&path);
     let before = tile_names(&path);
     let mut tx = begin(&path, WriteOptions::default());
     let token = tx.token().unwrap();
