@@ -221,3 +221,16 @@ def test_a_checkpoint_takes_dask_arrays_beside_numpy_ones(scratch: Path):
             step.add("/u", u)
     assert not [n for n in os.listdir(scratch) if n.startswith("other.h5")]
     assert not (scratch / "series").exists() or not os.listdir(scratch / "series")
+
+
+def test_dask_chunks_compressed_and_checked(scratch: Path, prefix: Path):
+    hdf5plugin = pytest.importorskip("hdf5plugin")  # noqa: F841 (h5py's zstd filter)
+    path = scratch / "z.h5"
+    x = da.from_array(expected((4096, 64)), chunks=(1024, 64))
+    with dask.config.set(scheduler="threads"):
+        h5tile.to_file(x, path, "/x", compression="zstd:3", shuffle=True)
+    with h5py.File(path, "r") as f:
+        assert np.array_equal(f["x"][...], expected((4096, 64)))
+    check = subprocess.run([str(prefix / "bin" / "h5tile"), "check", str(path)], capture_output=True,
+                           text=True)
+    assert check.returncode == 0 and "4 tiles" in check.stdout, check.stdout + check.stderr
