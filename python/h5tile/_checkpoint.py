@@ -233,7 +233,10 @@ class Checkpoint:
         if self._lazy:
             lib.h5tile_checkpoint_abort(ck)
             self._steps = []
-            self._commit_transaction()
+            try:
+                self._commit_transaction()
+            finally:
+                self._fields, self._attributes = [], []
             return
         status = lib.h5tile_checkpoint_commit(ck)
         self._steps = []
@@ -314,11 +317,14 @@ class Checkpoint:
         aborted). Not collective: every rank must abort, as a commit waits for all ranks."""
         if self._ck is not None:
             lib.h5tile_checkpoint_abort(self._end("aborted", "abort"))
-        self._steps = []
+        self._steps, self._fields, self._attributes = [], [], []
 
     def _end(self, ended: str, doing: str) -> int:
         ck = self._handle(doing)
         self._ck, self._ended = None, ended
+        # The arrays go with the C checkpoint, but where a transaction commits them.
+        if not self._lazy:
+            self._fields, self._attributes = [], []
         return ck
 
     def __enter__(self) -> Checkpoint:

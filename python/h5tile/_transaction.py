@@ -60,13 +60,13 @@ class Writer:
             raise InvalidArgumentError(
                 f"the array has {len(b.shape)} dimensions and offset {len(offset)}: "
                 "they must be the same")
-        record = ctypes.c_void_p()
+        record = ctypes.c_char_p()
         length = ctypes.c_size_t()
         check(lib.h5tile_txn_write_tile(
             self.token, len(self.token), name, len(b.shape), u64_array(offset),
             u64_array(b.shape), b.pointer, ctypes.byref(record), ctypes.byref(length)))
         try:
-            return ctypes.string_at(record.value, length.value)
+            return _bytes_at(record, length.value)
         finally:
             lib.h5tile_txn_record_free(record)
 
@@ -80,6 +80,12 @@ class Writer:
             _commit(handle.value, records)
         finally:
             lib.h5tile_txn_free(handle.value)
+
+
+def _bytes_at(pointer: ctypes.c_char_p, length: int) -> bytes:
+    """The `length` bytes the library put at `pointer` (NULs included: its `.value` would
+    stop at the first)."""
+    return ctypes.string_at(ctypes.cast(pointer, ctypes.c_void_p).value, length)
 
 
 def _commit(handle: int, records: Iterable[Record]) -> None:
@@ -202,10 +208,10 @@ def begin(
             shape = as_tuple(shape, "global_shape")
             check(lib.h5tile_txn_declare(tx, encode_name(name), code_of(np.dtype(kind)),
                                          len(shape), u64_array(shape)))
-        token = ctypes.c_void_p()
+        token = ctypes.c_char_p()
         length = ctypes.c_size_t()
         check(lib.h5tile_txn_token(tx, ctypes.byref(token), ctypes.byref(length)))
-        token_bytes = ctypes.string_at(token.value, length.value)
+        token_bytes = _bytes_at(token, length.value)
     except BaseException:
         lib.h5tile_txn_free(tx)
         raise

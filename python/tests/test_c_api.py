@@ -28,7 +28,9 @@ SCALARS = {
     "int32_t": ctypes.c_int32,
     "bool": ctypes.c_bool,
 }
-OPAQUE = {"h5tile_batches", "h5tile_request", "h5tile_checkpoint", "void"}
+OPAQUE = {"h5tile_batches", "h5tile_request", "h5tile_checkpoint", "h5tile_txn", "void"}
+# Byte strings (a transaction's token, its records): passed as bytes, received as addresses.
+BYTES = {"uint8_t"}
 STRUCTS = {
     "h5tile_write_options": _options.WriteOptions,
     "h5tile_read_options": _options.ReadOptions,
@@ -51,7 +53,7 @@ def ctype_of(c: str) -> object:
     if stars == 0:
         return None if base == "void" else SCALARS[base]
     if stars == 1:
-        if base == "char":
+        if base == "char" or base in BYTES:
             return ctypes.c_char_p
         if base in OPAQUE:
             return ctypes.c_void_p
@@ -60,6 +62,8 @@ def ctype_of(c: str) -> object:
         return POINTER(SCALARS[base])
     if stars == 2 and base in OPAQUE:
         return POINTER(ctypes.c_void_p)
+    if stars == 2 and base in BYTES:
+        return POINTER(ctypes.c_char_p)
     raise AssertionError(f"no ctypes mapping for C type {c!r}")
 
 
