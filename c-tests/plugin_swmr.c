@@ -4,6 +4,8 @@
  * H5F_ACC_SWMR_READ) refreshes and reads the last value in a loop, then the whole dataset.
  * Its end of allocation is stale while the writer extends the file, and HDF5 lets it read
  * past it, as sec2 does: every read must succeed and every value equal what was written.
+ * The reader also checks the POSIX-compatible handle the driver advertises (H5Fget_vfd_handle
+ * gives the address of the file's descriptor).
  *
  *   plugin_swmr DIR          the writer, which starts the reader
  *   plugin_swmr read DIR     the reader */
@@ -44,6 +46,12 @@ static int reader(const char *dir) {
     hid_t used = H5Fget_access_plist(file);
     CHECK(H5Pget_driver(used) == H5Pget_driver(fapl)); /* really through the plugin */
     H5Pclose(used);
+    /* H5FD_FEAT_POSIX_COMPAT_HANDLE: the VFD handle is the address of the file's descriptor. */
+    void *handle = NULL;
+    CHECK(H5Fget_vfd_handle(file, fapl, &handle) >= 0 && handle != NULL);
+    struct stat by_fd, by_path;
+    CHECK(fstat(*(int *)handle, &by_fd) == 0 && stat(path, &by_path) == 0);
+    CHECK(by_fd.st_ino == by_path.st_ino && by_fd.st_dev == by_path.st_dev);
     hid_t dset = H5Dopen2(file, "/data", H5P_DEFAULT);
     CHECK(dset >= 0);
     long reads = 0, errors = 0;

@@ -35,4 +35,5 @@ def read_tile(out: OutputArray, path: str, dataset: str, verify: bool) -> None:
     region = tuple(slice(int(a), int(b) + 1) for a, b in zip(data.domain.lo, data.domain.hi))
     if any(s.stop <= s.start for s in region):
         return
-    np.asarray(data)[...] = _read_region(path, dataset, region=region, verify=verify)
+    # Straight into the partition's memory: no copy, no second buffer.
+    _read_region(path, dataset, region=region, out=np.asarray(data), verify=verify)
