@@ -33,8 +33,10 @@ def main():
     cols = 8192
     rows = nbytes // (8 * cols)
     chunk_rows = max(1, (chunk_mib << 20) // (8 * cols))
-    # A value each element can be checked by, cheap to make on the worker (no gather).
-    x = da.full((rows, cols), 1.5, chunks=(chunk_rows, cols), dtype=np.float64)
+    # A value each element can be checked by, cheap to make on the worker (no gather); made
+    # by an operation, so each chunk is memory of its own (da.full's chunks are broadcasts of
+    # one number, which hold no memory and would flatter the peaks).
+    x = da.ones((rows, cols), chunks=(chunk_rows, cols), dtype=np.float64) * 1.5
     out = {"rows": rows, "cols": cols, "chunk_rows": chunk_rows, "chunks": x.npartitions}
     cluster = distributed.LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                                        dashboard_address=None, silence_logs=40, memory_limit=0)
