@@ -104,8 +104,8 @@ def _commit(handle: int, records: Iterable[Record]) -> None:
 class Transaction(Writer):
     """A transaction as its coordinator holds it (`h5tile.begin` makes it): writes tiles like
     any writer, stores attributes (`attrs`, as a `Checkpoint`'s), commits records (`commit`)
-    or aborts (`abort`, also on leaving a `with` block by an exception, or when collected
-    uncommitted). Pickled, it is a `Writer`: the lock stays here."""
+    or aborts (`abort`; also on leaving a `with` block uncommitted, by an exception or not,
+    and when collected uncommitted). Pickled, it is a `Writer`: the lock stays here."""
 
     def __init__(self, handle: int, token: bytes, datasets: Sequence[str], path: Any):
         super().__init__(token, datasets)
