@@ -250,8 +250,15 @@ impl Transaction {
             file.close()
         };
         let generation = self.token.generation;
-        let (result, committed) =
-            write::publish(&ck, generation, &mut self.lock, Some(&dir), finish);
+        let mut committed = false;
+        let result = write::publish(
+            &ck,
+            generation,
+            &mut self.lock,
+            Some(&dir),
+            &mut committed,
+            finish,
+        );
         if committed {
             self.remove_unmapped(&kept);
             self.state = State::Committed(kept);

@@ -405,9 +405,14 @@ fn commit_on_root(
             return Ok(());
         }
         let mut lock = plan.in_flight.lock().unwrap_or_else(|e| e.into_inner());
-        let (result, done) = publish(ck, plan.generation, &mut lock, tiles, finish);
-        committed = done;
-        result
+        publish(
+            ck,
+            plan.generation,
+            &mut lock,
+            tiles,
+            &mut committed,
+            finish,
+        )
     });
     let mut flag = [committed as u64];
     comm.broadcast(&mut flag);
@@ -418,15 +423,17 @@ fn commit_on_root(
 /// coordinator of a transaction): `finish` completes the new master at its temporary path,
 /// which is renamed over `ck.path` (after syncing the tile folder `tiles` and the master's
 /// folder), after which files no version needs are removed and the write's lock `in_flight`
-/// (of generation `generation`) is released. Returns the outcome and whether the commit
-/// happened (then no new file may be removed); before it, the lock stays held.
+/// (of generation `generation`) is released. `committed` is set the moment the new master is
+/// in place (then no new file may be removed, even if the cleanup after it fails or panics);
+/// until then the lock stays held.
 pub(crate) fn publish(
     ck: &Checkpoint,
     generation: u64,
     in_flight: &mut Option<layout::in_flight::WriteLock>,
     tiles: Option<&Path>,
+    committed: &mut bool,
     finish: impl FnOnce(&Path) -> Result<()>,
-) -> (Result<()>, bool) {
+) -> Result<()> {
     let path = ck.path.as_path();
     let sync = !ck.options.no_sync;
     let tmp = layout::temporary_master(path, generation);
@@ -437,9 +444,10 @@ pub(crate) fn publish(
         Ok(mine) => mine,
         Err(e) => {
             let _ = std::fs::remove_file(&tmp);
-            return (Err(e), false);
+            return Err(e);
         }
     };
+    *committed = true;
     let cleaned = match sync {
         true => layout::sync_parent(path),
         false => Ok(()),
@@ -449,7 +457,7 @@ pub(crate) fn publish(
     // lock was held spared its files.
     drop(in_flight.take());
     layout::remove_own_if_replaced(path, generation, mine);
-    let cleaned = cleaned.map_err(|e| {
+    cleaned.map_err(|e| {
         Error::new(
             e.status,
             format!(
@@ -457,8 +465,7 @@ pub(crate) fn publish(
                 e.message
             ),
         )
-    });
-    (cleaned, true)
+    })
 }
 
 /// Unit tests make a write fail between its new master and the commit; elsewhere a no-op.
