@@ -191,7 +191,9 @@ def test_a_worker_killed_mid_write_still_ends_in_one_whole_file(scratch: Path, c
                          pure=False)
     records = client.gather(futures)
     assert os.path.exists(marker), "a worker was killed"
-    assert len(tiles_in(path)) == 5  # the killed attempt's tile is there too
+    # The killed attempt's tile is there too (and, where the dead worker held finished
+    # results, Dask computed those again: more attempts still).
+    assert len(tiles_in(path)) >= 5
     h5tile.commit(tx, records)
     assert len(tiles_in(path)) == 4, "one file per tile"
     with h5py.File(path, "r") as f:
