@@ -500,6 +500,8 @@ mod tests {
         let c = &CLASSES[host::UNKNOWN_HOST];
         let data = [5u8; 100];
         let mut back = [9u8; 200];
+        // SAFETY: the driver's callbacks on a file it opened here and closes before the block
+        // ends; every buffer is a live array at least as long as the size passed with it.
         unsafe {
             let flags = H5F_ACC_RDWR | H5F_ACC_CREAT | H5F_ACC_TRUNC;
             let f = c.open.unwrap()(name.as_ptr(), flags, 0, MAXADDR);
