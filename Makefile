@@ -111,8 +111,11 @@ test: test-rust test-c
 
 # The C, C++, Fortran and Python tests configured against the staged install, in folder $(1),
 # with extra CMake arguments $(2): the one place every test target configures them.
+# H5Tile_HDF5_DIR: the HDF5 (with headers) the plugin tests' plain HDF5 programs build against;
+# a bundled install carries only HDF5's libraries, so its package leaves it unset.
 comma := ,
 configure_c_tests = $(CMAKE) -S c-tests -B $(1) -DCMAKE_PREFIX_PATH=$(STAGE) \
+	  -DH5Tile_HDF5_DIR=$(HDF5_DIR) \
 	  -DPython3_EXECUTABLE=$(PYTHON) -DMPIEXEC_EXECUTABLE=$$(command -v $(MPIRUN)) \
 	  -DMPICC_EXECUTABLE=$(MPICC) -DOTHER_MPICC=$(call mpi_tool,mpicc,$(OTHER_MPI)) \
 	  "-DH5TILE_MAKE_VARS=MPI=$(MPI);HDF5_DIR=$(HDF5_DIR)$(if $(filter custom,$(HDF5_TAG)),,;HDF5_VERSION=$(HDF5_VERSION))" \
@@ -126,9 +129,10 @@ test-rust: setup
 	cargo test --release --workspace
 
 # Left out of the driver passes of test-c: the plugin's own tests and the Python ones (they set
-# up HDF5 themselves), the docs' examples, the set-up cache's test (no HDF5), and the series
-# and checkpoint fault groups (they test the commit protocol, not how bytes move: run once).
-DRIVER_PASS_EXCLUDE := ^(plugin_|doc_examples$$|setup_cache$$|python_|fault_injection_(checkpoints|series|serieskills)_)
+# up HDF5 themselves), the docs' examples, the set-up cache's test (no HDF5), the packaging
+# tests (how a project finds and links h5tile), and the series and checkpoint fault groups
+# (they test the commit protocol, not how bytes move: run once).
+DRIVER_PASS_EXCLUDE := ^(plugin_|doc_examples$$|setup_cache$$|python_|cmake_package_portable$$|install_standalone$$|pkgconfig_build$$|cxx_consumer_|mpi_mismatch$$|fault_injection_(checkpoints|series|serieskills)_)
 
 # DRIVER_PASSES=0 runs the suite once, without the two driver passes: how bytes move through the
 # plugin does not depend on the MPI, so CI's MPICH run skips them (about 3 minutes).
@@ -162,7 +166,7 @@ endif
 #   cli_installed                      the tool, uninstrumented, is Rust
 #   setup_cache                        a shell script over the set-up cache (scripts/cache.sh)
 #   pkgconfig_build, mpi_mismatch,     shell scripts building a fresh, uninstrumented program
-#   install_standalone, doc_examples
+#   install_standalone, cmake_package_portable, doc_examples
 #   cxx_consumer_*                     a separate CMake project built by ctest --build-and-test
 #   plugin_two_hdf5_*                  dlopens a second libhdf5 with RTLD_DEEPBIND, which ASan's
 #                                      runtime refuses
@@ -172,7 +176,7 @@ endif
 #   mpi_scale_np64, mpi_subfiles_np64  64 instrumented ranks on a small machine; their code paths
 #                                      run instrumented in mpi_roundtrip, mpi_batches, mpi_errors
 #                                      and mpi_subfiles_np3
-ASAN_EXCLUDE := ^(setup_cache|python_.*|h5py_check_interop.*|cli_installed|plugin_h5py.*|plugin_two_hdf5_.*|pkgconfig_build|mpi_mismatch|install_standalone|doc_examples|cxx_consumer_.*|fault_.*|mpi_scale_np64|mpi_subfiles_np64)$$
+ASAN_EXCLUDE := ^(setup_cache|python_.*|h5py_check_interop.*|cli_installed|plugin_h5py.*|plugin_two_hdf5_.*|pkgconfig_build|mpi_mismatch|install_standalone|cmake_package_portable|doc_examples|cxx_consumer_.*|fault_.*|mpi_scale_np64|mpi_subfiles_np64)$$
 # A leak fails the test (Open MPI's own, kept until exit, are suppressed in lsan.supp); the slow
 # unwinder follows MPI, HDF5 and Rust frames built without frame pointers, so a report names
 # the real allocation site and suppressions match whole stacks; a report ends the process with

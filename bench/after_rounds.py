@@ -10,7 +10,7 @@ import sys
 import time
 
 from measure import Bench, Failed
-from settings import (MANY_GROUPS, MANY_H5PY_READS, MANY_SHORT_WRITES, MANY_TILE_READS, MANY_WHAT, MANY_WHOLE_READS,
+from settings import (MANY_GROUPS, MANY_WRITERS, MANY_H5PY_READS, MANY_SHORT_WRITES, MANY_TILE_READS, MANY_WHAT, MANY_WHOLE_READS,
                       MIB, SOLVER_KINDS, SOLVER_STEPS)
 
 # The line H5TILE_LOG=info prints for each rank's snapshot (src/ops/snapshot.rs).
@@ -178,12 +178,19 @@ class AfterRounds(Bench):
                 # each rank's share of the grid rows of tiles that fill one box: MANY_GROUPS boxes.
                 env = {"BENCH_LAYOUT": layout.split("-")[0], "BENCH_NO_SYNC": "1",
                        "H5TILE_COALESCE": "0" if layout.endswith("-apart") else "1"}
+                # "auto": the default options (H5TILE_LAYOUT_AUTO), by one process; "auto-n4": by
+                # MANY_WRITERS ranks, each a consecutive share of the tiles.
                 write_cmd = [self.binary, "write_grid", *grid, str(n)]
+                ranks = {f"-g{MANY_GROUPS}": MANY_GROUPS, f"-n{MANY_WRITERS}": MANY_WRITERS}
+                launched = next((k for s, k in ranks.items() if layout.endswith(s)), None)
                 if layout.endswith(f"-g{MANY_GROUPS}"):
                     env["H5TILE_RANKS_PER_FILE"] = "1"
+                if layout.startswith("auto"):
+                    del env["H5TILE_COALESCE"]
+                if launched:
                     named = [x for k, v in env.items() for x in (["-x", f"{k}={v}"] if self.open_mpi
                                                                  else ["-genv", k, v])]
-                    write_cmd = [self.mpirun, "--bind-to", "none", "-n", str(MANY_GROUPS), *named, *write_cmd]
+                    write_cmd = [self.mpirun, "--bind-to", "none", "-n", str(launched), *named, *write_cmd]
                 try:
                     # One process, no launcher: as tile_count's writes. A short write is the fastest
                     # of MANY_SHORT_WRITES (the base every count's growth is measured against).

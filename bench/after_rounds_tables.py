@@ -4,7 +4,7 @@ import os
 import statistics
 
 from measure import Bench
-from settings import (GIB, MANY_GROUPS, MANY_H5PY_READS, MANY_SHORT_WRITES, MANY_TILE_READS, MANY_WHAT,
+from settings import (GIB, MANY_GROUPS, MANY_WRITERS, MANY_H5PY_READS, MANY_SHORT_WRITES, MANY_TILE_READS, MANY_WHAT,
                       MANY_WHOLE_READS, MIB)
 
 
@@ -162,7 +162,9 @@ class AfterRoundsTables(Bench):
         names = {"vds": "vds (a file a tile)", "subfiles": "subfiles (one subfile, its tiles coalesced: one box)",
                  "subfiles-apart": "subfiles, H5TILE_COALESCE=0 (one subfile, a dataset a tile)",
                  f"subfiles-g{MANY_GROUPS}": f"subfiles, {MANY_GROUPS} ranks a subfile each ({MANY_GROUPS} boxes)",
-                 "single": "single (one file)"}
+                 "single": "single (one file)",
+                 "auto": "the default options (H5TILE_LAYOUT_AUTO), one process",
+                 f"auto-n{MANY_WRITERS}": f"the default options (H5TILE_LAYOUT_AUTO), {MANY_WRITERS} ranks"}
         print(f"\nmany tiles: 16x16 float64 tiles in a square grid, one process writing them all (standing in for "
               f"as many ranks), H5TILE_NO_SYNC; ONE round: write once (up to 4,096 tiles the fastest of "
               f"{MANY_SHORT_WRITES}), one tile the median of {MANY_TILE_READS} (after one unmeasured), whole read the "
@@ -229,6 +231,28 @@ class AfterRoundsTables(Bench):
             checks.append((f"65,536 tiles in {MANY_GROUPS} coalesced subfiles: h5py's whole read <= 2x the single "
                            f"file's ({x:.2f}x) and <= 2x the data + 256 MiB RSS ({rss / MIB:.0f} MiB)",
                            x <= 2 and rss <= limit, x))
+        # The default with many tiles a writer (issue 59), against the explicit layouts of the run.
+        explicit = ("vds", "subfiles", "subfiles-apart", "single")
+        for layout in ("auto", f"auto-n{MANY_WRITERS}"):
+            for n in (16384, 65536):
+                row, single = by.get((layout, n)), by.get(("single", n))
+                if not row:
+                    continue
+                writes = [by[(x, n)]["write_s"] for x in explicit if "write_s" in by.get((x, n), {})]
+                if "write_s" in row and writes:
+                    x = row["write_s"] / min(writes)
+                    checks.append((f"{n:,} tiles, {layout}: write <= 1.5x the fastest explicit layout's ({x:.2f}x)",
+                                   x <= 1.5, x))
+                if "h5py_s" in row and single and "h5py_s" in single:
+                    x, rss = row["h5py_s"] / single["h5py_s"], row["h5py_rss_bytes"]
+                    ok = x <= 2 and rss <= 2 * row["bytes"] + 256 * MIB
+                    checks.append((f"{n:,} tiles, {layout}: h5py's whole read <= 2x the single file's ({x:.2f}x) "
+                                   f"and <= 2x the data + 256 MiB RSS ({rss / MIB:.0f} MiB)", ok, x))
+                for key, label in (("ls", "ls"), ("check", "check --fast")):
+                    if n != 65536 and f"{key}_s" in row:
+                        sec, rss = row[f"{key}_s"], row[f"{key}_rss_bytes"] / MIB
+                        checks.append((f"{n:,} tiles, {layout}: {label} <= 2 s and <= 256 MiB RSS ({sec:.2f} s, "
+                                       f"{rss:.0f} MiB)", sec <= 2 and rss <= 256, sec))
         for layout in ("subfiles", "subfiles-apart"):
             vds, sub = by.get(("vds", 16384)), by.get((layout, 16384))
             if vds and sub and "write_s" in vds and "write_s" in sub:

@@ -80,8 +80,9 @@
  *
  * Layout and flags of "write", "write_grid", "checkpoint", "fields", "overlap",
  * "overlap_async" and the solver_ writes (environment):
- *   BENCH_LAYOUT=vds|single|subfiles   h5tile_write_options.layout (default vds; write_grid
- *                                      with NTILES = 1 and write_single: single)
+ *   BENCH_LAYOUT=vds|single|subfiles|auto h5tile_write_options.layout (default vds;
+ *                                      write_grid with NTILES = 1 and write_single: single;
+ *                                      auto: H5TILE_LAYOUT_AUTO, the default's own choice)
  *   BENCH_NO_SYNC=1                    H5TILE_NO_SYNC in h5tile_write_options.flags
  *   BENCH_RANKS_PER_FILE=K             h5tile_write_options.ranks_per_file = K (subfiles);
  *                                      H5TILE_RANKS_PER_FILE, the library's own, works too
@@ -267,8 +268,10 @@ static h5tile_write_options options_of(spec sp) {
         o.layout = H5TILE_LAYOUT_SINGLE;
     } else if (strcmp(sp.layout, "subfiles") == 0) {
         o.layout = H5TILE_LAYOUT_SUBFILES;
+    } else if (strcmp(sp.layout, "auto") == 0) {
+        o.layout = H5TILE_LAYOUT_AUTO;
     } else {
-        die("the layout is one of vds, single, subfiles");
+        die("the layout is one of vds, single, subfiles, auto");
     }
     o.ranks_per_file = sp.per_file;
     if (sp.no_sync) o.flags |= H5TILE_NO_SYNC;
@@ -282,8 +285,16 @@ static h5tile_write_options options_of(spec sp) {
  * counted from MPI alone (collective over MPI_COMM_WORLD; `tiles`: this rank's non-empty
  * tiles); *groups gets the subfiles' groups (vds: the tiles, single: 1). */
 static uint64_t expected_files(spec sp, uint64_t tiles, uint64_t *groups) {
-    uint64_t total = 0, leaders = 0, leader;
+    uint64_t total = 0, leaders = 0, leader, most = 0;
     MPI_Allreduce(&tiles, &total, 1, MPI_UINT64_T, MPI_SUM, MPI_COMM_WORLD);
+    MPI_Allreduce(&tiles, &most, 1, MPI_UINT64_T, MPI_MAX, MPI_COMM_WORLD);
+    if (strcmp(sp.layout, "auto") == 0) {
+        /* The default's rule on one machine (the bench runs on one): one tile file a tile
+         * while every rank holds at most one, else a subfile a rank. */
+        if (most <= 1) return (*groups = total) + 1;
+        snprintf(sp.layout, sizeof sp.layout, "subfiles");
+        if (sp.per_file == 0) sp.per_file = 1;
+    }
     if (strcmp(sp.layout, "single") == 0) return *groups = 1;
     if (strcmp(sp.layout, "vds") == 0) return (*groups = total) + 1;
     MPI_Comm node;

@@ -7,7 +7,10 @@ dask    the same bytes written and read back (with a sum) by 2 MPI ranks through
         the ratios compare arrays held in memory on both sides (the ranks' blocks, the
         workers' persisted chunks), each write after an os.sync(); the workers' and the
         client's peak memory are those of a write computing its chunks as it goes. BENCH_DASK_GIB (2) of float64 in
-        BENCH_DASK_CHUNK_MIB (64) chunks.
+        BENCH_DASK_CHUNK_MIB (64) chunks. Then many chunks (BENCH_DASK_MANY_CHUNKS, 1024,4096 of
+        64 x 64 float64, written by Dask's threads scheduler: programs/engines_many_chunks.py):
+        each chunk is a tile file of its own, so h5py's whole read (time, peak memory) is
+        measured on that file, against the same file after `h5tile pack`, with pack's time.
 legate  legate.io.hdf5.to_file against h5tile.to_file of one cuPyNumeric array in one Legate
         program (programs/engines_legate.py, in Legate's venv as the python section runs it,
         but a worker on every core), and each library's read back into cuPyNumeric;
@@ -19,6 +22,7 @@ import statistics
 import subprocess
 import sys
 
+from measure import Failed
 from settings import GIB, python_program
 
 
@@ -54,6 +58,33 @@ class Engines:
                 result["bytes"] = nbytes
                 self.record(name, result)
                 subprocess.run(["rm", "-rf", folder])
+        self.dask_many_chunks()
+
+    def dask_many_chunks(self):
+        """What a reader pays for a Dask array's chunks, a file each, and `h5tile pack`'s cure:
+        one round a count (as the many tiles section), each step a process of its own."""
+        counts = [int(x) for x in os.environ.get("BENCH_DASK_MANY_CHUNKS", "1024,4096").split(",") if x.strip()]
+        self.dask_chunk_rows = []
+        for n in counts:
+            src, packed = self.path(f"chunks{n}.h5"), self.path(f"chunks{n}.packed.h5")
+            for p in (src, packed):
+                self.remove(os.path.basename(p))
+            row = {"chunks": n, "failed": {}}
+            self.dask_chunk_rows.append(row)
+            steps = (("write", [*python_program("engines_many_chunks.py"), src, str(n)]),
+                     ("h5py", [*self.h5py_contenders, "read", src]),
+                     ("pack", [self.tool, "pack", src, packed]),
+                     ("h5py_packed", [*self.h5py_contenders, "read", packed]))
+            for key, cmd in steps:
+                try:
+                    got, _ = self.many_run(f"dask {n} chunks {key}", cmd, 64 * 64 * 8 * n)
+                except Failed as e:
+                    row["failed"][key] = str(e)
+                    break
+                row[f"{key}_s"], row[f"{key}_rss_bytes"] = got["seconds"], got["peak_rss_bytes"]
+                row.update({k: got[k] for k in ("files", "bytes") if k in got})
+            for p in (src, packed):
+                self.remove(os.path.basename(p))
 
     def legate_section(self):
         if self.legate_missing:
@@ -128,6 +159,7 @@ class Engines:
               f"{unsynced:.2f}), read + sum {rate(dask, 'read_sum_s') / rate(mpi, 'read_sum_s'):.2f}")
         read = rate(dask, "read_sum_s") / rate(mpi, "read_sum_s")
         sums = {r["sum"] for r in dask} | {r["sum"] for r in mpi}
+        self.report_dask_chunks(checks)
         checks += [
             (f"Dask write x MPI write >= 0.8 (got {write:.2f})", write >= 0.8, write),
             (f"xarray read + sum x MPI read + sum >= 0.8 (got {read:.2f})", read >= 0.8, read),
@@ -138,7 +170,34 @@ class Engines:
         ]
         return {"write_over_mpi": write, "write_fastest_over_mpi": fastest, "write_nosync_over_mpi": unsynced,
                 "read_over_mpi": read, "worker_peak_rss": worker,
-                "client_peak_rss": client, "rows": rows}
+                "client_peak_rss": client, "rows": rows,
+                "many_chunks": getattr(self, "dask_chunk_rows", [])}
+
+    def report_dask_chunks(self, checks):
+        """The many chunks' table: measured, not bounded (each chunk's file is what an
+        independent writer makes; pack is the remedy the docs name)."""
+        rows = getattr(self, "dask_chunk_rows", [])
+        if not rows:
+            return
+        print("\n  many chunks, a file each (64 x 64 float64 chunks, Dask's threads scheduler, no fsync; one round):")
+        print(f"  {'chunks':>7}{'files':>7}{'write s':>9}{'h5py s':>9}{'MiB':>7}{'pack s':>9}{'packed h5py s':>15}"
+              f"{'MiB':>7}{'h5py x packed':>15}")
+        for r in rows:
+            def cell(key, width, scale=1.0):
+                if key in r["failed"]:
+                    return f"{'failed':>{width}}"
+                return f"{r[f'{key}_s'] * scale:{width}.3f}" if f"{key}_s" in r else f"{'-':>{width}}"
+
+            def mib(key, width):
+                b = r.get(f"{key}_rss_bytes")
+                return f"{b / 2**20:{width}.0f}" if b else f"{'-':>{width}}"
+            x = r["h5py_s"] / r["h5py_packed_s"] if "h5py_s" in r and "h5py_packed_s" in r else None
+            ratio = f"{x:15.1f}" if x else f"{'-':>15}"
+            print(f"  {r['chunks']:7d}{r.get('files', 0):7d}{cell('write', 9)}{cell('h5py', 9)}{mib('h5py', 7)}"
+                  f"{cell('pack', 9)}{cell('h5py_packed', 15)}{mib('h5py_packed', 7)}"
+                  f"{ratio}")
+            for key, why in r["failed"].items():
+                checks.append((f"{r['chunks']:,} Dask chunks: {key} runs (failed: {why})", False, None))
 
     def report_legate(self, checks):
         r = self.runs["engines legate"][-1]

@@ -33,6 +33,8 @@ COMPRESSION_READS = 3
 MANY_H5PY_READS = 3
 # The ranks (a subfile each) of the many tiles section's "subfiles-g64" layout.
 MANY_GROUPS = 64
+# The many tiles section's "auto-n4": the default layout's write by this many ranks.
+MANY_WRITERS = 4
 # The many tiles section's writes of up to 4,096 tiles (the fastest counts: they are the base).
 MANY_SHORT_WRITES = 3
 # The many tiles section's measured reads of one tile (after one unmeasured) and whole reads.
@@ -129,7 +131,7 @@ class Settings:
         self.solver_tile_rows = max(1, int(self.solver_gib * GIB) // 8 // self.cols)  # a rank's
         self.many_tiles = env_list("BENCH_MANY_TILES", "1024,4096,16384,65536")
         self.many_layouts = [x.strip() for x in os.environ.get(
-            "BENCH_MANY_TILES_LAYOUTS", "vds,subfiles,subfiles-apart,subfiles-g64,single").split(",")
+            "BENCH_MANY_TILES_LAYOUTS", "auto,auto-n4,vds,subfiles,subfiles-apart,subfiles-g64,single").split(",")
                              if x.strip()]
         self.many_h5py_max = int(os.environ.get("BENCH_MANY_TILES_H5PY_MAX", "16384"))
 

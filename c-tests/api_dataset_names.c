@@ -18,7 +18,7 @@ static void roundtrip(const char *scratch, int k, const char *dset) {
     fill_tile(H5TILE_INT32, 2, G, OFFS + 2, SHPS + 2, b1);
     const void *bufs[2] = {b0, b1};
     EXPECT_OK(h5tile_write_tiles(MPI_COMM_NULL, path, dset, H5TILE_INT32, 2, G, 2, OFFS, SHPS,
-                                 bufs, NULL));
+                                 bufs, vds_layout()));
     /* two tile files, plain names directly in the folder */
     int n;
     char **names = list_dir(dir, &n);

@@ -45,7 +45,7 @@ int main(int argc, char **argv) {
         cbufs[t] = bufs[t];
     }
     EXPECT_OK(h5tile_write_tiles(MPI_COMM_NULL, path, "/data", H5TILE_FLOAT32, 2, G, 3, OFFS, SHPS,
-                                 cbufs, NULL));
+                                 cbufs, vds_layout()));
     for (int t = 0; t < 3; t++) free(bufs[t]);
 
     /* find and delete the file of tile 1 (rows 2-3): its name ends in ".t1.h5" */

@@ -73,7 +73,7 @@ int main(int argc, char **argv) {
         cbufs[t] = bufs[t];
     }
     EXPECT_OK(h5tile_write_tiles(MPI_COMM_NULL, pa, "/data", H5TILE_INT64, 2, G, 4, offs, shps,
-                                 cbufs, NULL));
+                                 cbufs, vds_layout()));
     for (int t = 0; t < 4; t++) free(bufs[t]);
     CHECK(count_files(pa_tiles) == 4);
     check_readable(pa);

@@ -95,7 +95,7 @@ static void roundtrip_dtype(const char *scratch, int dt) {
     }
     CHECK(cbufs[1] == NULL);
     EXPECT_OK(h5tile_write_tiles(MPI_COMM_NULL, path, "/data", dt, 2, GLOBAL, NTILES, OFFSETS,
-                                 SHAPES, cbufs, NULL));
+                                 SHAPES, cbufs, vds_layout()));
     CHECK(is_regular_file(path));
     check_tile_names(dir, "data");
     check_data(path, dt);

@@ -18,7 +18,7 @@ int main(int argc, char **argv) {
         fill_tile(dt, 2, g, offs + 2, shps + 2, b1);
         const void *bufs[2] = {b0, b1};
         EXPECT_OK(h5tile_write_tiles(MPI_COMM_NULL, path, "/data", dt, 2, g, 2, offs, shps, bufs,
-                                     NULL));
+                                     vds_layout()));
         char tiles[4096];
         TILE_DIR(tiles, path);
         CHECK(count_files(tiles) == 2);

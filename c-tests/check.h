@@ -17,6 +17,35 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+/* Write options naming the VDS layout, one file per tile: for the tests that count, remove or
+ * swap tile files. (The default, H5TILE_LAYOUT_AUTO, gives a process holding several tiles of
+ * a dataset one subfile for them all.) */
+static inline const h5tile_write_options *vds_layout(void) {
+    static h5tile_write_options o;
+    o = h5tile_write_options_default();
+    o.layout = H5TILE_LAYOUT_VDS;
+    return &o;
+}
+
+/* ---------------------------------------------------------------- stderr */
+
+static int check_saved_stderr = -1;
+
+/* Sends this process's stderr to `file` (emptied) until restore_stderr. */
+static inline void capture_stderr(const char *file);
+static inline void restore_stderr(void);
+
+/* The number of lines of `file` holding `words`. */
+static inline int lines_with(const char *file, const char *words) {
+    FILE *f = fopen(file, "r");
+    if (f == NULL) return -1;
+    char line[8192];
+    int n = 0;
+    while (fgets(line, sizeof line, f) != NULL) n += strstr(line, words) != NULL;
+    fclose(f);
+    return n;
+}
+
 /* ---------------------------------------------------------------- failing */
 
 /* This process's rank in MPI_COMM_WORLD, or -1 when MPI is not running. MPI_Initialized and
@@ -109,6 +138,23 @@ static inline void check_status(const char *file, int line, const char *text, in
 #define EXPECT_STATUS(call, expected) \
     check_status(__FILE__, __LINE__, #call, (int)(call), (int)(expected))
 #define EXPECT_OK(call) EXPECT_STATUS(call, H5TILE_OK)
+
+static inline void capture_stderr(const char *file) {
+    fflush(stderr);
+    check_saved_stderr = dup(2);
+    CHECK(check_saved_stderr >= 0);
+    int fd = open(file, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    CHECK_MSG(fd >= 0, "open '%s': %s", file, strerror(errno));
+    CHECK(dup2(fd, 2) == 2);
+    close(fd);
+}
+
+static inline void restore_stderr(void) {
+    fflush(stderr);
+    CHECK(dup2(check_saved_stderr, 2) == 2);
+    close(check_saved_stderr);
+    check_saved_stderr = -1;
+}
 
 /* ---------------------------------------------------------------- files */
 

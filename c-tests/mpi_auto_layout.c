@@ -1,5 +1,6 @@
 /* H5TILE_LAYOUT_AUTO, the default (h5tile_write_options_default() and NULL options): the VDS
- * layout where every rank is on one node, the subfiled layout where the ranks span nodes.
+ * layout where every rank is on one node and holds one tile, the subfiled layout where the
+ * ranks span nodes or a rank holds several tiles of a dataset.
  * H5TILE_RANKS_PER_NODE=K makes runs of K ranks count as nodes, so one machine stands in for
  * several:
  *   1. the defaults on one machine: one tile file a rank (VDS), and NULL options alike;
@@ -8,10 +9,12 @@
  *      the ranks still share a node: VDS;
  *   3. an explicit layout wins (VDS asked: tile files, whatever the nodes);
  *   4. H5TILE_RANKS_PER_NODE=lots: H5TILE_ERR_INVALID_ARGUMENT on every rank naming it, and
- *      the file written before untouched.
+ *      the file written before untouched;
+ *   5. one machine, each rank holding 4 tiles (rows that do not make one box): one subfile a
+ *      rank, never a file per tile.
  * Every file reads back on another decomposition, and its master records what the choice saw
- * (attribute h5tile_chosen_on: the ranks, then the nodes; none where the layout was named),
- * which `h5tile ls` shows.
+ * (attribute h5tile_chosen_on: the ranks, the nodes, the most tiles a rank held of the
+ * dataset; none where the layout was named), which `h5tile ls` shows.
  *   mpi_auto_layout SCRATCH_DIR */
 #include "check.h"
 
@@ -54,24 +57,45 @@ static int files_with(const char *path, const char *part) {
 }
 
 /* The master of `path` records that H5TILE_LAYOUT_AUTO chose its layout over `ranks` ranks on
- * `nodes` nodes. */
-static void check_chosen_on(const char *path, uint64_t ranks, uint64_t nodes) {
-    uint64_t seen[2] = {0, 0};
-    EXPECT_OK(h5tile_attr_read(MPI_COMM_WORLD, path, "/x", "h5tile_chosen_on", H5TILE_UINT64, 2,
+ * `nodes` nodes, holding at most `tiles` tiles each. */
+static void check_chosen_on(const char *path, uint64_t ranks, uint64_t nodes, uint64_t tiles) {
+    uint64_t seen[3] = {0, 0, 0};
+    EXPECT_OK(h5tile_attr_read(MPI_COMM_WORLD, path, "/x", "h5tile_chosen_on", H5TILE_UINT64, 3,
                                seen));
-    CHECK_MSG(seen[0] == ranks && seen[1] == nodes,
-              "%s: chosen on %llu ranks and %llu nodes, expected %llu and %llu", path,
-              (unsigned long long)seen[0], (unsigned long long)seen[1], (unsigned long long)ranks,
-              (unsigned long long)nodes);
+    CHECK_MSG(seen[0] == ranks && seen[1] == nodes && seen[2] == tiles,
+              "%s: chosen on %llu ranks, %llu nodes, %llu tiles a rank, expected %llu, %llu, %llu",
+              path, (unsigned long long)seen[0], (unsigned long long)seen[1],
+              (unsigned long long)seen[2], (unsigned long long)ranks, (unsigned long long)nodes,
+              (unsigned long long)tiles);
+}
+
+/* Version v of the array as 4 one-row tiles a rank: rows rank, rank + size, ... (with more
+ * than one rank, a rank's rows make no box, so each is a dataset of the rank's subfile). */
+static h5tile_status write_rows(const char *path, int v) {
+    const uint64_t g[2] = {4 * (uint64_t)size, 6};
+    uint64_t offs[8], shps[8];
+    double rows[4][6];
+    const void *bufs[4];
+    for (int k = 0; k < 4; k++) {
+        offs[2 * k] = (uint64_t)(rank + k * size);
+        offs[2 * k + 1] = 0;
+        shps[2 * k] = 1;
+        shps[2 * k + 1] = 6;
+        for (uint64_t c = 0; c < 6; c++) rows[k][c] = value(v, offs[2 * k], c);
+        bufs[k] = rows[k];
+    }
+    return h5tile_write_tiles(MPI_COMM_WORLD, path, "/x", H5TILE_FLOAT64, 2, g, 4, offs, shps,
+                              bufs, NULL);
 }
 
 int main(int argc, char **argv) {
     const char *scratch = mpi_test_start(&argc, &argv, MPI_THREAD_SINGLE, &rank, &size);
-    char one[4096], spread[4096], pairs[4096], explicit_vds[4096];
+    char one[4096], spread[4096], pairs[4096], explicit_vds[4096], many[4096];
     PATHF(one, "%s/one_node.h5", scratch);
     PATHF(spread, "%s/spread.h5", scratch);
     PATHF(pairs, "%s/pairs.h5", scratch);
     PATHF(explicit_vds, "%s/explicit_vds.h5", scratch);
+    PATHF(many, "%s/many_tiles.h5", scratch);
     h5tile_write_options defaults = h5tile_write_options_default();
     CHECK(defaults.layout == H5TILE_LAYOUT_AUTO);
 
@@ -84,7 +108,7 @@ int main(int argc, char **argv) {
     EXPECT_OK(write_version(one, 2, NULL));
     CHECK(files_with(one, ".r") == size && files_with(one, ".s") == 0);
     check_version(one, 2);
-    check_chosen_on(one, (uint64_t)size, 1);
+    check_chosen_on(one, (uint64_t)size, 1, 1);
 
     /* 2. Ranks pretended to span nodes: a subfile a node. */
     setenv("H5TILE_RANKS_PER_NODE", "1", 1);
@@ -93,14 +117,14 @@ int main(int argc, char **argv) {
     CHECK_MSG(files_with(spread, ".s") == want, "%s: %d subfiles, expected %d", spread,
               files_with(spread, ".s"), want);
     check_version(spread, 1);
-    check_chosen_on(spread, (uint64_t)size, (uint64_t)size);
+    check_chosen_on(spread, (uint64_t)size, (uint64_t)size, 1);
     setenv("H5TILE_RANKS_PER_NODE", "2", 1);
     EXPECT_OK(write_version(pairs, 1, &defaults));
     want = size > 2 ? (size + 1) / 2 : 0;
     CHECK_MSG(files_with(pairs, ".s") == want, "%s: %d subfiles, expected %d", pairs,
               files_with(pairs, ".s"), want);
     check_version(pairs, 1);
-    check_chosen_on(pairs, (uint64_t)size, (uint64_t)(size + 1) / 2);
+    check_chosen_on(pairs, (uint64_t)size, (uint64_t)(size + 1) / 2, 1);
 
     /* 3. An explicit layout wins. */
     setenv("H5TILE_RANKS_PER_NODE", "1", 1);
@@ -123,6 +147,14 @@ int main(int argc, char **argv) {
     unsetenv("H5TILE_RANKS_PER_NODE");
     CHECK_UNTOUCHED(one, before);
     check_version(one, 2);
+
+    /* 5. Many tiles a rank on one machine: a subfile a rank, each written by its rank alone. */
+    EXPECT_OK(write_rows(many, 1));
+    CHECK_MSG(files_with(many, ".s") == size && files_with(many, ".r") == 0,
+              "%s: %d subfiles and %d tile files, expected a subfile a rank", many,
+              files_with(many, ".s"), files_with(many, ".r"));
+    check_version(many, 1);
+    check_chosen_on(many, (uint64_t)size, 1, 4);
 
     MPI_Finalize();
     if (rank == 0) printf("mpi_auto_layout: OK\n");

@@ -259,6 +259,14 @@ int main(int argc, char **argv) {
     EXPECT_OK(h5tile_series_latest(MPI_COMM_WORLD, dir, H5TILE_SERIES_VERIFY, &step, latest,
                                    sizeof latest));
     CHECK_MSG(step == 6, "the verified latest is %llu", (unsigned long long)step);
+    /* ...and says on every rank which step it skipped, and why (a checksum). */
+    const char *skipped = h5tile_series_skipped();
+    CHECK_MSG(strstr(skipped, "took step 6, skipping 1 newer") != NULL &&
+                  strstr(skipped, "step 7 (") != NULL && strstr(skipped, "checksum") != NULL,
+              "after a verified latest that skipped step 7: '%s'", skipped);
+    EXPECT_OK(h5tile_series_latest(MPI_COMM_WORLD, dir, 0, &step, NULL, 0));
+    CHECK_MSG(h5tile_series_skipped()[0] == '\0', "an unverified latest says '%s'",
+              h5tile_series_skipped());
     EXPECT_STATUS(h5tile_series_latest(MPI_COMM_WORLD, dir, 2, &step, NULL, 0),
                   H5TILE_ERR_INVALID_ARGUMENT);
     char empty[4096];

@@ -35,8 +35,10 @@ static void check_version(const char *path, int v) {
 }
 
 /* The tile files in `dir`: exactly `n`, all of one generation, which differs from `*prev`
- * (updated); the rank numbers in their names are below `nranks`. */
-static void check_tile_dir(const char *dir, int n, int nranks, char *prev_generation) {
+ * (updated); the rank numbers in their names are below `nranks`. Tile files (.r<rank>.t<k>)
+ * or, with `subfiles`, subfiles (.s<first rank>). */
+static void check_tile_dir(const char *dir, int n, int nranks, int subfiles,
+                           char *prev_generation) {
     int count;
     char **names = list_dir(dir, &count);
     CHECK_MSG(count == n, "%s holds %d files, expected %d", dir, count, n);
@@ -47,8 +49,10 @@ static void check_tile_dir(const char *dir, int n, int nranks, char *prev_genera
         if (i == 0) memcpy(gen, s + 5, 16);
         CHECK_MSG(memcmp(gen, s + 5, 16) == 0, "files of two generations in %s (%s)", dir, s);
         int r = -1, t = -1;
-        CHECK_MSG(sscanf(s + 5 + 16, ".r%d.t%d.h5", &r, &t) == 2 && r >= 0 && r < nranks,
-                  "file '%s' does not name a rank below %d", s, nranks);
+        int named = subfiles ? sscanf(s + 5 + 16, ".s%d.h5", &r) == 1
+                             : sscanf(s + 5 + 16, ".r%d.t%d.h5", &r, &t) == 2;
+        CHECK_MSG(named && r >= 0 && r < nranks, "file '%s' does not name a rank below %d", s,
+                  nranks);
     }
     CHECK_MSG(strcmp(gen, prev_generation) != 0, "the new write reused generation %s", gen);
     memcpy(prev_generation, gen, 17);
@@ -82,7 +86,7 @@ int main(int argc, char **argv) {
     EXPECT_OK(h5tile_write(MPI_COMM_WORLD, path, "/data", H5TILE_FLOAT64, 2, G, off, shp, buf, NULL));
     check_version(path, 1);
     MPI_Barrier(MPI_COMM_WORLD);
-    check_tile_dir(dir, 4, 4, generation);
+    check_tile_dir(dir, 4, 4, 0, generation);
     MPI_Barrier(MPI_COMM_WORLD);
 
     /* 2. ranks 0 and 1 alone overwrite it; ranks 2 and 3 make no h5tile call */
@@ -103,12 +107,13 @@ int main(int argc, char **argv) {
         CHECK(pair == MPI_COMM_NULL);
     }
     MPI_Barrier(MPI_COMM_WORLD);
-    check_tile_dir(dir, 2, 2, generation);
+    check_tile_dir(dir, 2, 2, 0, generation);
     check_version(path, 2);
     if (rank == 0) check_no_leftovers(scratch);
     MPI_Barrier(MPI_COMM_WORLD);
 
-    /* 3. four ranks, two tiles each (the 8-way partition) */
+    /* 3. four ranks, two tiles each (the 8-way partition): the default gives each rank one
+     * subfile for both, not a file per tile */
     uint64_t offs[4], shps[4];
     double b0[12 * 10], b1[12 * 10];
     EXPECT_OK(h5tile_partition(8, (size_t)(2 * rank), 2, G, offs, shps));
@@ -119,7 +124,7 @@ int main(int argc, char **argv) {
     EXPECT_OK(h5tile_write_tiles(MPI_COMM_WORLD, path, "/data", H5TILE_FLOAT64, 2, G, 2, offs,
                                  shps, bufs, NULL));
     MPI_Barrier(MPI_COMM_WORLD);
-    check_tile_dir(dir, 8, 4, generation);
+    check_tile_dir(dir, 4, 4, 1, generation);
     check_version(path, 3);
     if (rank == 0) check_no_leftovers(scratch);
     MPI_Barrier(MPI_COMM_WORLD);
@@ -132,7 +137,7 @@ int main(int argc, char **argv) {
                                NULL));
     }
     MPI_Barrier(MPI_COMM_WORLD);
-    check_tile_dir(dir, 1, 1, generation);
+    check_tile_dir(dir, 1, 1, 0, generation);
     check_version(path, 4);
     if (rank == 0) check_no_leftovers(scratch);
 
@@ -160,7 +165,7 @@ int main(int argc, char **argv) {
     fill(7, off, shp, buf);
     EXPECT_OK(h5tile_write(MPI_COMM_WORLD, path, "/data", H5TILE_FLOAT64, 2, G, off, shp, buf, NULL));
     MPI_Barrier(MPI_COMM_WORLD);
-    check_tile_dir(dir, 4, 4, generation);
+    check_tile_dir(dir, 4, 4, 0, generation);
     check_version(path, 7);
     if (rank == 0) check_no_leftovers(scratch);
 

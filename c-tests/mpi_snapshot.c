@@ -251,26 +251,6 @@ typedef struct {
     double staged, left, budget;
 } staging_report;
 
-static int saved_stderr = -1;
-
-/* Sends this rank's stderr to `file` (emptied) until restore_stderr. */
-static void capture_stderr(const char *file) {
-    fflush(stderr);
-    saved_stderr = dup(2);
-    CHECK(saved_stderr >= 0);
-    int fd = open(file, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    CHECK_MSG(fd >= 0, "open '%s': %s", file, strerror(errno));
-    CHECK(dup2(fd, 2) == 2);
-    close(fd);
-}
-
-static void restore_stderr(void) {
-    fflush(stderr);
-    CHECK(dup2(saved_stderr, 2) == 2);
-    close(saved_stderr);
-    saved_stderr = -1;
-}
-
 /* The number of MiB just before `words` in `text`, or -1. */
 static double mib_before(const char *text, const char *words) {
     const char *at = strstr(text, words);
@@ -280,8 +260,9 @@ static double mib_before(const char *text, const char *words) {
     return start == at ? -1 : atof(start);
 }
 
-/* The line "h5tile_gds info: snapshot of '<path>': X MiB staged in host memory (...), Y MiB
- * left in the caller's buffers (...), written before the call returns (budget Z MiB)" of `log`
+/* The line "h5tile_gds info: snapshot of '<path>': X MiB copied into staging memory (...),
+ * written from there in the background; Y MiB over the budget (...), written from the caller's
+ * buffers before the call returns (budget Z MiB)" of `log`
  * (only those words are read: what the parentheses hold may change); dies unless there is
  * exactly one. */
 static staging_report read_report(const char *log, const char *path) {
@@ -296,8 +277,8 @@ static staging_report read_report(const char *log, const char *path) {
         if (at == NULL) continue;
         found++;
         const char *budget = strstr(at, "(budget ");
-        rep.staged = mib_before(at, " MiB staged in host memory");
-        rep.left = mib_before(at, " MiB left in the caller's buffers");
+        rep.staged = mib_before(at, " MiB copied into staging memory");
+        rep.left = mib_before(at, " MiB over the budget");
         rep.budget = budget ? atof(budget + strlen("(budget ")) : -1;
         CHECK_MSG(rep.staged >= 0 && rep.left >= 0 && rep.budget > 0,
                   "unexpected snapshot line in %s: %s", log, line);

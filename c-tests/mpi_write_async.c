@@ -3,7 +3,9 @@
  * their own, or under MPI_THREAD_SINGLE (`mpi_write_async SCRATCH single`), where they complete
  * before returning:
  *   1. each rank's row slab written in the background while the ranks exchange messages on
- *      MPI_COMM_WORLD, completed by h5tile_wait, read back on another decomposition;
+ *      MPI_COMM_WORLD, completed by h5tile_wait, read back on another decomposition; under
+ *      MPI_THREAD_SINGLE the first such write of the process says once on stderr that it runs
+ *      synchronously, naming the level;
  *   2. two writes, one without a request handle, completed by h5tile_fence; the kept request
  *      still returns its status from h5tile_wait; two fields of one file started at once
  *      with H5TILE_KEEP_OTHERS (they run in turn, each keeping the other);
@@ -43,9 +45,10 @@ int main(int argc, char **argv) {
     const int threaded = !(argc > 2 && strcmp(argv[2], "single") == 0);
     const char *scratch = mpi_test_start(
         &argc, &argv, threaded ? MPI_THREAD_MULTIPLE : MPI_THREAD_SINGLE, &rank, &size);
-    char a[4096], b[4096], mine[4096], never[4096];
+    char a[4096], b[4096], c[4096], mine[4096], never[4096];
     PATHF(a, "%s/a.h5", scratch);
     PATHF(b, "%s/b.h5", scratch);
+    PATHF(c, "%s/c.h5", scratch);
     PATHF(mine, "%s/rank%d.h5", scratch, rank);
     PATHF(never, "%s/never.h5", scratch);
 
@@ -57,11 +60,28 @@ int main(int argc, char **argv) {
     fill(2, off, shp, v2);
     fill(3, off, shp, v3);
 
-    /* 1. One write in flight while the ranks talk among themselves. */
+    /* 1. One write in flight while the ranks talk among themselves. Under MPI_THREAD_SINGLE
+     * it runs synchronously, which the first such write of a process says once (warn, the
+     * default level), naming the level; the second says nothing. */
     h5tile_request *req = NULL;
-    EXPECT_OK(h5tile_write_async(MPI_COMM_WORLD, a, "/x", H5TILE_FLOAT64, 2, g, off, shp, v1,
-                                 NULL, &req));
+    char said[4096];
+    PATHF(said, "%s/stderr.r%d", scratch, rank);
+    unsetenv("H5TILE_LOG");
+    capture_stderr(said);
+    h5tile_status first = h5tile_write_async(MPI_COMM_WORLD, a, "/x", H5TILE_FLOAT64, 2, g, off,
+                                             shp, v1, NULL, &req);
+    h5tile_request *again = NULL;
+    h5tile_status second = h5tile_write_async(MPI_COMM_WORLD, c, "/x", H5TILE_FLOAT64, 2, g,
+                                              off, shp, v1, NULL, &again);
+    restore_stderr();
+    EXPECT_OK(first);
+    EXPECT_OK(second);
     CHECK(req != NULL);
+    EXPECT_OK(h5tile_wait(again));
+    const int want = threaded ? 0 : 1;
+    CHECK_MSG(lines_with(said, "run synchronously") == want &&
+                  lines_with(said, "MPI provides MPI_THREAD_SINGLE") == want,
+              "%s: expected %d warning naming MPI_THREAD_SINGLE", said, want);
     long sum = 0;
     for (int i = 0; i < 50; i++) {
         long mine_ = rank + i, total = 0;

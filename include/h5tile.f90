@@ -128,7 +128,7 @@ module h5tile
   public :: h5tile_checkpoint_begin, h5tile_checkpoint_add, h5tile_checkpoint_attr
   public :: h5tile_checkpoint_attr_string, h5tile_checkpoint_commit
   public :: h5tile_checkpoint_commit_async, h5tile_checkpoint_abort, h5tile_attr_read
-  public :: h5tile_series_begin, h5tile_series_latest
+  public :: h5tile_series_begin, h5tile_series_latest, h5tile_series_skipped
 
   ! Shapes and offsets are integer(c_int64_t) or default-kind integer (c_int32_t), all
   ! arguments of one call the same kind: every procedure taking them is a generic over both.
@@ -541,6 +541,10 @@ module h5tile
       import :: c_ptr
     end function
 
+    type(c_ptr) function c_series_skipped() bind(C, name="h5tile_series_skipped")
+      import :: c_ptr
+    end function
+
     integer(c_int) function c_last_errno() bind(C, name="h5tile_last_errno")
       import :: c_int
     end function
@@ -574,6 +578,13 @@ contains
       end if
     end if
     msg = fstring(c_last_error())
+  end function
+
+  !> What the last h5tile_series_latest on this thread passed over with H5TILE_SERIES_VERIFY:
+  !> each newer complete checkpoint that failed verification, and why; "" where none was.
+  function h5tile_series_skipped() result(msg)
+    character(len=:), allocatable :: msg
+    msg = fstring(c_series_skipped())
   end function
 
   !> The operating system's error number (errno, e.g. EACCES = 13) behind the last failed call

@@ -4,7 +4,6 @@
 #ifndef H5TILE_H
 #define H5TILE_H
 
-#include <mpi.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -12,6 +11,17 @@
 #define H5TILE_VERSION_MAJOR 0
 #define H5TILE_VERSION_MINOR 2
 #define H5TILE_VERSION_PATCH 0
+
+// The API is C: in C++, keep mpi.h from declaring the deprecated MPI C++ bindings (Open MPI 4,
+// MPICH), whose library a program linking H5Tile::h5tile alone would lack. Not where the program
+// chose otherwise, and not where it included mpi.h first (mpi.h is read once).
+#if defined(__cplusplus) && !defined(OMPI_SKIP_MPICXX)
+#define OMPI_SKIP_MPICXX 1
+#endif
+#if defined(__cplusplus) && !defined(MPICH_SKIP_MPICXX)
+#define MPICH_SKIP_MPICXX 1
+#endif
+#include <mpi.h>
 
 // The installed package (CMake's H5Tile::h5tile, pkg-config's Cflags) defines which MPI
 // libh5tile was built with; a program compiled against another MPI's mpi.h stops here.
@@ -156,7 +166,7 @@ typedef struct {
   // `sizeof(h5tile_write_options)` as the caller compiled it; set by
   // `h5tile_write_options_default()` (do not change it).
   size_t size;
-  // `H5TILE_LAYOUT_AUTO` (default: VDS on one node, subfiles across nodes),
+  // `H5TILE_LAYOUT_AUTO` (default: VDS on one node with one tile a rank, else subfiles),
   // `H5TILE_LAYOUT_VDS`, `H5TILE_LAYOUT_SINGLE` or `H5TILE_LAYOUT_SUBFILES`.
   h5tile_layout layout;
   // Bitwise OR of `H5TILE_NO_OVERWRITE`, `H5TILE_ALLOW_PARTIAL`, `H5TILE_KEEP_OTHERS`,
@@ -270,7 +280,9 @@ typedef struct {
 
 // The default (what `h5tile_write_options_default()` gives and NULL options mean): chosen by
 // scale at each write, `H5TILE_LAYOUT_VDS` where every rank of the communicator is on one
-// node, `H5TILE_LAYOUT_SUBFILES` where they span nodes (files grow with nodes, not ranks).
+// node and holds one tile of each dataset, `H5TILE_LAYOUT_SUBFILES` with a subfile per rank
+// where a rank on one node holds several (never a file per tile), and with a subfile per node
+// where the ranks span nodes (files grow with nodes, not ranks).
 // `H5TILE_RANKS_PER_NODE=K` in the environment makes runs of K ranks count as nodes, so one
 // machine can stand in for several (the tests do).
 #define H5TILE_LAYOUT_AUTO 3
@@ -673,7 +685,9 @@ h5tile_status h5tile_series_begin(MPI_Comm comm,
 // `keep_last`-th step after it prunes it: a read that overlaps that fails with
 // `H5TILE_ERR_NOT_FOUND` or `H5TILE_ERR_MISSING_TILE` (never with other data); ask again.
 // A checkpoint pruned while `H5TILE_SERIES_VERIFY` checks it sends the search to the newer
-// steps committed meanwhile, never back to an older one.
+// steps committed meanwhile, never back to an older one. Where `H5TILE_SERIES_VERIFY` passed
+// over newer complete checkpoints, `h5tile_series_skipped()` names each and why, on every rank,
+// and rank 0 logs it at `H5TILE_LOG=warn` (the default).
 //
 // # Safety
 // Pointers must be NULL or valid for the lengths given.
@@ -683,6 +697,15 @@ h5tile_status h5tile_series_latest(MPI_Comm comm,
                                    uint64_t *step,
                                    char *path,
                                    size_t path_bytes);
+
+// What the last `h5tile_series_latest` on this thread passed over: with
+// `H5TILE_SERIES_VERIFY`, the newer complete checkpoints that failed verification, each step
+// and why ("series '<dir>': took step 6, skipping 1 newer complete checkpoint that failed
+// verification: step 7 (tile file '...' holding [0:2, 0:6] bytes 2048..2144 do not match
+// their checksum ...)"), the same on every rank; "" where it skipped none, failed, or was not
+// called. The pointer stays valid until the next `h5tile_series_latest` on this thread;
+// never NULL.
+const char *h5tile_series_skipped(void);
 
 // Begins a transaction on the file `path`: tiles written by processes that share no
 // communicator (`h5tile_txn_write_tile`, in any process holding the token), made visible at

@@ -75,8 +75,8 @@ impl StoredJson {
 #[derive(Serialize)]
 struct VirtualJson {
     layout: &'static str,
-    /// Where H5TILE_LAYOUT_AUTO chose the layout: {"ranks", "nodes"}; null where the writer
-    /// named it.
+    /// Where H5TILE_LAYOUT_AUTO chose the layout: {"ranks", "nodes", "most_tiles_a_rank"};
+    /// null where the writer named it.
     chosen_by_auto: Option<ChosenJson>,
     /// 16 hex digits, or null.
     generation: Option<String>,
@@ -177,6 +177,8 @@ impl BlocksJson {
 struct ChosenJson {
     ranks: u64,
     nodes: u64,
+    /// null in files written before December 2026.
+    most_tiles_a_rank: Option<u64>,
 }
 
 impl VirtualJson {
@@ -188,7 +190,11 @@ impl VirtualJson {
             layout: vds.layout.key(),
             chosen_by_auto: vds
                 .chosen_on
-                .map(|(ranks, nodes)| ChosenJson { ranks, nodes }),
+                .map(|(ranks, nodes, most_tiles_a_rank)| ChosenJson {
+                    ranks,
+                    nodes,
+                    most_tiles_a_rank,
+                }),
             generation: vds.generation.map(|g| format!("{g:016x}")),
             tiles: vds.tiles.len(),
             files: vds.files().len(),

@@ -44,7 +44,7 @@ are those h5tile recorded in the master when it wrote them (\"-\" where nothing 
 Output: one line per dataset; with -l or -D one more line per tile, indented. With --json, one
 document {\"file\", \"datasets\": [{\"name\", \"dtype\", \"shape\", \"storage\", \"chunks\",
 \"bytes\", \"compression\", \"filters\", \"stored_bytes\", \"ratio\", \"virtual\": {\"layout\",
-\"chosen_by_auto\" ({\"ranks\", \"nodes\"} or null), \"generation\", \"tiles\", \"files\", \"checksummed\", \"not_checksummed\",
+\"chosen_by_auto\" ({\"ranks\", \"nodes\", \"most_tiles_a_rank\"} or null), \"generation\", \"tiles\", \"files\", \"checksummed\", \"not_checksummed\",
 \"checksum_blocks\" ({\"kind\": \"boxes\" or \"runs\", \"block_bytes\", \"row_bytes\" (null for runs)} or
 null), \"chunks_checksummed\", \"chunks_not_checksummed\", \"tile_list\"},
 \"single\": {the same, layout \"h5tile-single\"}}]} (\"virtual\" and \"single\" only where they
@@ -320,11 +320,15 @@ fn summary_row(info: &DatasetInfo, filtered: bool) -> Vec<String> {
 /// 8 KiB wide)" ("h5tile single-file, 4 tiles, checksummed (...)").
 fn virtual_summary(vds: &VirtualInfo) -> String {
     let mut parts = vec![match vds.chosen_on {
-        Some((ranks, nodes)) => format!(
-            "{} (chosen by H5TILE_LAYOUT_AUTO: {ranks} rank{} on {nodes} node{})",
+        Some((ranks, nodes, most)) => format!(
+            "{} (chosen by H5TILE_LAYOUT_AUTO: {ranks} rank{} on {nodes} node{}{})",
             vds.layout.name(),
             plural(ranks as usize),
-            plural(nodes as usize)
+            plural(nodes as usize),
+            match most {
+                Some(n) => format!(", at most {n} tile{} a rank", plural(n as usize)),
+                None => String::new(),
+            }
         ),
         None => vds.layout.name().to_string(),
     }];

@@ -1,5 +1,6 @@
-//! `H5TILE_LOG=error|warn|info|debug`: what the driver prints to standard error. Unset (or any
-//! other value) prints nothing, so a successful run is silent unless asked.
+//! `H5TILE_LOG=off|error|warn|info|debug`: what h5tile and its driver print to standard error.
+//! Unset (or any other value): `warn`, so that nothing falls back to a slower or weaker path
+//! unsaid; a run where nothing falls back prints nothing. `off` prints nothing at all.
 
 use std::sync::OnceLock;
 
@@ -19,7 +20,8 @@ impl Level {
             Some("warn") | Some("warning") => Level::Warn,
             Some("info") => Level::Info,
             Some("debug") => Level::Debug,
-            _ => Level::Off,
+            Some("off") | Some("none") => Level::Off,
+            _ => Level::Warn,
         }
     }
 }
@@ -60,10 +62,11 @@ mod tests {
 
     #[test]
     fn levels_parse_and_order() {
-        assert_eq!(Level::parse(None), Level::Off);
+        assert_eq!(Level::parse(None), Level::Warn);
         assert_eq!(Level::parse(Some("INFO")), Level::Info);
         assert_eq!(Level::parse(Some(" debug ")), Level::Debug);
-        assert_eq!(Level::parse(Some("loud")), Level::Off);
+        assert_eq!(Level::parse(Some("loud")), Level::Warn);
+        assert_eq!(Level::parse(Some("off")), Level::Off);
         assert!(
             Level::Debug > Level::Info && Level::Info > Level::Warn && Level::Error > Level::Off
         );

@@ -37,6 +37,7 @@ from ._errors import (
     PanicError,
     PermissionDeniedError,
     ShapeError,
+    SkippedCheckpointWarning,
 )
 from ._library import library_version
 from ._partition import partition
@@ -68,6 +69,7 @@ __all__ = [
     "PanicError",
     "PermissionDeniedError",
     "Series",
+    "SkippedCheckpointWarning",
     "ShapeError",
     "Transaction",
     "Writer",

@@ -150,7 +150,12 @@ def error_for(status: int, message: str, errno: int = 0) -> H5TileError:
     return error
 
 
+class SkippedCheckpointWarning(UserWarning):
+    """`Series.latest(verify=True)` passed over newer complete checkpoints that failed
+    verification: the message names each step and why."""
+
+
 # Tracebacks name the classes as users import them.
 for _cls in (H5TileError, ArgumentTypeError, ArgumentOverflowError, ArgumentKeyError,
-             PermissionDeniedError, *ERROR_CLASSES.values()):
+             PermissionDeniedError, SkippedCheckpointWarning, *ERROR_CLASSES.values()):
     _cls.__module__ = "h5tile"

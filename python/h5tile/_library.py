@@ -35,6 +35,7 @@ U64s = POINTER(c_uint64)  # const uint64_t *, uint64_t *
 FUNCTIONS: dict[str, tuple[object, tuple[object, ...]]] = {
     "h5tile_version": (c_char_p, ()),
     "h5tile_last_error": (c_char_p, ()),
+    "h5tile_series_skipped": (c_char_p, ()),
     "h5tile_last_errno": (c_int, ()),
     "h5tile_status_name": (c_char_p, (c_int,)),
     "h5tile_write_f": (

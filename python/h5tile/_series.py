@@ -7,12 +7,13 @@ from __future__ import annotations
 import ctypes
 import operator
 import os
+import warnings
 from typing import TYPE_CHECKING, Any
 
 from . import _constants as C
 from ._checkpoint import Checkpoint
 from ._comm import fortran_handle
-from ._errors import ArgumentTypeError, InvalidArgumentError
+from ._errors import ArgumentTypeError, InvalidArgumentError, SkippedCheckpointWarning
 from ._library import check, lib
 from ._options import SeriesOptions
 from ._write import WriteKeywords, c_write_options, encode_path, snapshot_options
@@ -107,12 +108,17 @@ class Series:
         """(step, path) of the newest complete checkpoint, passing over any a crash left
         incomplete and, with `verify=True`, any whose tile files or checksums fail (checked in
         parallel over the ranks). Collective over `comm`; every rank gets the same answer.
+        Newer checkpoints passed over for failing verification are named, with why, in an
+        `h5tile.SkippedCheckpointWarning` (and on standard error, by rank 0).
         Raises `h5tile.NotFoundError` (a FileNotFoundError) when there is none."""
         step = ctypes.c_uint64()
         path = ctypes.create_string_buffer(_PATH_BYTES)
         flags = C.H5TILE_SERIES_VERIFY if verify else 0
         check(lib.h5tile_series_latest_f(fortran_handle(self.comm), encode_path(self.directory),
                                          flags, ctypes.byref(step), path, len(path)))
+        said = lib.h5tile_series_skipped()
+        if said:
+            warnings.warn(SkippedCheckpointWarning(said.decode(errors="replace")), stacklevel=2)
         return int(step.value), os.fsdecode(path.value)
 
     def __repr__(self) -> str:

@@ -324,8 +324,9 @@ def to_file(
     dataset of `global_shape` (default offset: this rank's block of `h5tile.partition`); tiles
     must cover the shape without overlapping unless `allow_partial`.
 
-    `layout`: "auto" (the default: "vds" where every rank is on one node, "subfiles" where
-    they span nodes), "vds" (one file per tile and a master), "single" (one file),
+    `layout`: "auto" (the default: "vds" where every rank is on one node and holds one tile,
+    "subfiles" with a subfile per rank where a rank on one node holds several, and with a
+    subfile per node where the ranks span nodes), "vds" (one file per tile and a master), "single" (one file),
     "subfiles" (one file per node or per `ranks_per_file` ranks). An existing file is replaced
     atomically unless `overwrite=False` (then `FileExistsError`); `keep_others` keeps the
     file's other datasets; `sync=False` skips fsync. Missing parent folders are created.

@@ -534,7 +534,8 @@ def test_latest_verified_passes_over_a_damaged_checkpoint(scratch: Path) -> None
             ck.add("/u", U + 1000 * step)
     damage(Path(series.path_of(3) + ".tiles"), U + 3000)
     assert series.latest() == (3, series.path_of(3))
-    assert series.latest(verify=True) == (2, series.path_of(2))
+    with pytest.warns(h5tile.SkippedCheckpointWarning, match=r"took step 2.* step 3 \(.*checksum"):
+        assert series.latest(verify=True) == (2, series.path_of(2))
     with pytest.raises(h5tile.CorruptError):
         h5tile.from_file(series.path_of(3), "/u")
 

@@ -9,6 +9,7 @@ import os
 import pickle
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import h5py
@@ -127,6 +128,11 @@ def test_a_chunk_that_raises_fails_the_write_and_leaves_the_file(scratch: Path):
     x = da.from_array(expected(), chunks=(16, 20)).map_blocks(_fail_chunk, dtype=np.float64)
     with dask.config.set(scheduler="threads"), pytest.raises(ChunkFailed, match=r"chunk \(1, 1\)"):
         h5tile.to_file(x, path, "/u")
+    # Chunks the pool was still writing when the failure ended the write are told the
+    # transaction ended and remove their files: none is left once they are through.
+    deadline = time.monotonic() + 30
+    while tiles_in(path) != names and time.monotonic() < deadline:
+        time.sleep(0.05)
     assert tiles_in(path) == names
     np.testing.assert_array_equal(h5tile.from_file(path, "/u"), expected(base=5.0))
 

@@ -818,7 +818,8 @@ def test_the_staging_budget_reaches_the_library(scratch: Path) -> None:
                          capture_output=True, text=True, timeout=60)
     assert run.returncode == 0, run.stderr
     lines = {Path(m[0]).name: m[1:] for m in re.findall(
-        r"snapshot of '([^']*)': ([\d.]+) MiB staged .* ([\d.]+) MiB left .* \(budget ([\d.]+) MiB\)",
+        r"snapshot of '([^']*)': ([\d.]+) MiB copied into staging .* ([\d.]+) MiB over the budget .* "
+        r"\(budget ([\d.]+) MiB\)",
         run.stderr)}
     assert lines == {"small.h5": ("0.0", "4.0", "1.0"), "fits.h5": ("4.0", "0.0", "8.0"),
                      "env.h5": ("4.0", "0.0", "6.0")}, run.stderr

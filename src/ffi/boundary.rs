@@ -467,6 +467,7 @@ mod tests {
             call!(Text, h5tile_version()),
             call!(Status, h5tile_refuse_next(0, p)),
             call!(Text, h5tile_last_error()),
+            call!(Text, h5tile_series_skipped()),
             call!(Errno, h5tile_last_errno()),
             call!(Text, h5tile_status_name(0)),
         ]

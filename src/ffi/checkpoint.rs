@@ -381,7 +381,9 @@ pub unsafe extern "C" fn h5tile_series_begin(
 /// `keep_last`-th step after it prunes it: a read that overlaps that fails with
 /// `H5TILE_ERR_NOT_FOUND` or `H5TILE_ERR_MISSING_TILE` (never with other data); ask again.
 /// A checkpoint pruned while `H5TILE_SERIES_VERIFY` checks it sends the search to the newer
-/// steps committed meanwhile, never back to an older one.
+/// steps committed meanwhile, never back to an older one. Where `H5TILE_SERIES_VERIFY` passed
+/// over newer complete checkpoints, `h5tile_series_skipped()` names each and why, on every rank,
+/// and rank 0 logs it at `H5TILE_LOG=warn` (the default).
 ///
 /// # Safety
 /// Pointers must be NULL or valid for the lengths given.
@@ -394,7 +396,9 @@ pub unsafe extern "C" fn h5tile_series_latest(
     path: *mut c_char,
     path_bytes: usize,
 ) -> h5tile_status {
-    run("h5tile_series_latest", || {
+    let mut skipped = String::new();
+    set_skipped("");
+    let status = run("h5tile_series_latest", || {
         let comm = Comm::from_raw(comm)?;
         let dir = comm.agree_on(|| {
             out_arg(step, "step")?;
@@ -411,7 +415,11 @@ pub unsafe extern "C" fn h5tile_series_latest(
             Ok(PathBuf::from(str_arg(dir, "dir")?))
         })?;
         let (found, found_path) = match flags & H5TILE_SERIES_VERIFY != 0 {
-            true => series::latest_verified(&comm, &dir)?,
+            true => {
+                let (found, passed_over) = series::latest_verified_skipping(&comm, &dir)?;
+                skipped = said_skipped(&comm, &dir, found.0, &passed_over);
+                found
+            }
             false => {
                 let found = comm.agree_on(|| match comm.is_root() {
                     true => series::latest(&dir),
@@ -441,5 +449,59 @@ pub unsafe extern "C" fn h5tile_series_latest(
         std::ptr::copy_nonoverlapping(text.as_ptr(), path.cast::<u8>(), text.len());
         *path.add(text.len()) = 0;
         Ok(())
+    });
+    // A restart from an older step than the newest is worth a word the caller can read.
+    if status == H5TILE_OK {
+        set_skipped(&skipped);
+    }
+    status
+}
+
+thread_local! {
+    /// What the last `h5tile_series_latest` on this thread passed over (`h5tile_series_skipped`).
+    static SKIPPED: std::cell::RefCell<std::ffi::CString> = Default::default();
+}
+
+fn set_skipped(text: &str) {
+    let c = std::ffi::CString::new(text.replace('\0', " ")).unwrap_or_default();
+    SKIPPED.with(|s| *s.borrow_mut() = c);
+}
+
+/// What the last `h5tile_series_latest` on this thread passed over: with
+/// `H5TILE_SERIES_VERIFY`, the newer complete checkpoints that failed verification, each step
+/// and why ("series '<dir>': took step 6, skipping 1 newer complete checkpoint that failed
+/// verification: step 7 (tile file '...' holding [0:2, 0:6] bytes 2048..2144 do not match
+/// their checksum ...)"), the same on every rank; "" where it skipped none, failed, or was not
+/// called. The pointer stays valid until the next `h5tile_series_latest` on this thread;
+/// never NULL.
+#[no_mangle]
+pub extern "C" fn h5tile_series_skipped() -> *const c_char {
+    guard("h5tile_series_skipped", || {
+        SKIPPED.with(|s| s.borrow().as_ptr())
     })
+}
+
+/// What `h5tile_series_latest` with `H5TILE_SERIES_VERIFY` says of the newer checkpoints it
+/// skipped for step `found` (empty: none): logged at warn by rank 0, and returned for
+/// `h5tile_series_skipped`.
+fn said_skipped(comm: &Comm, dir: &Path, found: u64, skipped: &series::Skipped) -> String {
+    if skipped.is_empty() {
+        return String::new();
+    }
+    let each: Vec<String> = skipped
+        .iter()
+        .map(|(step, why)| format!("step {step} ({why})"))
+        .collect();
+    let text = format!(
+        "series '{}': took step {found}, skipping {} newer complete checkpoint{} that failed \
+         verification: {}",
+        dir.display(),
+        skipped.len(),
+        if skipped.len() == 1 { "" } else { "s" },
+        each.join("; ")
+    );
+    if comm.is_root() {
+        crate::platform::device::log::warn(&text);
+    }
+    text
 }

@@ -38,7 +38,7 @@ pub use checkpoint::{
     h5tile_attr_read, h5tile_checkpoint, h5tile_checkpoint_abort, h5tile_checkpoint_add,
     h5tile_checkpoint_attr, h5tile_checkpoint_attr_string, h5tile_checkpoint_begin,
     h5tile_checkpoint_commit, h5tile_checkpoint_commit_async, h5tile_checkpoint_fail,
-    h5tile_series_begin, h5tile_series_latest, H5TILE_SERIES_VERIFY,
+    h5tile_series_begin, h5tile_series_latest, h5tile_series_skipped, H5TILE_SERIES_VERIFY,
 };
 pub use options::*;
 pub use partition::h5tile_partition;

@@ -36,7 +36,9 @@ pub const H5TILE_LAYOUT_SINGLE: h5tile_layout = 1;
 pub const H5TILE_LAYOUT_SUBFILES: h5tile_layout = 2;
 /// The default (what `h5tile_write_options_default()` gives and NULL options mean): chosen by
 /// scale at each write, `H5TILE_LAYOUT_VDS` where every rank of the communicator is on one
-/// node, `H5TILE_LAYOUT_SUBFILES` where they span nodes (files grow with nodes, not ranks).
+/// node and holds one tile of each dataset, `H5TILE_LAYOUT_SUBFILES` with a subfile per rank
+/// where a rank on one node holds several (never a file per tile), and with a subfile per node
+/// where the ranks span nodes (files grow with nodes, not ranks).
 /// `H5TILE_RANKS_PER_NODE=K` in the environment makes runs of K ranks count as nodes, so one
 /// machine can stand in for several (the tests do).
 pub const H5TILE_LAYOUT_AUTO: h5tile_layout = 3;
@@ -110,7 +112,7 @@ pub struct h5tile_write_options {
     /// `sizeof(h5tile_write_options)` as the caller compiled it; set by
     /// `h5tile_write_options_default()` (do not change it).
     pub size: usize,
-    /// `H5TILE_LAYOUT_AUTO` (default: VDS on one node, subfiles across nodes),
+    /// `H5TILE_LAYOUT_AUTO` (default: VDS on one node with one tile a rank, else subfiles),
     /// `H5TILE_LAYOUT_VDS`, `H5TILE_LAYOUT_SINGLE` or `H5TILE_LAYOUT_SUBFILES`.
     pub layout: h5tile_layout,
     /// Bitwise OR of `H5TILE_NO_OVERWRITE`, `H5TILE_ALLOW_PARTIAL`, `H5TILE_KEEP_OTHERS`,

@@ -156,22 +156,23 @@ pub struct Source {
     pub within: Option<Tile>,
 }
 
-/// Name of the attribute recording, where `H5TILE_LAYOUT_AUTO` chose the layout, the ranks
-/// and the nodes they were on.
+/// Name of the attribute recording, where `H5TILE_LAYOUT_AUTO` chose the layout, the ranks,
+/// the nodes they were on and the most tiles a rank held of one dataset (files written before
+/// December 2026 record only the first two).
 pub const CHOSEN_ON_ATTRIBUTE: &str = "h5tile_chosen_on";
 
 /// Adds to the new master `file` the virtual dataset `dataset` of `global` shape whose
 /// elements come from `sources` (`summaries[i]` recording what `sources[i]`'s bytes were, in
 /// blocks cut as `scheme` says),
 /// with its index (`layout::index`) and, where `H5TILE_LAYOUT_AUTO` chose the layout, the
-/// ranks and nodes it saw (`chosen_on`); elements no source covers read as zero.
+/// ranks, nodes and tiles a rank it saw (`chosen_on`); elements no source covers read as zero.
 pub fn add_virtual_dataset(
     file: &File,
     dataset: &str,
     dtype: Dtype,
     global: &[u64],
     sources: &[Source],
-    (summaries, scheme, chosen_on): (&[Summary], Scheme, Option<(usize, usize)>),
+    (summaries, scheme, chosen_on): (&[Summary], Scheme, Option<[u64; 3]>),
 ) -> Result<()> {
     let _l = hdf5::lock();
     let t = dtype.hdf5_type()?;
@@ -202,8 +203,8 @@ pub fn add_virtual_dataset(
         within: s.within.as_ref(),
     });
     super::index::write(&dset, &t, global, index)?;
-    if let Some((ranks, nodes)) = chosen_on {
-        write_u64_attribute(&dset, CHOSEN_ON_ATTRIBUTE, &[ranks as u64, nodes as u64])?;
+    if let Some(seen) = chosen_on {
+        write_u64_attribute(&dset, CHOSEN_ON_ATTRIBUTE, &seen)?;
     }
     if !sources.is_empty() {
         let bytes: Vec<u64> = sources

@@ -148,6 +148,23 @@ impl Latch {
     }
 }
 
+/// Says, once a process at warn (the default level), that asynchronous writes over a
+/// communicator run synchronously here, and why: the caller may count on overlap it does not
+/// get.
+fn said_synchronous(comm: &Comm) {
+    static SAID: AtomicBool = AtomicBool::new(false);
+    if SAID.swap(true, Ordering::Relaxed) {
+        return;
+    }
+    crate::platform::device::log::warn(&format!(
+        "asynchronous writes and commits over a communicator run synchronously in this \
+         process: MPI provides {}, not MPI_THREAD_MULTIPLE, so each completes before its call \
+         returns (initialise MPI with MPI_Init_thread(..., MPI_THREAD_MULTIPLE, ...) to write \
+         in the background; said once a process)",
+        comm.thread_level_name()
+    ));
+}
+
 /// Starts writing `owned` over `comm` (already this write's own duplicate), once every rank's
 /// `write::check` has passed: in the background where MPI allows it, else at once. The
 /// request is outstanding until `wait` or `fence`.
@@ -166,6 +183,9 @@ pub fn start(comm: Comm, mut owned: OwnedWrite) -> Arc<Request> {
         .cloned()
         .collect();
     let background = comm.threads_allowed();
+    if !background {
+        said_synchronous(&comm);
+    }
     // Safety: the snapshot moves into the job with the write, and is dropped after it.
     let snapshot =
         (background && owned.0.options.snapshot).then(|| unsafe { snapshot::take(&mut owned.0) });

@@ -12,7 +12,7 @@ use super::verify::{check_sources_part, checksum_jobs, default_threads, verify_t
 use crate::layout::{generation_of, new_generation, sync_path, tile_dir};
 use crate::platform::comm::Comm;
 use crate::platform::hdf5;
-use crate::status::{catch_panic, fail, Error, Result, H5TILE_ERR_NOT_FOUND};
+use crate::status::{catch_panic, fail, Error, Result, H5TILE_ERR_CORRUPT, H5TILE_ERR_NOT_FOUND};
 use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -252,43 +252,53 @@ fn latest_with(dir: &Path, after_listing: &mut dyn FnMut()) -> Result<(u64, Path
         Ok(masters.map(|c| (c.step, c.master)).collect())
     };
     // Newest first, stopping at the first that opens: one HDF5 look for a healthy series.
-    let opens = |master: &Path| Ok(opens_as_hdf5(master));
+    let opens = |master: &Path| {
+        Ok((!opens_as_hdf5(master)).then(|| "its master does not open as HDF5".to_string()))
+    };
     let gone = |master: &Path| Ok(!master.exists());
-    newest_passing(list, after_listing, opens, gone)?.ok_or_else(|| none_complete(dir))
+    let (found, _) = newest_passing(list, after_listing, opens, gone)?;
+    found.ok_or_else(|| none_complete(dir))
 }
 
 /// How many times `latest` and `latest_verified` list the folder again after a candidate was
 /// pruned while it was being looked at (which means a newer checkpoint committed meanwhile).
 const RELISTS: usize = 8;
 
-/// The first of the candidates `list` gives (step, master; newest first) that `passes`. A
-/// candidate that fails and is `gone` was pruned by a newer commit: the folder is listed again
-/// (at most `RELISTS` times) rather than falling back to an older checkpoint. None when no
-/// candidate passes.
+/// Checkpoints a search for the latest skipped, newest first: (step, why).
+pub type Skipped = Vec<(u64, String)>;
+
+/// The first of the candidates `list` gives (step, master; newest first) that passes
+/// (`fails` says None), and those skipped before it (still there: not pruned). A candidate
+/// that fails and is `gone` was pruned by a newer commit: the folder is listed again (at most
+/// `RELISTS` times) rather than falling back to an older checkpoint. None when no candidate
+/// passes.
 fn newest_passing(
     mut list: impl FnMut() -> Result<Vec<(u64, PathBuf)>>,
     after_listing: &mut dyn FnMut(),
-    mut passes: impl FnMut(&Path) -> Result<bool>,
+    mut fails: impl FnMut(&Path) -> Result<Option<String>>,
     mut gone: impl FnMut(&Path) -> Result<bool>,
-) -> Result<Option<(u64, PathBuf)>> {
+) -> Result<(Option<(u64, PathBuf)>, Skipped)> {
+    let mut skipped = Skipped::new();
     for _ in 0..RELISTS {
         let candidates = list()?;
         after_listing();
+        skipped.clear();
         let mut pruned = false;
         for (step, master) in candidates {
-            if passes(&master)? {
-                return Ok(Some((step, master)));
-            }
+            let Some(why) = fails(&master)? else {
+                return Ok((Some((step, master)), skipped));
+            };
             if gone(&master)? {
                 pruned = true;
                 break;
             }
+            skipped.push((step, why));
         }
         if !pruned {
             break;
         }
     }
-    Ok(None)
+    Ok((None, skipped))
 }
 
 /// As `latest`, collectively over `comm` (every rank gets the same answer and status): also
@@ -300,15 +310,21 @@ fn newest_passing(
 /// master is gone when its check fails was pruned by a newer commit: the folder is listed
 /// again rather than falling back to an older checkpoint.
 pub fn latest_verified(comm: &Comm, dir: &Path) -> Result<(u64, PathBuf)> {
+    latest_verified_with(comm, dir, &mut || {}).map(|(found, _)| found)
+}
+
+/// `latest_verified`, with the complete checkpoints it skipped as failing (newest first) and
+/// why, the same on every rank.
+pub fn latest_verified_skipping(comm: &Comm, dir: &Path) -> Result<((u64, PathBuf), Skipped)> {
     latest_verified_with(comm, dir, &mut || {})
 }
 
-/// `latest_verified`, calling `after_listing` after each listing (tests prune there).
+/// `latest_verified_skipping`, calling `after_listing` after each listing (tests prune there).
 fn latest_verified_with(
     comm: &Comm,
     dir: &Path,
     after_listing: &mut dyn FnMut(),
-) -> Result<(u64, PathBuf)> {
+) -> Result<((u64, PathBuf), Skipped)> {
     // Threads per rank: the node's CPUs shared among its ranks.
     let (node, _) = comm.split_groups(None)?;
     let threads = (default_threads() / node.size().max(1)).max(1);
@@ -319,9 +335,10 @@ fn latest_verified_with(
             .filter_map(|n| Some((step_of(n)?, dir.join(n))));
         Ok(steps.collect())
     };
-    let verified = |master: &Path| passes(comm, master, threads);
+    let verified = |master: &Path| fails(comm, master, threads);
     let pruned = |master: &Path| gone(comm, master);
-    newest_passing(list, after_listing, verified, pruned)?.ok_or_else(|| none_complete(dir))
+    let (found, skipped) = newest_passing(list, after_listing, verified, pruned)?;
+    Ok((found.ok_or_else(|| none_complete(dir))?, skipped))
 }
 
 /// The names of the complete checkpoints' masters in `dir`, newest first, a line each: rank 0
@@ -352,40 +369,49 @@ fn gone(comm: &Comm, master: &Path) -> Result<bool> {
     Ok(missing[0] == 1)
 }
 
-/// Whether the checkpoint `master` passes the checks of `latest_verified`, this rank doing its
-/// share of them; the same answer on every rank (an error only for a panic or MPI).
-fn passes(comm: &Comm, master: &Path, threads: usize) -> Result<bool> {
+/// Why the checkpoint `master` fails the checks of `latest_verified` (None: it passes), this
+/// rank doing its share of them; the same answer on every rank (an error only for a panic or
+/// MPI).
+fn fails(comm: &Comm, master: &Path, threads: usize) -> Result<Option<String>> {
     let (rank, ranks) = (comm.rank(), comm.size());
     // A master that cannot be described is no checkpoint to restart from.
-    let datasets = describe(master, None).ok();
-    let sources_ok = catch_panic(|| {
-        Ok(datasets.as_ref().is_some_and(|all| {
-            all.iter()
-                .all(|info| check_sources_part(info, Depth::Hdf5, rank, ranks).is_empty())
-        }))
+    let datasets = describe(master, None);
+    let sources = catch_panic(|| {
+        Ok(match &datasets {
+            Err(e) => Some(format!("its master cannot be read: {}", e.message)),
+            Ok(all) => all
+                .iter()
+                .flat_map(|info| check_sources_part(info, Depth::Hdf5, rank, ranks))
+                .map(|(_, problem)| problem.to_string())
+                .next(),
+        })
     });
-    if !all_pass(comm, sources_ok)? {
-        return Ok(false);
+    if let Some(why) = first_failure(comm, sources)? {
+        return Ok(Some(why));
     }
     // Every source is there as recorded: the tiles' bytes are read, a share of them here.
     let all: Vec<&DatasetInfo> = datasets.iter().flatten().collect();
-    let sums_ok = catch_panic(|| {
+    let sums = catch_panic(|| {
         let jobs: Vec<_> = checksum_jobs(&all, |_, _| false)
             .into_iter()
             .skip(rank)
             .step_by(ranks.max(1))
             .collect();
         let problems = verify_tiles(&all, &jobs, threads, &|_| {});
-        Ok(problems.iter().all(Vec::is_empty))
+        Ok(problems.into_iter().flatten().map(|p| p.to_string()).next())
     });
-    all_pass(comm, sums_ok)
+    first_failure(comm, sums)
 }
 
-/// Whether `local` passed on every rank; a failure on any rank (a panic) fails all of them.
-fn all_pass(comm: &Comm, local: Result<bool>) -> Result<bool> {
-    let mut pass = [comm.agree(local)? as u64];
-    comm.all_min(&mut pass);
-    Ok(pass[0] == 1)
+/// The reason a check failed on the lowest rank it failed on (None: it passed on every rank),
+/// on every rank; a failure of the check itself on any rank (a panic) fails all of them.
+fn first_failure(comm: &Comm, local: Result<Option<String>>) -> Result<Option<String>> {
+    let local = comm.agree(local)?;
+    let failed = match local {
+        Some(why) => Err(Error::new(H5TILE_ERR_CORRUPT, why)),
+        None => Ok(()),
+    };
+    Ok(comm.agree(failed).err().map(|e| e.message))
 }
 
 fn none_complete(dir: &Path) -> Error {
@@ -908,7 +934,7 @@ mod tests {
         // (keep_last 2); step 3 stays (keep_every 3). Step 5's check fails as its master is
         // gone: the answer is step 7, not the older step 3 nor NOT_FOUND.
         let mut round = 0;
-        let found = latest_verified_with(&solo, dir, &mut || {
+        let (found, _) = latest_verified_with(&solo, dir, &mut || {
             round += 1;
             if round == 1 {
                 checkpoint(dir, 6, Layout::Vds);
@@ -924,7 +950,7 @@ mod tests {
         // A candidate that fails and is still there is skipped, with no second listing.
         let mut rounds = 0;
         flip_tile_byte(&checkpoint_path(dir, 7), 0);
-        let found = latest_verified_with(&solo, dir, &mut || rounds += 1).unwrap();
+        let (found, _) = latest_verified_with(&solo, dir, &mut || rounds += 1).unwrap();
         assert_eq!((found.0, rounds), (6, 1));
     }
 
@@ -944,7 +970,15 @@ mod tests {
         std::fs::remove_file(&tile_files(&four)[1]).unwrap();
         flip_tile_byte(&three, 2);
         flip_tile_byte(&two, 3);
-        assert_eq!(latest_verified(&solo, dir).unwrap(), (1, one.clone()));
+        let (found, skipped) = latest_verified_skipping(&solo, dir).unwrap();
+        assert_eq!(found, (1, one.clone()));
+        // Each skipped step says why: its missing tile file, its bad bytes.
+        let steps: Vec<u64> = skipped.iter().map(|(s, _)| *s).collect();
+        assert_eq!(steps, [4, 3, 2]);
+        assert!(skipped[0].1.contains("does not exist"), "{}", skipped[0].1);
+        for (step, why) in &skipped[1..] {
+            assert!(why.contains("checksum"), "step {step}: {why}");
+        }
         // Without checksums, they all look complete.
         assert_eq!(latest(dir).unwrap(), (4, four));
         flip_tile_byte(&one, 0);

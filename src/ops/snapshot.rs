@@ -67,10 +67,12 @@ pub unsafe fn take(ck: &mut Checkpoint<'static>) -> Snapshot {
         }
     }
     let mib = |b: usize| b as f64 / (1 << 20) as f64;
+    // Both numbers always, so that "0.0 MiB" over the budget reads as what it is.
     log::info(&format!(
-        "snapshot of '{}': {:.1} MiB staged in host memory ({staged_bytes} bytes, \
-         {from_device} of them copied from device memory), {:.1} MiB left in the caller's \
-         buffers ({left} bytes), written before the call returns (budget {:.1} MiB)",
+        "snapshot of '{}': {:.1} MiB copied into staging memory ({staged_bytes} bytes, \
+         {from_device} of them from device memory), written from there in the background; \
+         {:.1} MiB over the budget ({left} bytes), written from the caller's buffers before \
+         the call returns (budget {:.1} MiB)",
         ck.path.display(),
         mib(staged_bytes),
         mib(left),

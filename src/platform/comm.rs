@@ -243,12 +243,14 @@ impl Comm {
     pub fn threads_allowed(&self) -> bool {
         match self {
             Comm::Solo => true,
-            Comm::Mpi(_) => {
-                let mut provided = 0;
-                unsafe { mpi::ffi::MPI_Query_thread(&mut provided) };
-                provided == unsafe { mpi::ffi::RSMPI_THREAD_MULTIPLE }
-            }
+            Comm::Mpi(_) => thread_level() == "MPI_THREAD_MULTIPLE",
         }
+    }
+
+    /// The thread level MPI provides, by name (for what says why a write did not run in the
+    /// background). MPI must be initialised.
+    pub fn thread_level_name(&self) -> &'static str {
+        thread_level()
     }
 
     /// Runs this rank's part `f` (a panic in it becomes `H5TILE_ERR_PANIC`), then agrees on
@@ -296,6 +298,23 @@ impl Comm {
                 };
                 Err(Error::new(status, text).with_errno(errno))
             }
+        }
+    }
+}
+
+/// The thread level MPI provides (`MPI_Query_thread`), by name.
+fn thread_level() -> &'static str {
+    let mut provided = 0;
+    // SAFETY: MPI_Query_thread writes one int; it may be called from any thread once MPI is
+    // initialised, which every caller's communicator implies. The level constants are
+    // plain ints rsmpi exports.
+    unsafe {
+        mpi::ffi::MPI_Query_thread(&mut provided);
+        match provided {
+            p if p == mpi::ffi::RSMPI_THREAD_MULTIPLE => "MPI_THREAD_MULTIPLE",
+            p if p == mpi::ffi::RSMPI_THREAD_SERIALIZED => "MPI_THREAD_SERIALIZED",
+            p if p == mpi::ffi::RSMPI_THREAD_FUNNELED => "MPI_THREAD_FUNNELED",
+            _ => "MPI_THREAD_SINGLE",
         }
     }
 }

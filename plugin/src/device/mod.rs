@@ -94,10 +94,18 @@ impl DeviceIo {
                 Gds::Auto => match register(name, self.write) {
                     Ok(handle) => DevicePath::Gds(handle),
                     Err(why) => {
+                        // Once a process at warn (the default), every file at info: a run
+                        // opens thousands of tile files, each falling back alike.
+                        static SAID: std::sync::atomic::AtomicBool =
+                            std::sync::atomic::AtomicBool::new(false);
                         let fallback = "device memory takes the compat path instead";
-                        log::warn(&format!(
-                            "'{name}': cuFile cannot be used ({why}); {fallback}"
-                        ));
+                        let line = format!("'{name}': cuFile cannot be used ({why}); {fallback}");
+                        match SAID.swap(true, std::sync::atomic::Ordering::Relaxed) {
+                            false => log::warn(&format!(
+                                "{line} (said once a process; H5TILE_LOG=info: every file)"
+                            )),
+                            true => log::info(&line),
+                        }
                         DevicePath::Compat(None)
                     }
                 },

@@ -205,10 +205,11 @@ pub struct VirtualInfo {
     pub tiles: Vec<TileInfo>,
     /// How the tiles are cut into checksummed blocks (None: no checksums recorded).
     pub checksums: Option<Scheme>,
-    /// Where `H5TILE_LAYOUT_AUTO` chose the layout: the ranks and the nodes they were on (None:
-    /// the writer named the layout, or the master does not say).
+    /// Where `H5TILE_LAYOUT_AUTO` chose the layout: the ranks, the nodes they were on and the
+    /// most tiles a rank held of one dataset (None: not recorded, before December 2026);
+    /// None: the writer named the layout, or the master does not say.
     #[cfg(any(test, feature = "internals"))]
-    pub chosen_on: Option<(u64, u64)>,
+    pub chosen_on: Option<(u64, u64, Option<u64>)>,
 }
 
 /// One dataset of a file.

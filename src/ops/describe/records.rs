@@ -19,7 +19,7 @@ pub(super) struct TileRecords {
     #[cfg(any(test, feature = "internals"))]
     pub(super) extremes: Option<Vec<Option<TileExtremes>>>,
     #[cfg(any(test, feature = "internals"))]
-    pub(super) chosen_on: Option<(u64, u64)>,
+    pub(super) chosen_on: Option<(u64, u64, Option<u64>)>,
 }
 
 impl TileRecords {
@@ -44,7 +44,8 @@ impl TileRecords {
         count: usize,
     ) -> Self {
         let chosen_on = match dset.u64_attribute(CHOSEN_ON_ATTRIBUTE) {
-            Some((_, v)) if v.len() == 2 => Some((v[0], v[1])),
+            Some((_, v)) if v.len() == 2 => Some((v[0], v[1], None)),
+            Some((_, v)) if v.len() == 3 => Some((v[0], v[1], Some(v[2]))),
             _ => None,
         };
         TileRecords {

@@ -8,7 +8,8 @@
 //! 2. Writers (`writer::write_tiles`), anywhere the folder is reachable, write each tile to a
 //!    tile file of its own, as a rank of a collective write does (`write::write_tile_file`),
 //!    and return a record of it (`wire::Record`): where, which tile, its checksums, and an
-//!    attempt identity unique to that write.
+//!    attempt identity unique to that write. A writer that finds the coordinator's lock
+//!    released once its files are made (the transaction ended) removes them and fails.
 //! 3. The coordinator commits the records (`Transaction::commit`): it refuses records of
 //!    another transaction, tiles that overlap or leave holes, and tile files missing or not
 //!    as recorded, without reading their bytes (their checksums go into the master, and reads
@@ -266,8 +267,8 @@ impl Transaction {
         result
     }
 
-    /// Removes every file the transaction's writers made, and releases its lock. Writers
-    /// still running leave files the next write of the path removes.
+    /// Releases its lock and removes every file the transaction's writers made. A writer
+    /// still running removes its own: it finds the lock released (`writer::still_open`).
     pub fn abort(&mut self) -> Result<()> {
         match self.state {
             State::Open => {}
@@ -294,8 +295,9 @@ impl Transaction {
             );
         }
         self.state = State::Aborted;
-        self.remove_unmapped(&Default::default());
+        // Released first: a writer that looks after this removes its files itself.
         drop(self.lock.take());
+        self.remove_unmapped(&Default::default());
         layout::remove_tile_dir_if_idle(&self.token.path, self.token.generation);
         Ok(())
     }

@@ -133,10 +133,19 @@ fn a_retried_tile_keeps_one_attempt_and_a_late_one_changes_nothing() {
         read_f64(&path, "/u", &whole()).unwrap(),
         values(0.0, &whole())
     );
-    // A speculative copy finishing after the commit: its record changes nothing, its file goes.
-    let late = write_rows(&token, 99.0, 0, 2);
-    assert_eq!(tile_names(&path).len(), 4);
-    tx.commit(&[&late]).unwrap();
+    // A speculative copy finishing after the commit is told so and removes its file; a
+    // second commit changes nothing.
+    let tile = Tile::new(vec![0, 0], vec![2, 4]);
+    let data = values(99.0, &tile);
+    let local = LocalTile {
+        tile,
+        buf: host_bytes(&data),
+    };
+    let e = writer::write_tiles(&token, "/u", &[local]).unwrap_err();
+    assert_eq!(e.status, H5TILE_ERR_NOT_FOUND, "{}", e.message);
+    assert!(e.message.contains("ended before"), "{}", e.message);
+    assert_eq!(tile_names(&path).len(), 3);
+    tx.commit(&[]).unwrap();
     assert_eq!(tile_names(&path).len(), 3);
     assert_eq!(
         read_f64(&path, "/u", &whole()).unwrap(),
@@ -260,6 +269,17 @@ fn abort_and_drop_remove_what_the_writers_wrote() {
     );
     let e = tx.commit(&[]).unwrap_err();
     assert!(e.message.contains("it was aborted"), "{}", e.message);
+    // A writer still running at the abort (the folder stays: the old file's) removes its
+    // file itself.
+    let tile = Tile::new(vec![0, 0], vec![1, 4]);
+    let data = values(0.0, &tile);
+    let late = [LocalTile {
+        tile,
+        buf: host_bytes(&data),
+    }];
+    let e = writer::write_tiles(&token, "/u", &late).unwrap_err();
+    assert_eq!(e.status, H5TILE_ERR_NOT_FOUND, "{}", e.message);
+    assert_eq!(tile_names(&path), before);
     // A writer after the abort is told the tile folder is gone where it was the path's own.
     let fresh = d.path().join("new.h5");
     let mut tx = begin(&fresh, WriteOptions::default());

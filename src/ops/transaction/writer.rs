@@ -62,6 +62,7 @@ pub fn write_tiles(token: &[u8], dataset: &str, tiles: &[LocalTile]) -> Result<V
         if durability == Durability::SyncLater {
             sync_paths(&written)?;
         }
+        still_open(&token)?;
         Ok(records)
     })();
     if outcome.is_err() {
@@ -70,6 +71,24 @@ pub fn write_tiles(token: &[u8], dataset: &str, tiles: &[LocalTile]) -> Result<V
         }
     }
     outcome
+}
+
+/// Fails unless the transaction's coordinator still holds its lock, which it releases before
+/// the cleanup of its commit or abort. Asked after this call's files are made, so a writer
+/// still running when the transaction ended removes its files itself (the answer was no) or
+/// they were there for the cleanup to see (yes): none is left behind.
+fn still_open(token: &Token) -> Result<()> {
+    if layout::in_flight::in_flight(&token.path, token.generation) {
+        return Ok(());
+    }
+    fail(
+        H5TILE_ERR_NOT_FOUND,
+        format!(
+            "transaction on '{}' ended before these tiles were written: it was committed or \
+             aborted, or its coordinator exited; they are not kept",
+            token.path.display()
+        ),
+    )
 }
 
 /// Writes one tile and returns its record; its file is pushed on `written` before it is made.

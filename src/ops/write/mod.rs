@@ -84,9 +84,8 @@ pub struct WriteOptions {
     /// `H5TILE_LAYOUT_AUTO`: the layout is chosen over the communicator as the write starts
     /// (`by_scale`), `layout` until then the VDS layout.
     pub by_scale: bool,
-    /// Where `by_scale` chose `layout`: the ranks and the nodes they were on (the masters
-    /// record it, and `h5tile ls` tells it).
-    pub chosen_on: Option<(usize, usize)>,
+    /// Where `by_scale` chose `layout`, what it saw.
+    pub chosen_on: Option<ChosenOn>,
     /// Fail with `H5TILE_ERR_EXISTS` instead of replacing an existing file.
     pub no_overwrite: bool,
     /// Tiles may leave gaps, which read back as zero.
@@ -214,6 +213,12 @@ impl<'a> Checkpoint<'a> {
             .map(|(k, (f, t))| (k, f, t))
     }
 
+    /// The most tiles holding elements this rank has of one field.
+    fn most_tiles_of_a_field(&self) -> usize {
+        let count = |f: &Field| f.tiles.iter().filter(|t| !t.tile.is_empty()).count();
+        self.fields.iter().map(count).max().unwrap_or(0)
+    }
+
     /// `local_tiles` that hold elements.
     fn non_empty_tiles(&self) -> impl Iterator<Item = (usize, usize, &LocalTile<'a>)> {
         self.local_tiles().filter(|(_, _, t)| !t.tile.is_empty())
@@ -271,18 +276,27 @@ pub fn commit_checked(comm: &Comm, ck: &Checkpoint) -> Result<()> {
     let mut ck = ck.sorted();
     // What any rank asks of every rank, in one allreduce: the layout chosen by scale (so that
     // ranks that disagree on the layout make the same calls, and are then told they
-    // disagree), and a second look at buffers that may change (`unchanged`).
+    // disagree), and the most tiles a rank holds of one dataset (for that choice), as its
+    // complement; and a second look at buffers that may change (`unchanged`).
     let mut asked = [
         !ck.options.by_scale as u64,
         !ck.options.buffers_may_change as u64,
+        u64::MAX - ck.most_tiles_of_a_field() as u64,
     ];
     comm.all_min(&mut asked);
     let recheck = asked[1] == 0;
     if asked[0] == 0 {
         let nodes = comm.nodes()?;
+        let most = (u64::MAX - asked[2]) as usize;
         if ck.options.by_scale {
-            ck.options.layout = by_scale(nodes);
-            ck.options.chosen_on = Some((comm.size(), nodes));
+            let (layout, per_file) = by_scale(nodes, most, ck.options.ranks_per_file);
+            ck.options.layout = layout;
+            ck.options.ranks_per_file = per_file;
+            ck.options.chosen_on = Some(ChosenOn {
+                ranks: comm.size(),
+                nodes,
+                most_tiles: most,
+            });
         }
     }
     let ck = &ck;
@@ -295,13 +309,36 @@ pub fn commit_checked(comm: &Comm, ck: &Checkpoint) -> Result<()> {
     }
 }
 
-/// `H5TILE_LAYOUT_AUTO`'s choice for ranks on `nodes` nodes: one file per tile where every
-/// rank is on one node (few files, each read on its own), one subfile per node where the ranks
-/// span nodes (files grow with nodes, not ranks).
-fn by_scale(nodes: usize) -> Layout {
-    match nodes > 1 {
-        true => Layout::Subfiles,
-        false => Layout::Vds,
+/// `H5TILE_LAYOUT_AUTO`'s choice for ranks on `nodes` nodes holding at most `most_tiles`
+/// tiles of one dataset each, with the ranks per subfile asked for (`per_file`): the layout
+/// and the ranks per subfile it writes with.
+/// - Across nodes, one subfile per node: files grow with nodes, not ranks or tiles.
+/// - On one node with one tile a rank (of each dataset), one file per tile: a local file system
+///   serialises buffered writers of one file, so each rank writes a file of its own.
+/// - On one node with more, one subfile per rank: still a file of its own for each writer,
+///   but never a file per tile (a reader such as h5py opens every file a master maps).
+fn by_scale(nodes: usize, most_tiles: usize, per_file: Option<usize>) -> (Layout, Option<usize>) {
+    match (nodes > 1, most_tiles > 1) {
+        (true, _) => (Layout::Subfiles, per_file),
+        (false, false) => (Layout::Vds, per_file),
+        (false, true) => (Layout::Subfiles, per_file.or(Some(1))),
+    }
+}
+
+/// Where `H5TILE_LAYOUT_AUTO` chose the layout: what it saw (the masters record it, and
+/// `h5tile ls` tells it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ChosenOn {
+    pub ranks: usize,
+    pub nodes: usize,
+    /// The most tiles one rank held of one dataset.
+    pub most_tiles: usize,
+}
+
+impl ChosenOn {
+    /// As the masters record it (`layout::vds::CHOSEN_ON_ATTRIBUTE`).
+    fn recorded(&self) -> [u64; 3] {
+        [self.ranks, self.nodes, self.most_tiles].map(|n| n as u64)
     }
 }
 

@@ -135,7 +135,11 @@ pub fn master_mapping(
             field.dtype,
             &field.global,
             sources,
-            (summaries, scheme, ck.options.chosen_on),
+            (
+                summaries,
+                scheme,
+                ck.options.chosen_on.map(|c| c.recorded()),
+            ),
         )?;
     }
     Ok(file)
