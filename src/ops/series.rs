@@ -309,6 +309,7 @@ fn newest_passing(
 /// rank's tiles read on several threads), stopping at the first that passes. A candidate whose
 /// master is gone when its check fails was pruned by a newer commit: the folder is listed
 /// again rather than falling back to an older checkpoint.
+#[cfg(any(test, feature = "internals"))]
 pub fn latest_verified(comm: &Comm, dir: &Path) -> Result<(u64, PathBuf)> {
     latest_verified_with(comm, dir, &mut || {}).map(|(found, _)| found)
 }
