@@ -9,7 +9,9 @@
 !      h5tile_checkpoint_commit_async, both arrays changed at once: the file holds them as they
 !      were at the commit;
 !   3. opts%staging_bytes = 64 KiB, under the tile (written from the array before the call
-!      returns): the write and the checkpoint as in 1 and 2.
+!      returns): the write and the checkpoint as in 1 and 2;
+!   4. (first) h5tile_reserve_staging for a's tile and v: H5TILE_OK, and over a 64 KiB budget
+!      H5TILE_ERR_INVALID_ARGUMENT.
 !   fortran_snapshot SCRATCH_DIR
 program fortran_snapshot
   use mpi
@@ -37,6 +39,11 @@ program fortran_snapshot
   my_shape = [integer(c_int64_t) :: nx, cols]
   allocate(a(nx, cols), whole(nx, cols * nranks))
 
+  ! Staging for a's tile and v, faulted in ahead; refused over a 64 KiB budget.
+  call expect(h5tile_reserve_staging([int(nx * cols * 8, c_int64_t), int(nn * 4, c_int64_t)]), &
+    H5TILE_OK, "h5tile_reserve_staging")
+  call expect(h5tile_reserve_staging([int(nx * cols * 8, c_int64_t)], 65536_c_int64_t), &
+    H5TILE_ERR_INVALID_ARGUMENT, "h5tile_reserve_staging over its budget")
   call test_write_async(0_c_int64_t, "async.h5")
   call test_solo(0_c_int64_t, "solo")
   call test_checkpoint(0_c_int64_t, "ck.h5")

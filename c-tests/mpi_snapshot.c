@@ -16,7 +16,8 @@
  *      of two tiles, room for one of two snapshots in flight; H5TILE_STAGING_BYTES set with
  *      setenv (read at each snapshot call); a bad H5TILE_STAGING_BYTES refused at the call on
  *      every rank with *req NULL and no file made, but not where staging_bytes gives the
- *      budget, nor without the flag;
+ *      budget, nor without the flag; h5tile_reserve_staging refused over its budget and for
+ *      a NULL array of sizes, accepted within it, a snapshot staging its tile whole after it;
  *   4. h5tile_test polled (no sleep) until done, then h5tile_wait returns the write's status,
  *      a failure too (H5TILE_NO_OVERWRITE, the file untouched); a request completed by a fence
  *      is done at once; h5tile_test with a NULL request or a NULL done;
@@ -319,6 +320,31 @@ static h5tile_request *logged_write(const char *name, const h5tile_write_options
     return req;
 }
 
+/* h5tile_reserve_staging: refused over its budget (nothing reserved) and for a NULL array of
+ * sizes; within it, OK, and the next snapshot of such a tile stages it whole. (That the first
+ * snapshot then costs what the next ones do is make bench's to measure.) */
+static void test_reserve(double *buf) {
+    CHECK_CONTEXT("h5tile_reserve_staging");
+    const double slab_mib = (double)(SLAB * sizeof(double)) / MIB;
+    const uint64_t big[1] = {(uint64_t)64 << 20};
+    EXPECT_STATUS(h5tile_reserve_staging(big, 1, 1 << 20), H5TILE_ERR_INVALID_ARGUMENT);
+    CHECK_MSG(strstr(h5tile_last_error(), "exceed the budget") != NULL, "%s",
+              h5tile_last_error());
+    EXPECT_STATUS(h5tile_reserve_staging(NULL, 1, 0), H5TILE_ERR_INVALID_ARGUMENT);
+    EXPECT_OK(h5tile_reserve_staging(NULL, 0, 0));
+    const uint64_t tiles[2] = {SLAB * sizeof(double), SLAB * sizeof(double) / 2};
+    EXPECT_OK(h5tile_reserve_staging(tiles, 2, (uint64_t)64 << 20));
+    h5tile_write_options o = snapshot_options(H5TILE_LAYOUT_VDS, H5TILE_COMPRESS_NONE);
+    o.staging_bytes = (uint64_t)64 << 20;
+    staging_report rep;
+    h5tile_request *req = logged_write("reserved.h5", &o, buf, 65, &rep);
+    check_report(rep, slab_mib, 0, 64, "a snapshot after a reservation");
+    EXPECT_OK(h5tile_wait(req));
+    char path[4096];
+    AT(path, "reserved.h5");
+    check_slab(path, "/x", 65);
+}
+
 static void test_budgets(double *buf, double *buf2) {
     char path[4096], path2[4096];
     staging_report rep, rep2;
@@ -543,6 +569,7 @@ int main(int argc, char **argv) {
     /* Budgets first, while the process keeps no staging memory from snapshots made under
      * the default budget: the second of two snapshots then waits for the first to drain. */
     test_budgets(buf, buf2);
+    test_reserve(buf);
     test_layouts(buf);
     test_write_tiles();
     test_checkpoint(buf);

@@ -122,6 +122,7 @@ module h5tile
   public :: h5tile_write_options_default, h5tile_read_options_default
   public :: h5tile_write, h5tile_write_tiles, h5tile_write_async, h5tile_write_tiles_async
   public :: h5tile_wait, h5tile_test, h5tile_fence, h5tile_read, h5tile_inspect, h5tile_partition
+  public :: h5tile_reserve_staging
   public :: h5tile_batches_open, h5tile_batches_next, h5tile_batches_next_view
   public :: h5tile_batches_info, h5tile_batches_free
   public :: h5tile_series_options_default
@@ -350,6 +351,14 @@ module h5tile
     integer(c_int) function c_fence_f(comm) bind(C, name="h5tile_fence_f")
       import :: c_int
       integer(c_int), value :: comm
+    end function
+
+    integer(c_int) function c_reserve_staging(tile_bytes, count, staging_bytes) &
+        bind(C, name="h5tile_reserve_staging")
+      import :: c_int, c_int64_t, c_size_t
+      integer(c_int64_t), intent(in) :: tile_bytes(*)
+      integer(c_size_t), value :: count
+      integer(c_int64_t), value :: staging_bytes
     end function
 
     integer(c_int) function c_read_f(comm, path, dataset, dtype, ndim, tile_offset, &
@@ -759,6 +768,19 @@ contains
     integer, intent(in) :: comm
     call reset_error()
     status = c_fence_f(int(comm, c_int))
+  end function
+
+  !> This process: faults in staging memory for snapshots of tiles of tile_bytes(:) bytes
+  !> each, ahead of the first (see h5tile_reserve_staging in h5tile.h); staging_bytes is the
+  !> budget (absent or 0: H5TILE_STAGING_BYTES, else the default).
+  integer function h5tile_reserve_staging(tile_bytes, staging_bytes) result(status)
+    integer(c_int64_t), intent(in) :: tile_bytes(:)
+    integer(c_int64_t), intent(in), optional :: staging_bytes
+    integer(c_int64_t) :: budget
+    call reset_error()
+    budget = 0
+    if (present(staging_bytes)) budget = staging_bytes
+    status = c_reserve_staging(tile_bytes, int(size(tile_bytes), c_size_t), budget)
   end function
 
   !> Collective: reads the tile at tile_offset (0-based) of extent tile_shape of `dataset`

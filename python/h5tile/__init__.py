@@ -41,7 +41,7 @@ from ._errors import (
 )
 from ._library import library_version
 from ._partition import partition
-from ._pending import fence, to_file_async
+from ._pending import fence, reserve_staging, to_file_async
 from ._read import from_file, inspect
 from ._series import Series
 from ._transaction import Transaction, Writer, begin, commit
@@ -69,8 +69,8 @@ __all__ = [
     "PanicError",
     "PermissionDeniedError",
     "Series",
-    "SkippedCheckpointWarning",
     "ShapeError",
+    "SkippedCheckpointWarning",
     "Transaction",
     "Writer",
     "begin",
@@ -81,6 +81,7 @@ __all__ = [
     "inspect",
     "library_version",
     "partition",
+    "reserve_staging",
     "to_file",
     "to_file_async",
 ]

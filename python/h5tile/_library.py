@@ -61,6 +61,7 @@ FUNCTIONS: dict[str, tuple[object, tuple[object, ...]]] = {
     "h5tile_wait": (Status, (Handle,)),
     "h5tile_test": (Status, (Handle, POINTER(c_int))),
     "h5tile_fence_f": (Status, (Fint,)),
+    "h5tile_reserve_staging": (Status, (U64s, c_size_t, c_uint64)),
     "h5tile_read_f": (
         Status,
         (Fint, c_char_p, c_char_p, Dtype, c_size_t, U64s, U64s, c_void_p,

@@ -23,8 +23,9 @@ from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any, Sequence
 
 from ._comm import fortran_handle
+from ._errors import InvalidArgumentError
 from ._library import failure, last_errno, last_error, last_failure, lib
-from ._write import WriteKeywords, prepare_write
+from ._write import WriteKeywords, prepare_write, staging_budget
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -148,3 +149,19 @@ def fence(comm: Any = None) -> None:
             failed = (status, message, errno)
     if failed is not None:
         raise failure(*failed)
+
+
+def reserve_staging(sizes: Sequence[Any], *, staging_bytes: int = 0) -> None:
+    """Faults in staging memory ahead of the first snapshot (`to_file_async`,
+    `Checkpoint.commit_async`): a buffer for each tile of `sizes` bytes (an int, or an array,
+    whose `nbytes` counts), kept for the snapshots that follow, so that the first costs what
+    the next ones do. Call it once at start-up with the arrays you will snapshot. This process
+    only; `staging_bytes` is the budget they must fit (0: H5TILE_STAGING_BYTES, else the
+    library's default). `InvalidArgumentError` over the budget (nothing reserved)."""
+    counts = [int(getattr(s, "nbytes", s)) for s in sizes]
+    if any(n < 0 or n >= 2**64 for n in counts):
+        raise InvalidArgumentError(f"reserve_staging: sizes are byte counts from 0 to 2**64 - 1, not {counts}")
+    array = (ctypes.c_uint64 * max(1, len(counts)))(*counts)
+    status = lib.h5tile_reserve_staging(array, len(counts), staging_budget(staging_bytes))
+    if status:
+        raise last_failure(status)

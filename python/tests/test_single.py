@@ -825,6 +825,19 @@ def test_the_staging_budget_reaches_the_library(scratch: Path) -> None:
                      "env.h5": ("4.0", "0.0", "6.0")}, run.stderr
 
 
+def test_staging_reserved_ahead_is_refused_over_its_budget_and_used_within_it(scratch: Path) -> None:
+    with pytest.raises(h5tile.InvalidArgumentError, match="exceed the budget of 1048576 bytes"):
+        h5tile.reserve_staging([64 << 20], staging_bytes=1 << 20)
+    with pytest.raises(h5tile.InvalidArgumentError, match="byte counts"):
+        h5tile.reserve_staging([-1])
+    array = field()
+    h5tile.reserve_staging([array, array.nbytes // 2], staging_bytes=64 << 20)
+    future = h5tile.to_file_async(array, scratch / "r.h5", "d", staging_bytes=64 << 20)
+    array += 1  # the snapshot holds the values at the call
+    assert future.result(timeout=60) is None
+    assert np.array_equal(stored(scratch / "r.h5"), field())
+
+
 def test_python_fence_completes_a_write_started_from_c(scratch: Path) -> None:
     array = field()
     shape = (ctypes.c_uint64 * 2)(*MIB4)

@@ -2,7 +2,7 @@
 //! start a write on a thread of its own and return a request; `h5tile_wait` completes one
 //! request, `h5tile_fence` every request of this process.
 
-use super::boundary::{clear_out, out_arg, run};
+use super::boundary::{clear_out, out_arg, run, slice_arg};
 use super::h5tile_write_options;
 use super::write::{TilesArg, WriteCall};
 use crate::dtype::h5tile_dtype;
@@ -10,6 +10,7 @@ use crate::ops::checkpoint::SeriesStep;
 use crate::ops::pending;
 use crate::ops::write::{self, Checkpoint};
 use crate::platform::comm::Comm;
+use crate::platform::staging;
 use crate::status::*;
 use mpi::ffi::MPI_Comm;
 use std::ffi::{c_char, c_int, c_void};
@@ -180,5 +181,37 @@ pub unsafe extern "C" fn h5tile_fence(comm: MPI_Comm) -> h5tile_status {
     run("h5tile_fence", || {
         let comm = Comm::from_raw(comm)?;
         pending::fence(&comm)
+    })
+}
+
+/// Reserves staging memory for snapshots (`H5TILE_SNAPSHOT`) ahead of the first: a buffer for
+/// each of `count` tiles of `tile_bytes[i]` bytes, every page of it faulted in now, then kept
+/// for the snapshots that follow. A snapshot's first copy into fresh staging pays a page fault
+/// per 4 KiB (measured 25x the next snapshot's cost); a solver calls this once at start-up
+/// with its tiles' sizes (each field's tile, in bytes), so that its first snapshot costs what
+/// the next ones do. A call for sizes already kept makes nothing more. `staging_bytes` is the
+/// budget, as `h5tile_write_options.staging_bytes` gives it (0: `H5TILE_STAGING_BYTES`, else
+/// the default); the reservation and the staging the process holds already must fit it.
+/// This process only (not collective).
+/// `H5TILE_ERR_INVALID_ARGUMENT`: over the budget (nothing is reserved), or `tile_bytes` NULL
+/// with `count` > 0; `H5TILE_ERR_IO`: the system refused the memory.
+///
+/// # Safety
+/// `tile_bytes` must point to `count` values (or be NULL with `count` 0).
+#[no_mangle]
+pub unsafe extern "C" fn h5tile_reserve_staging(
+    tile_bytes: *const u64,
+    count: usize,
+    staging_bytes: u64,
+) -> h5tile_status {
+    run("h5tile_reserve_staging", || {
+        let sizes = slice_arg(tile_bytes, count, "tile_bytes")?;
+        let sizes: Vec<usize> = sizes
+            .iter()
+            .map(|&n| usize::try_from(n).unwrap_or(usize::MAX))
+            .collect();
+        let budget = staging::budget(staging_bytes)
+            .map_err(|why| Error::new(H5TILE_ERR_INVALID_ARGUMENT, why))?;
+        staging::pool().reserve(&sizes, budget)
     })
 }

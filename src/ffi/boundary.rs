@@ -468,6 +468,7 @@ mod tests {
             call!(Status, h5tile_refuse_next(0, p)),
             call!(Text, h5tile_last_error()),
             call!(Text, h5tile_series_skipped()),
+            call!(Status, h5tile_reserve_staging(n(), 0, 0)),
             call!(Errno, h5tile_last_errno()),
             call!(Text, h5tile_status_name(0)),
         ]

@@ -26,7 +26,8 @@ mod option_values;
 pub mod options;
 
 pub use asynchronous::{
-    h5tile_fence, h5tile_request, h5tile_wait, h5tile_write_async, h5tile_write_tiles_async,
+    h5tile_fence, h5tile_request, h5tile_reserve_staging, h5tile_wait, h5tile_write_async,
+    h5tile_write_tiles_async,
 };
 // The element type codes belong to the C API (the header's `H5TILE_BOOL` …).
 pub use crate::dtype::{

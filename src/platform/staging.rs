@@ -177,6 +177,67 @@ impl Pool {
         Some(Staged(Some(buf), self))
     }
 
+    /// Makes, ahead of the first snapshot, a kept buffer for each tile of `sizes` bytes that
+    /// no kept buffer of its size holds yet, with every page faulted in: the snapshots that
+    /// follow reuse them (`stage`), so the first costs what the next ones do. All of them
+    /// must fit `budget` beside what the pool holds, else nothing is made
+    /// (`H5TILE_ERR_INVALID_ARGUMENT`); a mapping the system refuses is `H5TILE_ERR_IO`.
+    pub fn reserve(&self, sizes: &[usize], budget: usize) -> crate::status::Result<()> {
+        use crate::status::{Error, H5TILE_ERR_INVALID_ARGUMENT, H5TILE_ERR_IO};
+        let page_up = |n: &usize| n.div_ceil(PAGE).saturating_mul(PAGE);
+        let mut capacities: Vec<usize> = sizes.iter().map(page_up).collect();
+        capacities.retain(|&c| c > 0);
+        let needed = {
+            let mut pool = self.state.lock();
+            // Kept buffers of a size asked for count already (a second call makes nothing).
+            let mut kept: Vec<usize> = pool.free.iter().map(PageBuffer::capacity).collect();
+            capacities.retain(|c| match kept.iter().position(|k| k == c) {
+                Some(i) => {
+                    kept.swap_remove(i);
+                    false
+                }
+                None => true,
+            });
+            let needed = capacities.iter().fold(0usize, |a, &c| a.saturating_add(c));
+            if pool.bytes.saturating_add(needed) > budget {
+                return Err(Error::new(
+                    H5TILE_ERR_INVALID_ARGUMENT,
+                    format!(
+                        "cannot reserve {needed} bytes of staging: with the {} bytes held, they \
+                     exceed the budget of {budget} bytes (H5TILE_STAGING_BYTES, or the \
+                     snapshots' staging_bytes)",
+                        pool.bytes
+                    ),
+                ));
+            }
+            // Counted now, made outside the lock: faulting pages in takes a while.
+            pool.bytes += needed;
+            needed
+        };
+        let mut made = Vec::new();
+        for &capacity in &capacities {
+            match PageBuffer::try_new(capacity) {
+                Ok(mut buf) => {
+                    buf.set_len(capacity);
+                    for page in buf.chunks_mut(PAGE) {
+                        page[0] = 0;
+                    }
+                    made.push(buf);
+                }
+                Err(e) => {
+                    self.state.lock().bytes -= needed;
+                    let why = format!("cannot map {capacity} bytes of staging: {e}");
+                    return Err(Error::new(H5TILE_ERR_IO, why));
+                }
+            }
+        }
+        let mut pool = self.state.lock();
+        pool.free.extend(made);
+        drop(pool);
+        self.returned.notify_all();
+        Ok(())
+    }
+
     /// Bytes of staging memory the pool holds (in use or kept).
     #[cfg(test)]
     pub fn held(&self) -> usize {
@@ -220,6 +281,31 @@ mod tests {
         assert_eq!(len, 6 * mib);
         assert!(held_then <= budget, "{held_then} bytes held");
         assert!(pool.held() <= budget);
+    }
+
+    #[test]
+    fn reserved_buffers_are_resident_and_the_snapshots_reuse_them() {
+        let mib = 1 << 20;
+        let pool: &'static Pool = Box::leak(Box::new(Pool::new()));
+        pool.reserve(&[3 * mib, mib + 1], 8 * mib).unwrap();
+        assert_eq!(pool.held(), 4 * mib + PAGE);
+        // Asked again: nothing more is made.
+        pool.reserve(&[3 * mib], 8 * mib).unwrap();
+        assert_eq!(pool.held(), 4 * mib + PAGE);
+        // A snapshot of those sizes takes them, resident already, and maps nothing new.
+        let (a, b) = (
+            pool.stage(3 * mib, 8 * mib, 0).unwrap(),
+            pool.stage(mib + 1, 8 * mib, 0).unwrap(),
+        );
+        assert_eq!((a.capacity(), b.capacity()), (3 * mib, mib + PAGE));
+        assert!(crate::platform::memory::resident(a.bytes()));
+        assert!(crate::platform::memory::resident(b.bytes()));
+        assert_eq!(pool.held(), 4 * mib + PAGE);
+        drop((a, b));
+        // Beyond the budget: refused, and nothing made.
+        let e = pool.reserve(&[5 * mib], 8 * mib).unwrap_err();
+        assert!(e.message.contains("exceed the budget"), "{}", e.message);
+        assert_eq!(pool.held(), 4 * mib + PAGE);
     }
 
     #[test]
