@@ -14,8 +14,8 @@ from settings import (MANY_GROUPS, MANY_WRITERS, MANY_H5PY_READS, MANY_SHORT_WRI
                       MIB, SOLVER_KINDS, SOLVER_STEPS)
 
 # The line H5TILE_LOG=info prints for each rank's snapshot (src/ops/snapshot.rs).
-SNAPSHOT_LOG = re.compile(r"snapshot of '.*': ([\d.]+) MiB staged in host memory .*, ([\d.]+) MiB left in the "
-                          r"caller's buffers.*\(budget ([\d.]+) MiB\)")
+SNAPSHOT_LOG = re.compile(r"snapshot of '.*': ([\d.]+) MiB copied into staging memory .*; ([\d.]+) MiB over the "
+                          r"budget .*\(budget ([\d.]+) MiB\)")
 
 
 class AfterRounds(Bench):
@@ -65,8 +65,12 @@ class AfterRounds(Bench):
         self.prewarm(r * self.solver_tile_rows * self.cols * 8)
         n = SOLVER_STEPS if kind == "compute" else self.solver_calls
         # H5TILE_LOG=info: each rank's snapshot says how much was staged, under what budget.
-        env = {"H5TILE_LOG": "info"} if kind in ("snapshot", "compute") else {}
-        result = self.launch(f"solver_{kind}", self.path(file), r * self.solver_tile_rows, self.cols, [n], ranks=r,
+        # "reserved": the snapshots after h5tile_reserve_staging (BENCH_RESERVE).
+        env = {"H5TILE_LOG": "info"} if kind in ("snapshot", "reserved", "compute") else {}
+        if kind == "reserved":
+            env["BENCH_RESERVE"] = "1"
+        mode = "solver_snapshot" if kind == "reserved" else f"solver_{kind}"
+        result = self.launch(mode, self.path(file), r * self.solver_tile_rows, self.cols, [n], ranks=r,
                              env=env)[-1]
         result.update(self.staging_seen())
         self.record(f"solver {kind} {r} ranks", result)

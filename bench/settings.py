@@ -62,7 +62,7 @@ NOSYNC_TURNS = 2
 
 # The solver section's measurements, each in a process of its own (bench_h5tile solver_KIND),
 # taking turns: memcpy is the baseline the others are compared with.
-SOLVER_KINDS = ("memcpy", "snapshot", "async", "write", "compute")
+SOLVER_KINDS = ("memcpy", "snapshot", "reserved", "async", "write", "compute")
 # Steps of ~10 ms the compute loop takes alone before the snapshot's drain, and again after it.
 SOLVER_STEPS = 100
 
