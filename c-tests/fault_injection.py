@@ -2,7 +2,8 @@
 
 usage: fault_injection.py SHIM FAULT_WRITE LAUNCHER SCRATCH CASE...
   CASE is LAYOUT-MODE-RANKS[-keep][-root][-nosync][-gK][-after][-CODEC][-snap]: LAYOUT vds,
-  single or subfiles, MODE write, async or fence (how the write completes), RANKS the number of
+  single, subfiles or auto (the default, H5TILE_LAYOUT_AUTO: two tiles a rank, so a subfile a
+  rank), MODE write, async or fence (how the write completes), RANKS the number of
   processes (1: no launcher, MPI_COMM_NULL); keep: H5TILE_KEEP_OTHERS beside another dataset;
   root: the faults hit rank 0 (which writes the master and commits) instead of the last rank;
   nosync: H5TILE_NO_SYNC; gK: H5TILE_RANKS_PER_FILE=K for the subfiles' groups (default: all
@@ -421,14 +422,16 @@ class Case:
         return f"; {draining} killed while a snapshot drained" if self.snap else ""
 
     def check_clean(self, clean):
-        """What a clean write of the subfiles layout leaves: the master, and in its tile folder
-        one subfile per group of ranks (H5TILE_RANKS_PER_FILE, else all of them), named
+        """What a clean write of the subfiles layout leaves (and of the default, auto, whose two
+        tiles a rank give a subfile a rank): the master, and in its tile folder one subfile per
+        group of ranks (H5TILE_RANKS_PER_FILE, else all of them; auto: one), named
         <dataset>.<generation>.s<the group's first rank>.h5, for /data; kept beside it, /other,
         whose only tile is rank 0's: one subfile, s0 (a group without tiles has none). A
         checkpoint's subfile holds all its fields, named after the first (/aux/count)."""
-        if self.layout != "subfiles":
+        if self.layout not in ("subfiles", "auto"):
             return
-        k = int(self.env.get("H5TILE_RANKS_PER_FILE", self.ranks))
+        # The default (auto), two tiles a rank on one node: a subfile a rank.
+        k = int(self.env.get("H5TILE_RANKS_PER_FILE", 1 if self.layout == "auto" else self.ranks))
         first = "aux+count" if self.mode == "ckpt" else "data"
         want = ["out/field.h5", "out/field.h5.tiles/"]
         want += [f"out/field.h5.tiles/{first}.G.s{r}.h5" for r in range(0, self.ranks, k)]
@@ -676,7 +679,7 @@ class Case:
         if not synced(tmp, last_write(tmp, 0), commit):
             self.problems.append("order: the new master not synced after its last write and "
                                  "before the commit")
-        if self.layout in ("vds", "subfiles"):
+        if self.layout in ("vds", "subfiles", "auto"):
             folder = synced(tiles, last_file_sync, commit)
             if not folder:
                 self.problems.append("order: the tile folder not synced after its files and "

@@ -1,6 +1,6 @@
 /* The program the fault-injection and durability tests (fault_injection.py) run, under the
  * fault_shim preload: one write, or one check of what is on disk, printing one line per rank.
- *   fault_write write|async|fence PATH vds|single|subfiles KEEP VERSION
+ *   fault_write write|async|fence PATH vds|single|subfiles|auto KEEP VERSION
  *       writes version VERSION of /data (8 x 6 float64, two tiles per rank, in rows) in that
  *       layout; KEEP=1 adds H5TILE_KEEP_OTHERS (and, for VERSION 1, first writes /other beside
  *       it); FAULT_WRITE_NO_SYNC=1 in the environment adds H5TILE_NO_SYNC (the subfiles' groups
@@ -202,18 +202,21 @@ static void check_series(const char *dir, int keep, int with_aux) {
 int main(int argc, char **argv) {
     if (argc != 6) {
         fprintf(stderr,
-                "usage: %s write|async|fence|ckpt|series|check PATH vds|single|subfiles KEEP VERSION\n",
+                "usage: %s write|async|fence|ckpt|series|check PATH vds|single|subfiles|auto KEEP "
+                "VERSION\n",
                 argv[0]);
         return 2;
     }
-    const char *layouts[3] = {"vds", "single", "subfiles"};
-    const h5tile_layout layout_codes[3] = {H5TILE_LAYOUT_VDS, H5TILE_LAYOUT_SINGLE,
-                                           H5TILE_LAYOUT_SUBFILES};
+    /* auto: the default, H5TILE_LAYOUT_AUTO, which gives two tiles a rank a subfile a rank. */
+    const char *layouts[4] = {"vds", "single", "subfiles", "auto"};
+    const h5tile_layout layout_codes[4] = {H5TILE_LAYOUT_VDS, H5TILE_LAYOUT_SINGLE,
+                                           H5TILE_LAYOUT_SUBFILES, H5TILE_LAYOUT_AUTO};
     int layout = -1;
-    for (int l = 0; l < 3; l++)
+    for (int l = 0; l < 4; l++)
         if (strcmp(argv[3], layouts[l]) == 0) layout = l;
     if (layout < 0) {
-        fprintf(stderr, "%s: unknown layout '%s' (vds, single or subfiles)\n", argv[0], argv[3]);
+        fprintf(stderr, "%s: unknown layout '%s' (vds, single, subfiles or auto)\n", argv[0],
+                argv[3]);
         return 2;
     }
     const char *mode = argv[1], *path = argv[2];
