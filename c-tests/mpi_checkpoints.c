@@ -1,8 +1,10 @@
 /* Checkpoints and series through the C API, on any number of ranks:
  *   1. in each layout, one commit of two datasets (a float64 array whose rows each rank
  *      adds as two tiles, and an int32 vector that rank 0 alone holds) with attributes on the
- *      file and a dataset; read back on another decomposition; h5tile_attr_read and its
- *      errors; the subfiled layout writes one subfile per group, not one per dataset;
+ *      file and a dataset; read back on another decomposition, by h5tile_read and
+ *      h5tile_attr_read and by one h5tile_restart_read (and its errors: a field or attribute
+ *      not there, a NULL buffer on one rank); h5tile_attr_read's errors; the subfiled layout
+ *      writes one subfile per group, not one per dataset;
  *   2. ranks that disagree on the datasets, a rank whose add fails, and a rank that marks
  *      its checkpoint failed (h5tile_checkpoint_fail): the same status on every rank from the
  *      commit, and the old file untouched;
@@ -65,6 +67,48 @@ static void check_version(const char *path, int v) {
     int64_t step = -1;
     EXPECT_OK(h5tile_attr_read(MPI_COMM_WORLD, path, "/", "step", H5TILE_INT64, 1, &step));
     CHECK_MSG(step == v, "%s: attribute step is %lld, expected %d", path, (long long)step, v);
+}
+
+/* check_version in one collective call: h5tile_restart_* reads column rank % 6 of "/u", the
+ * whole of "/group/p", the step and the units, all from one version of the file. */
+static void check_restart(const char *path, int v) {
+    const uint64_t rows = 4 * (uint64_t)size;
+    const uint64_t off[2] = {0, (uint64_t)rank % 6}, shp[2] = {rows, 1};
+    const uint64_t poff[1] = {0}, pshp[1] = {(uint64_t)size};
+    double col[4 * 64];
+    int32_t p[64];
+    int64_t step = -1;
+    h5tile_restart *rs = NULL;
+    EXPECT_OK(h5tile_restart_begin(MPI_COMM_WORLD, path, NULL, &rs));
+    EXPECT_OK(h5tile_restart_field(rs, "/u", H5TILE_FLOAT64, 2, off, shp, col));
+    EXPECT_OK(h5tile_restart_field(rs, "/group/p", H5TILE_INT32, 1, poff, pshp, p));
+    EXPECT_OK(h5tile_restart_attr(rs, "/", "step", H5TILE_INT64, 1, &step));
+    EXPECT_OK(h5tile_restart_read(rs));
+    for (uint64_t r = 0; r < rows; r++)
+        CHECK_MSG(col[r] == u_value(v, r, off[1]), "restart %s: /u (%llu, %llu) is %g", path,
+                  (unsigned long long)r, (unsigned long long)off[1], col[r]);
+    for (int i = 0; i < size; i++) CHECK_MSG(p[i] == v * 10 + i, "restart %s: /p[%d] is %d", path, i, p[i]);
+    CHECK_MSG(step == v, "restart %s: step is %lld, expected %d", path, (long long)step, v);
+    /* A field that is not there fails the read on every rank, naming it; so does an
+     * attribute; a NULL buffer fails its call at once and the read on every rank. */
+    EXPECT_OK(h5tile_restart_begin(MPI_COMM_WORLD, path, NULL, &rs));
+    EXPECT_OK(h5tile_restart_field(rs, "/u", H5TILE_FLOAT64, 2, off, shp, col));
+    EXPECT_OK(h5tile_restart_field(rs, "/nothing", H5TILE_FLOAT64, 2, off, shp, col));
+    EXPECT_STATUS(h5tile_restart_read(rs), H5TILE_ERR_NOT_FOUND);
+    CHECK_MSG(strstr(h5tile_last_error(), "field '/nothing'") != NULL, "%s", h5tile_last_error());
+    EXPECT_OK(h5tile_restart_begin(MPI_COMM_WORLD, path, NULL, &rs));
+    EXPECT_OK(h5tile_restart_attr(rs, "/", "time", H5TILE_FLOAT64, 1, col));
+    EXPECT_STATUS(h5tile_restart_read(rs), H5TILE_ERR_NOT_FOUND);
+    CHECK_MSG(strstr(h5tile_last_error(), "attribute 'time' of '/'") != NULL, "%s",
+              h5tile_last_error());
+    EXPECT_OK(h5tile_restart_begin(MPI_COMM_WORLD, path, NULL, &rs));
+    if (rank == 0)
+        EXPECT_STATUS(h5tile_restart_field(rs, "/u", H5TILE_FLOAT64, 2, off, shp, NULL),
+                      H5TILE_ERR_INVALID_ARGUMENT);
+    EXPECT_STATUS(h5tile_restart_read(rs), H5TILE_ERR_INVALID_ARGUMENT);
+    h5tile_restart_abort(NULL);
+    EXPECT_OK(h5tile_restart_begin(MPI_COMM_WORLD, path, NULL, &rs));
+    h5tile_restart_abort(rs);
 }
 
 /* A checkpoint of `path` begun, with version v of the fields (in *f) and the attributes. */
@@ -132,6 +176,7 @@ int main(int argc, char **argv) {
         check_version(path, 1);
         commit_version(path, &o, 2);
         check_version(path, 2);
+        check_restart(path, 2);
         if (rank == 0 && layouts[l] == H5TILE_LAYOUT_SUBFILES) {
             /* One node here: one subfile for both datasets. */
             CHECK_MSG(count_files(tiles) == 1, "%d files in %s", count_files(tiles), tiles);

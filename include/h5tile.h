@@ -146,6 +146,10 @@ typedef struct h5tile_checkpoint h5tile_checkpoint;
 // A write started by `h5tile_write_async` (opaque); `h5tile_wait` completes and frees it.
 typedef struct h5tile_request h5tile_request;
 
+// A restart being described (opaque): `h5tile_restart_begin` makes it, `h5tile_restart_read`
+// or `h5tile_restart_abort` frees it.
+typedef struct h5tile_restart h5tile_restart;
+
 // A transaction, as its coordinator holds it (opaque): `h5tile_txn_begin` makes it,
 // `h5tile_txn_free` frees it.
 typedef struct h5tile_txn h5tile_txn;
@@ -724,6 +728,68 @@ h5tile_status h5tile_series_latest(MPI_Comm comm,
 // called. The pointer stays valid until the next `h5tile_series_latest` on this thread;
 // never NULL.
 const char *h5tile_series_skipped(void);
+
+// Begins a restart from the file `path` (a checkpoint, or any HDF5 file h5tile reads): the
+// tiles each rank reads back (`h5tile_restart_field`) and the attributes
+// (`h5tile_restart_attr`) are named call by call, and read all at once, from one version of
+// the file, by `h5tile_restart_read`, collective over `comm` (`MPI_COMM_NULL`: this process
+// alone). `opts` (NULL: the defaults) are the read options of every field. Not collective.
+// `*rs` is NULL on failure.
+//
+// # Safety
+// Pointers must be NULL or valid; `comm` a valid communicator or `MPI_COMM_NULL`.
+h5tile_status h5tile_restart_begin(MPI_Comm comm,
+                                   const char *path,
+                                   const h5tile_read_options *opts,
+                                   h5tile_restart **rs);
+
+// Names this rank's tile of `dataset` to read back into `buf` (dense, row-major, `dtype`
+// elements, host or device memory), as `h5tile_read` takes it: filled by
+// `h5tile_restart_read`, and must stay valid until then. Call it once per field (or per
+// tile). Not collective; a failure here (NULL pointers, a bad type or shape) is also returned
+// by the read, on every rank.
+//
+// # Safety
+// Pointers must be NULL or valid for the lengths given; `buf` must have room for the tile.
+h5tile_status h5tile_restart_field(h5tile_restart *rs,
+                                   const char *dataset,
+                                   h5tile_dtype dtype,
+                                   size_t ndim,
+                                   const uint64_t *tile_offset,
+                                   const uint64_t *tile_shape,
+                                   void *buf);
+
+// Names attribute `name` of `object` ("/" for the file) to read back as `count` values of
+// `dtype` (HDF5 converting numbers) into `values`, as `h5tile_attr_read` reads it: filled by
+// `h5tile_restart_read` on every rank. Not collective.
+//
+// # Safety
+// Pointers must be NULL or valid; `values` must have room for `count` values.
+h5tile_status h5tile_restart_attr(h5tile_restart *rs,
+                                  const char *object,
+                                  const char *name,
+                                  h5tile_dtype dtype,
+                                  size_t count,
+                                  void *values);
+
+// Reads every tile and attribute the restart `rs` names, collectively over the communicator
+// it began with: each rank its tiles, every rank the attributes, all from one version of the
+// file (a write replacing it meanwhile makes the read start over on the new one). Frees `rs`,
+// whatever the outcome. A failure on any rank (of this call or of an earlier call on `rs`) is
+// returned on every rank, naming the field or attribute: `H5TILE_ERR_NOT_FOUND` (no file,
+// dataset or attribute), `H5TILE_ERR_SHAPE`, `H5TILE_ERR_DTYPE`, `H5TILE_ERR_CORRUPT`, ... as
+// `h5tile_read` and `h5tile_attr_read` give them.
+//
+// # Safety
+// `rs` must be NULL or a live restart; the buffers it names must still be valid.
+h5tile_status h5tile_restart_read(h5tile_restart *rs);
+
+// Frees `rs` without reading anything (NULL is fine). Not collective: when one rank aborts,
+// every rank must.
+//
+// # Safety
+// `rs` must be NULL or come from `h5tile_restart_begin`, not yet freed.
+void h5tile_restart_abort(h5tile_restart *rs);
 
 // Begins a transaction on the file `path`: tiles written by processes that share no
 // communicator (`h5tile_txn_write_tile`, in any process holding the token), made visible at

@@ -469,6 +469,11 @@ mod tests {
             call!(Text, h5tile_last_error()),
             call!(Text, h5tile_series_skipped()),
             call!(Status, h5tile_reserve_staging(n(), 0, 0)),
+            call!(Status, h5tile_restart_begin(comm, p, r, n())),
+            call!(Status, h5tile_restart_field(n(), p, dt, 1, b, b, n())),
+            call!(Status, h5tile_restart_attr(n(), p, p, dt, 1, n())),
+            call!(Status, h5tile_restart_read(n())),
+            call!(Nothing, h5tile_restart_abort(n())),
             call!(Errno, h5tile_last_errno()),
             call!(Text, h5tile_status_name(0)),
         ]

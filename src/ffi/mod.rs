@@ -15,6 +15,8 @@ mod read;
 mod partition;
 // Checkpoints (many datasets and attributes in one commit) and series of them.
 mod checkpoint;
+// A restart: a checkpoint's fields and attributes read in one collective call.
+mod restart;
 // Independent writers and one commit: `h5tile_txn_*`.
 mod transaction;
 // Batched reading, the `_f` variants for Fortran, the option structs (and their values taken
@@ -44,6 +46,10 @@ pub use checkpoint::{
 pub use options::*;
 pub use partition::h5tile_partition;
 pub use read::{h5tile_inspect, h5tile_read, h5tile_tiles};
+pub use restart::{
+    h5tile_restart, h5tile_restart_abort, h5tile_restart_attr, h5tile_restart_begin,
+    h5tile_restart_field, h5tile_restart_read,
+};
 pub use transaction::{
     h5tile_txn, h5tile_txn_abort, h5tile_txn_attr, h5tile_txn_attr_string, h5tile_txn_begin,
     h5tile_txn_commit, h5tile_txn_declare, h5tile_txn_free, h5tile_txn_record_free,

@@ -310,7 +310,7 @@ pub fn read(
 }
 
 /// This rank's part of `read`.
-fn read_rank(
+pub(crate) fn read_rank(
     path: &Path,
     dataset: &str,
     dtype: Dtype,
