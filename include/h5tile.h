@@ -1130,6 +1130,15 @@ h5tile_status h5tile_series_latest_f(MPI_Fint comm,
                                      char *path,
                                      size_t path_bytes);
 
+// `h5tile_restart_begin` taking a Fortran communicator handle.
+//
+// # Safety
+// As `h5tile_restart_begin`.
+h5tile_status h5tile_restart_begin_f(MPI_Fint comm,
+                                     const char *path,
+                                     const h5tile_read_options *opts,
+                                     h5tile_restart **rs);
+
 // `h5tile_attr_read` taking a Fortran communicator handle.
 //
 // # Safety

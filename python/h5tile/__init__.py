@@ -43,6 +43,7 @@ from ._library import library_version
 from ._partition import partition
 from ._pending import fence, reserve_staging, to_file_async
 from ._read import from_file, inspect
+from ._restart import load
 from ._series import Series
 from ._transaction import Transaction, Writer, begin, commit
 from ._write import to_file
@@ -80,6 +81,7 @@ __all__ = [
     "from_file_batched",
     "inspect",
     "library_version",
+    "load",
     "partition",
     "reserve_staging",
     "to_file",

@@ -62,6 +62,11 @@ FUNCTIONS: dict[str, tuple[object, tuple[object, ...]]] = {
     "h5tile_test": (Status, (Handle, POINTER(c_int))),
     "h5tile_fence_f": (Status, (Fint,)),
     "h5tile_reserve_staging": (Status, (U64s, c_size_t, c_uint64)),
+    "h5tile_restart_begin_f": (Status, (Fint, c_char_p, POINTER(ReadOptions), POINTER(c_void_p))),
+    "h5tile_restart_field": (Status, (c_void_p, c_char_p, Dtype, c_size_t, U64s, U64s, c_void_p)),
+    "h5tile_restart_attr": (Status, (c_void_p, c_char_p, c_char_p, Dtype, c_size_t, c_void_p)),
+    "h5tile_restart_read": (Status, (c_void_p,)),
+    "h5tile_restart_abort": (None, (c_void_p,)),
     "h5tile_read_f": (
         Status,
         (Fint, c_char_p, c_char_p, Dtype, c_size_t, U64s, U64s, c_void_p,
@@ -137,7 +142,7 @@ NOT_CALLED: dict[str, str] = {
     for name in (
         "h5tile_write", "h5tile_write_tiles", "h5tile_write_async", "h5tile_write_tiles_async",
         "h5tile_fence", "h5tile_read", "h5tile_batches_open", "h5tile_checkpoint_begin",
-        "h5tile_series_begin", "h5tile_series_latest", "h5tile_attr_read",
+        "h5tile_series_begin", "h5tile_series_latest", "h5tile_attr_read", "h5tile_restart_begin",
     )
 }
 

@@ -28,7 +28,7 @@ SCALARS = {
     "int32_t": ctypes.c_int32,
     "bool": ctypes.c_bool,
 }
-OPAQUE = {"h5tile_batches", "h5tile_request", "h5tile_checkpoint", "h5tile_txn", "void"}
+OPAQUE = {"h5tile_batches", "h5tile_request", "h5tile_checkpoint", "h5tile_txn", "h5tile_restart", "void"}
 # Byte strings (a transaction's token, its records): passed as bytes, received as addresses.
 BYTES = {"uint8_t"}
 STRUCTS = {

@@ -568,3 +568,23 @@ def test_bad_series_arguments(scratch: Path) -> None:
     with pytest.raises(TypeError):
         series.save(1.5)  # type: ignore[arg-type]
     assert tree(scratch) == {}
+
+
+def test_load_reads_fields_and_attributes_back_in_one_call(scratch: Path) -> None:
+    path = scratch / "ck.h5"
+    with h5tile.Checkpoint(path) as ck:
+        ck.add("/u", U)
+        ck.add("/group/v", U[:2] * 2)
+        ck.attrs["step"] = 50
+        ck.attrs["time"] = 0.25
+    u, v = np.empty_like(U), np.empty((2, 2), dtype=U.dtype)
+    got = h5tile.load(path, {"/u": u, "/group/v": (v, (slice(0, 2), slice(1, 3)))},
+                      attrs={"step": np.int64, "time": np.float64})
+    assert np.array_equal(u, U) and np.array_equal(v, U[:2, 1:3] * 2)
+    assert got == {"step": 50, "time": 0.25} and isinstance(got["step"], np.int64)
+    with pytest.raises(h5tile.NotFoundError, match="'/w'"):
+        h5tile.load(path, {"/u": u, "/w": u})
+    with pytest.raises(h5tile.NotFoundError, match="attribute 'nothing' of '/u'"):
+        h5tile.load(path, {"/u": u}, attrs={"/u@nothing": np.float64})
+    with pytest.raises(h5tile.InvalidArgumentError, match="out has shape"):
+        h5tile.load(path, {"/u": v})

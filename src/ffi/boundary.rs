@@ -207,14 +207,20 @@ pub unsafe fn dataset_arg<'a>(
     path: *const c_char,
     dataset: *const c_char,
 ) -> Result<(&'a Path, &'a str)> {
-    // A binding's refusal is this call's failure (its collective check then shares it).
-    if let Some(refused) = REFUSALS.with(|r| r.borrow_mut().1.take()) {
-        return Err(refused);
-    }
+    refusal()?;
     Ok((
         Path::new(str_arg(path, "path")?),
         str_arg(dataset, "dataset")?,
     ))
+}
+
+/// A binding's refusal (`refuse_next`) is this call's failure (its collective check, or the
+/// call that returns its noted failures, then shares it).
+pub fn refusal() -> Result<()> {
+    match REFUSALS.with(|r| r.borrow_mut().1.take()) {
+        Some(refused) => Err(refused),
+        None => Ok(()),
+    }
 }
 
 /// An array's element type and rank, checked before any array of `ndim` values is read.
@@ -470,6 +476,7 @@ mod tests {
             call!(Text, h5tile_series_skipped()),
             call!(Status, h5tile_reserve_staging(n(), 0, 0)),
             call!(Status, h5tile_restart_begin(comm, p, r, n())),
+            call!(Status, h5tile_restart_begin_f(f, p, r, n())),
             call!(Status, h5tile_restart_field(n(), p, dt, 1, b, b, n())),
             call!(Status, h5tile_restart_attr(n(), p, p, dt, 1, n())),
             call!(Status, h5tile_restart_read(n())),

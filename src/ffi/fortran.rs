@@ -5,8 +5,8 @@ use super::boundary::{clear_out, guard, status_of};
 use super::write::{TilesArg, WriteCall};
 use super::{
     h5tile_attr_read, h5tile_checkpoint, h5tile_checkpoint_begin, h5tile_fence, h5tile_read,
-    h5tile_read_options, h5tile_request, h5tile_series_begin, h5tile_series_latest,
-    h5tile_series_options, h5tile_write_options,
+    h5tile_read_options, h5tile_request, h5tile_restart, h5tile_restart_begin, h5tile_series_begin,
+    h5tile_series_latest, h5tile_series_options, h5tile_write_options,
 };
 use crate::dtype::h5tile_dtype;
 use crate::status::*;
@@ -222,6 +222,23 @@ pub unsafe extern "C" fn h5tile_series_latest_f(
 ) -> h5tile_status {
     or_status("h5tile_series_latest_f", comm, |c| {
         h5tile_series_latest(c, dir, flags, step, path, path_bytes)
+    })
+}
+
+/// `h5tile_restart_begin` taking a Fortran communicator handle.
+///
+/// # Safety
+/// As `h5tile_restart_begin`.
+#[no_mangle]
+pub unsafe extern "C" fn h5tile_restart_begin_f(
+    comm: MPI_Fint,
+    path: *const c_char,
+    opts: *const h5tile_read_options,
+    rs: *mut *mut h5tile_restart,
+) -> h5tile_status {
+    clear_out(rs);
+    or_status("h5tile_restart_begin_f", comm, |c| {
+        h5tile_restart_begin(c, path, opts, rs)
     })
 }
 

@@ -2,7 +2,9 @@
 //! field's tile a rank reads back and the attributes, then one collective call reads them all
 //! from one version of the file (`ops::restart`). It mirrors `h5tile_checkpoint_*`.
 
-use super::boundary::{array_arg, clear_out, guard, out_arg, read_buffer, run, str_arg, tile_arg};
+use super::boundary::{
+    array_arg, clear_out, guard, out_arg, read_buffer, refusal, run, str_arg, tile_arg,
+};
 use super::h5tile_read_options;
 use crate::dtype::{h5tile_dtype, Dtype};
 use crate::geometry::tile::Tile;
@@ -97,6 +99,7 @@ pub unsafe extern "C" fn h5tile_restart_field(
     buf: *mut c_void,
 ) -> h5tile_status {
     note("h5tile_restart_field", rs, |restart| {
+        refusal()?;
         let dataset = str_arg(dataset, "dataset")?;
         let (dtype, ndim) = array_arg(dtype, ndim)?;
         let tile = tile_arg(ndim, tile_offset, tile_shape)?;
