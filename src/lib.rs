@@ -68,8 +68,8 @@ pub mod internals {
         pub use crate::layout::blocks::Scheme;
         pub use crate::layout::{new_generation, temporary_master, tile_dir};
         pub use crate::ops::describe::{
-            describe, DatasetInfo, Scalar, StorageKind, Stored, TileExtremes, TileInfo,
-            VirtualInfo, VirtualLayout,
+            describe, root_attributes, DatasetInfo, ListedNumber, ListedValue, Scalar, StorageKind,
+            Stored, TileExtremes, TileInfo, VirtualInfo, VirtualLayout,
         };
         pub use crate::ops::series::{
             checkpoint_path, checkpoints, latest, latest_verified, prune, record_latest, recorded,

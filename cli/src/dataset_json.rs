@@ -19,6 +19,8 @@ pub struct DatasetJson {
     bytes: u64,
     #[serde(flatten)]
     stored: StoredJson,
+    /// Its attributes but h5tile's own: {name: value}.
+    attributes: serde_json::Map<String, serde_json::Value>,
     #[serde(rename = "virtual", skip_serializing_if = "Option::is_none")]
     virtual_info: Option<VirtualJson>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -141,6 +143,7 @@ impl DatasetJson {
             },
             bytes: info.bytes(),
             stored: StoredJson::of(info.stored.as_ref()),
+            attributes: show::attributes_json(&info.attributes),
             virtual_info: (info.virtual_info.as_ref())
                 .map(|v| VirtualJson::of(v, info.element_bytes, per_tile)),
             single: (info.single.as_ref())

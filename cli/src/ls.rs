@@ -1,6 +1,7 @@
 //! `h5tile ls FILE [DATASET]`: every dataset of a file (or the one named) with its element
 //! type, shape and storage; for a virtual one, whose layout it is, the write that made it, its
-//! tiles and files, and whether it is checksummed. `-l` and `-D` add a line per tile.
+//! tiles and files, and whether it is checksummed; the file's attributes and each dataset's.
+//! `-l` and `-D` add a line per tile.
 //! `h5tile ls DIR`, for a series folder, is the `series` module's: a line per checkpoint.
 //! Several files and folders are listed one after the other, each under its name.
 
@@ -10,7 +11,8 @@ use crate::series;
 use crate::show;
 use h5tile::internals::status;
 use h5tile::internals::tool::{
-    describe_stored, DatasetInfo, StorageKind, Stored, TileInfo, VirtualInfo, VirtualLayout,
+    describe_stored, root_attributes, DatasetInfo, ListedValue, StorageKind, Stored, TileInfo,
+    VirtualInfo, VirtualLayout,
 };
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -41,9 +43,25 @@ master records (its tiles' files are not opened, except to learn how compressed 
 stored); for other virtual datasets, its tiles' files' (their filters and sizes on disk). The tiles' smallest and largest values and NaN counts shown by -l
 are those h5tile recorded in the master when it wrote them (\"-\" where nothing was recorded).
 
-Output: one line per dataset; with -l or -D one more line per tile, indented. With --json, one
-document {\"file\", \"datasets\": [{\"name\", \"dtype\", \"shape\", \"storage\", \"chunks\",
-\"bytes\", \"compression\", \"filters\", \"stored_bytes\", \"ratio\", \"virtual\": {\"layout\",
+Attributes are shown too: the file's own (its root group's: a checkpoint's step and time, say)
+and each dataset's, in name order, but not h5tile's own records (names starting \"h5tile_\")
+nor the bookkeeping of dimensions (DIMENSION_LIST, REFERENCE_LIST, CLASS, NAME,
+_ARRAY_DIMENSIONS, _Netcdf4*, _NCProperties, _nc3_strict). A value is shown as: text in double
+quotes (control characters escaped, cut after 80 characters with \"…\"); a number, or a
+one-dimensional array of at most 8 as [1, 2, 3] (floats as the shortest text that reads back as
+them: 0.25, 1.0, 1e-30); else its type and extents (\"int64[1000]\", \"float64[3, 4]\",
+\"compound\", \"reference\"); \"<unreadable: why>\" for one that cannot be read. A dataset of
+more than 4,096 tiles has its attributes not listed (one entry \"(attributes)\" says so): HDF5
+reads every attribute of an object to list them, h5tile's records of each tile included.
+
+Output: where the file has attributes, a first line such as
+  /: step = 50, time = 0.25
+then one line per dataset, each followed (where it has attributes) by an indented line such as
+    @ scale = 2.5, units = \"K\"
+(attributes longer than 160 characters together take a line each, \"/: ...\" or \"    @ ...\");
+with -l or -D one more line per tile, indented. With --json, one document {\"file\",
+\"attributes\", \"datasets\": [{\"name\", \"dtype\", \"shape\", \"storage\", \"chunks\",
+\"bytes\", \"compression\", \"filters\", \"stored_bytes\", \"ratio\", \"attributes\", \"virtual\": {\"layout\",
 \"chosen_by_auto\" ({\"ranks\", \"nodes\", \"most_tiles_a_rank\"} or null), \"generation\", \"tiles\", \"files\", \"checksummed\", \"not_checksummed\",
 \"checksum_blocks\" ({\"kind\": \"boxes\" or \"runs\", \"block_bytes\", \"row_bytes\" (null for runs)} or
 null), \"chunks_checksummed\", \"chunks_not_checksummed\", \"tile_list\"},
@@ -53,7 +71,10 @@ apply); \"compression\" is {\"codec\", \"level\", \"shuffle\"} or null (not comp
 missing); \"tile_list\", present with -l or -D, holds per tile {\"offset\", \"shape\", \"file\",
 \"dataset\", \"source_offset\", \"within\", \"found\", \"path\", \"data_offset\", \"file_size\",
 \"checksummed\", \"checksum_blocks\" (\"boxes\", \"runs\" or null), \"chunks_checksummed\", \"compression\", \"filters\", \"stored_bytes\", \"ratio\",
-\"min\", \"max\", \"nan\"}; \"chunks_checksummed\" is null where nothing is compressed.
+\"min\", \"max\", \"nan\"}; \"chunks_checksummed\" is null where nothing is compressed;
+\"attributes\" (the file's, and each dataset's) is {name: value}, a value a number (null for NaN
+and infinities), a bool, a string (whole), an array of those, or the text shown for any other
+(\"int64[1000]\").
 
 With DIR, a series folder (numbered checkpoints ckpt.<step>.h5 and the record `latest`, as
 h5tile's series write them; or an empty folder): one line per checkpoint, newest first: its
@@ -241,23 +262,31 @@ fn list(file: &Path, dataset: Option<&str>, args: &Args, several: bool) -> Resul
         }
         failure
     })?;
+    let root = root_attributes(file).map_err(Failure::from)?;
     let per_tile = args.long || args.decomposition;
     let json = ListingJson::File(Listing {
         file: show::path(file),
+        attributes: show::attributes_json(&root),
         datasets: datasets
             .iter()
             .map(|d| DatasetJson::of(d, per_tile))
             .collect(),
     });
     Ok(Listed {
-        lines: text(file, &datasets, args),
+        lines: text(file, &root, &datasets, args),
         json,
     })
 }
 
-/// `ls FILE`'s lines: a line per dataset, and with -l or -D one per tile.
-fn text(file: &Path, datasets: &[DatasetInfo], args: &Args) -> Vec<String> {
-    let mut lines = Vec::new();
+/// `ls FILE`'s lines: the file's attributes (`root`), a line per dataset followed by its
+/// attributes, and with -l or -D one per tile.
+fn text(
+    file: &Path,
+    root: &[(String, ListedValue)],
+    datasets: &[DatasetInfo],
+    args: &Args,
+) -> Vec<String> {
+    let mut lines = attribute_lines("/:", root);
     let per_tile = args.long || args.decomposition;
     if datasets.is_empty() {
         lines.push(format!("{}: no datasets", file.display()));
@@ -269,6 +298,7 @@ fn text(file: &Path, datasets: &[DatasetInfo], args: &Args) -> Vec<String> {
     let rows: Vec<Vec<String>> = datasets.iter().map(|d| summary_row(d, filtered)).collect();
     for (line, info) in show::columns(&rows).into_iter().zip(datasets) {
         lines.push(line);
+        lines.extend(attribute_lines("    @", &info.attributes));
         let Some(vds) = info.tiled().filter(|_| per_tile) else {
             continue;
         };
@@ -287,6 +317,27 @@ fn text(file: &Path, datasets: &[DatasetInfo], args: &Args) -> Vec<String> {
         }
     }
     lines
+}
+
+/// The longest line of attributes `ls` writes; longer, each has a line of its own.
+const ATTRIBUTE_LINE: usize = 160;
+
+/// `attributes` after `head`, "name = value" apart by commas ("/: step = 50, time = 0.25"), or
+/// where that line is longer than `ATTRIBUTE_LINE`, one line each after `head`; no lines for
+/// none.
+fn attribute_lines(head: &str, attributes: &[(String, ListedValue)]) -> Vec<String> {
+    let parts: Vec<String> = attributes
+        .iter()
+        .map(|(name, value)| format!("{name} = {value}"))
+        .collect();
+    if parts.is_empty() {
+        return Vec::new();
+    }
+    let line = format!("{head} {}", parts.join(", "));
+    match line.chars().count() <= ATTRIBUTE_LINE {
+        true => vec![line],
+        false => parts.iter().map(|p| format!("{head} {p}")).collect(),
+    }
 }
 
 /// How `stored` is shown in a column of filters: "-" where it is not known.
@@ -415,5 +466,32 @@ fn tile_row(i: usize, tile: &TileInfo, args: &Args, filtered: bool) -> Vec<Strin
 #[derive(Serialize)]
 struct Listing {
     file: String,
+    /// The file's own (its root group's) attributes but h5tile's: {name: value}.
+    attributes: serde_json::Map<String, serde_json::Value>,
     datasets: Vec<DatasetJson>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use h5tile::internals::tool::ListedNumber;
+
+    #[test]
+    fn attributes_take_a_line_each_when_together_they_are_too_long() {
+        let int = |v| ListedValue::Numbers {
+            values: vec![ListedNumber::Int(v)],
+            array: false,
+        };
+        let short = [("a".to_string(), int(1)), ("b".to_string(), int(2))];
+        assert_eq!(attribute_lines("/:", &short), ["/: a = 1, b = 2"]);
+        assert!(attribute_lines("    @", &[]).is_empty());
+        let text = ListedValue::Texts {
+            values: vec!["x".repeat(75)],
+            array: false,
+        };
+        let long = [("a".to_string(), text.clone()), ("b".to_string(), text)];
+        let lines = attribute_lines("    @", &long);
+        assert_eq!(lines.len(), 2);
+        assert!(lines[1].starts_with("    @ b = \"xx"), "{lines:?}");
+    }
 }

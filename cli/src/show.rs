@@ -2,7 +2,8 @@
 //! text and as JSON, and the one JSON document a command prints with `--json`.
 
 use crate::failure::Failure;
-use h5tile::internals::tool::{Codec, Compression, Scalar, Stored};
+use h5tile::internals::tool::{Codec, Compression, ListedNumber, ListedValue, Scalar, Stored};
+use serde_json::Value;
 use std::io::Write;
 use std::path::Path;
 
@@ -100,6 +101,46 @@ pub fn scalar_json(value: Scalar) -> serde_json::Value {
     }
 }
 
+/// Attributes as `ls --json` writes them: {name: value} (in name order).
+pub fn attributes_json(attributes: &[(String, ListedValue)]) -> serde_json::Map<String, Value> {
+    attributes
+        .iter()
+        .map(|(name, value)| (name.clone(), attribute_json(value)))
+        .collect()
+}
+
+/// An attribute's value as JSON: numbers as numbers (null for NaN and infinities, as
+/// `scalar_json`; a float32 as the shortest decimal that reads back as it), bools as bools,
+/// strings as strings (whole), an array of them as an array; any other value as its text
+/// ("int64[1000]", "compound", "<unreadable: …>").
+pub fn attribute_json(value: &ListedValue) -> Value {
+    let number = |n: &ListedNumber| -> Value {
+        match *n {
+            ListedNumber::Int(v) => v.into(),
+            ListedNumber::UInt(v) => v.into(),
+            ListedNumber::Bool(v) => v.into(),
+            ListedNumber::Float64(v) => scalar_json(Scalar::Float(v)),
+            // 0.1f32 as 0.1, not 0.10000000149011612.
+            ListedNumber::Float32(v) => {
+                scalar_json(Scalar::Float(v.to_string().parse().unwrap_or(f64::NAN)))
+            }
+        }
+    };
+    let one_or_all = |mut values: Vec<Value>, array: bool| match array {
+        false if values.len() == 1 => values.pop().expect("one"),
+        _ => Value::Array(values),
+    };
+    match value {
+        ListedValue::Numbers { values, array } => {
+            one_or_all(values.iter().map(number).collect(), *array)
+        }
+        ListedValue::Texts { values, array } => {
+            one_or_all(values.iter().map(|s| s.as_str().into()).collect(), *array)
+        }
+        other => other.to_string().into(),
+    }
+}
+
 /// A path as text for JSON and messages.
 pub fn path(p: &Path) -> String {
     p.to_string_lossy().into_owned()
@@ -164,6 +205,35 @@ mod tests {
             vec!["/bbb".to_string(), "yy".to_string(), "z".to_string()],
         ];
         assert_eq!(columns(&rows), ["/a    x", "/bbb  yy  z"]);
+    }
+
+    #[test]
+    fn attributes_are_json_of_their_kind() {
+        use h5tile::internals::tool::ListedNumber::*;
+        let numbers = |values, array| ListedValue::Numbers { values, array };
+        assert_eq!(
+            attribute_json(&numbers(vec![Float32(0.1)], false)),
+            serde_json::json!(0.1)
+        );
+        assert_eq!(
+            attribute_json(&numbers(vec![Int(1), Int(-2)], true)),
+            serde_json::json!([1, -2])
+        );
+        assert_eq!(
+            attribute_json(&numbers(vec![UInt(7)], true)),
+            serde_json::json!([7])
+        );
+        assert_eq!(
+            attribute_json(&numbers(vec![Bool(true)], false)),
+            serde_json::json!(true)
+        );
+        let texts = ListedValue::Texts {
+            values: vec!["a\nb".into()],
+            array: false,
+        };
+        assert_eq!(attribute_json(&texts), serde_json::json!("a\nb"));
+        let other = ListedValue::Other("int64[1000]".into());
+        assert_eq!(attribute_json(&other), serde_json::json!("int64[1000]"));
     }
 
     #[test]

@@ -167,3 +167,58 @@ fn ls_into_a_pipe_closed_early_ends_quietly() {
     assert!(out.starts_with("/m "), "{out}");
     assert!(err.is_empty(), "{err}");
 }
+
+/// `ls` shows the attributes users stored on the file (a checkpoint's step and time) and on
+/// each dataset, in text and JSON, and none of h5tile's own.
+#[test]
+fn ls_shows_the_attributes_of_the_file_and_of_each_dataset() {
+    use h5tile::internals::AttributeValue;
+    let (_d, m) = grid_in_new_folder("ckpt.h5", Layout::Vds);
+    {
+        let _l = hdf5::lock();
+        let file = File::open_write(&m).unwrap();
+        let numbers = |dtype, bytes| AttributeValue::Numbers { dtype, bytes };
+        let set = |object: &str, name: &str, value: AttributeValue| {
+            file.set_attribute(object, name, &value).unwrap()
+        };
+        set(
+            "/",
+            "step",
+            numbers(Dtype::Int64, 50i64.to_ne_bytes().to_vec()),
+        );
+        set(
+            "/",
+            "time",
+            numbers(Dtype::Float64, 0.25f64.to_ne_bytes().to_vec()),
+        );
+        set("/", "h5tile_note", AttributeValue::Text("internal".into()));
+        set("/g", "units", AttributeValue::Text("K".into()));
+        let sizes: Vec<u8> = [2u32, 3].iter().flat_map(|v| v.to_ne_bytes()).collect();
+        set("/g", "h5tile_extra", numbers(Dtype::UInt32, sizes));
+    }
+
+    let (out, _) = run(&["ls", s(&m)], 0);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines[0], "/: step = 50, time = 0.25", "{out}");
+    assert!(lines[1].starts_with("/g "), "{out}");
+    assert_eq!(lines[2], "    @ units = \"K\"", "{out}");
+    assert_eq!(lines.len(), 3, "{out}");
+    assert!(!out.contains("h5tile_"), "{out}");
+    // The tiles' lines follow the dataset's attributes.
+    let (out, _) = run(&["ls", "-l", s(&m), "/g"], 0);
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines.len(), 7, "{out}");
+    assert_eq!(lines[2], "    @ units = \"K\"", "{out}");
+    assert!(lines[3].contains("tile 0"), "{out}");
+
+    let doc = run_json(&["ls", s(&m)], 0);
+    assert_eq!(
+        doc["attributes"],
+        serde_json::json!({"step": 50, "time": 0.25})
+    );
+    assert!(doc["attributes"]["step"].is_i64());
+    assert!(doc["attributes"]["time"].is_f64());
+    let g = &doc["datasets"][0];
+    assert_eq!(g["attributes"], serde_json::json!({"units": "K"}));
+    assert!(!doc.to_string().contains("h5tile_"), "{doc}");
+}

@@ -73,6 +73,8 @@ pub(super) fn describe_indexed(
         virtual_info: None,
         single: None,
         stored: None,
+        #[cfg(any(test, feature = "internals"))]
+        attributes: Vec::new(),
     };
     let master_file = with_stored.then_some(file);
     info.virtual_info = Some(virtual_info(
@@ -157,6 +159,8 @@ pub(super) fn describe_dataset(
         virtual_info,
         single,
         stored: None,
+        #[cfg(any(test, feature = "internals"))]
+        attributes: Vec::new(),
     };
     info.stored = match &info.virtual_info {
         Some(_) if !with_stored => None,

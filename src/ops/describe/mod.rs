@@ -7,12 +7,19 @@
 //! absent.
 //!
 //! `records` reads what a master records of its tiles, `datasets` describes each kind of
-//! dataset (indexed, virtual, the single file's tiles), `stored` how their bytes are stored.
+//! dataset (indexed, virtual, the single file's tiles), `stored` how their bytes are stored,
+//! `attributes` which attributes of the file and its datasets a listing shows.
 
+#[cfg(any(test, feature = "internals"))]
+mod attributes;
 mod datasets;
 mod records;
 mod stored;
 
+#[cfg(any(test, feature = "internals"))]
+pub use crate::platform::hdf5::{ListedNumber, ListedValue};
+#[cfg(any(test, feature = "internals"))]
+pub use attributes::root_attributes;
 use datasets::{describe_dataset, describe_indexed};
 
 use crate::dtype::Dtype;
@@ -236,6 +243,10 @@ pub struct DatasetInfo {
     /// How it is stored: a virtual dataset's distinct sources together (None where one that
     /// holds elements is not known, or `describe` was not asked for it).
     pub stored: Option<Stored>,
+    /// Its attributes a listing shows, in name order (h5tile's own records and dimension
+    /// bookkeeping left out), each with its value.
+    #[cfg(any(test, feature = "internals"))]
+    pub attributes: Vec<(String, ListedValue)>,
 }
 
 impl DatasetInfo {
@@ -328,6 +339,11 @@ pub(crate) fn describe_as(
                 None => Dataset::open(&file, name)
                     .and_then(|dset| describe_dataset(path, &file, name, &dset, stored)),
             };
+            #[cfg(any(test, feature = "internals"))]
+            let described = described.map(|mut info| {
+                info.attributes = attributes::of_dataset(&file, name, &info);
+                info
+            });
             described.map_err(|e| {
                 e.context(&format!("cannot describe '{name}' in '{}'", path.display()))
             })

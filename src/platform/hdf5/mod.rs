@@ -18,6 +18,8 @@ pub mod work;
 pub(crate) use attributes::read_text;
 pub use attributes::AttributeValue;
 #[cfg(any(test, feature = "internals"))]
+pub use attributes::{ListedNumber, ListedValue};
+#[cfg(any(test, feature = "internals"))]
 pub use copy::{Link, LinkTarget, NamedTypes, ObjectKey};
 pub use handle::{
     is_hdf5, Attribute, Dataset, File, Handle, ObjectKind, Plist, Space, Storage, Type,
