@@ -151,7 +151,7 @@ impl Latch {
 /// Says, once a process at warn (the default level), that asynchronous writes over a
 /// communicator run synchronously here, and why: the caller may count on overlap it does not
 /// get.
-fn said_synchronous(comm: &Comm) {
+fn said_synchronous() {
     static SAID: AtomicBool = AtomicBool::new(false);
     if SAID.swap(true, Ordering::Relaxed) {
         return;
@@ -161,7 +161,7 @@ fn said_synchronous(comm: &Comm) {
          process: MPI provides {}, not MPI_THREAD_MULTIPLE, so each completes before its call \
          returns (initialise MPI with MPI_Init_thread(..., MPI_THREAD_MULTIPLE, ...) to write \
          in the background; said once a process)",
-        comm.thread_level_name()
+        crate::platform::comm::thread_level()
     ));
 }
 
@@ -184,7 +184,7 @@ pub fn start(comm: Comm, mut owned: OwnedWrite) -> Arc<Request> {
         .collect();
     let background = comm.threads_allowed();
     if !background {
-        said_synchronous(&comm);
+        said_synchronous();
     }
     // Safety: the snapshot moves into the job with the write, and is dropped after it.
     let snapshot =

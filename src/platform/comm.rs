@@ -247,12 +247,6 @@ impl Comm {
         }
     }
 
-    /// The thread level MPI provides, by name (for what says why a write did not run in the
-    /// background). MPI must be initialised.
-    pub fn thread_level_name(&self) -> &'static str {
-        thread_level()
-    }
-
     /// Runs this rank's part `f` (a panic in it becomes `H5TILE_ERR_PANIC`), then agrees on
     /// the outcome like `agree`.
     pub fn agree_on<T>(&self, f: impl FnOnce() -> Result<T>) -> Result<T> {
@@ -302,8 +296,8 @@ impl Comm {
     }
 }
 
-/// The thread level MPI provides (`MPI_Query_thread`), by name.
-fn thread_level() -> &'static str {
+/// The thread level MPI provides (`MPI_Query_thread`), by name. MPI must be initialised.
+pub fn thread_level() -> &'static str {
     let mut provided = 0;
     // SAFETY: MPI_Query_thread writes one int; it may be called from any thread once MPI is
     // initialised, which every caller's communicator implies. The level constants are

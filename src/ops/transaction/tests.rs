@@ -34,6 +34,11 @@ fn begin(path: &Path, options: WriteOptions) -> Transaction {
 
 /// Writes rows `r0..r0+rows` of "/u" through `token`, as a writer would: its record.
 fn write_rows(token: &[u8], base: f64, r0: u64, rows: u64) -> Vec<u8> {
+    try_write_rows(token, base, r0, rows).unwrap().remove(0)
+}
+
+/// `write_rows`, its failure returned.
+fn try_write_rows(token: &[u8], base: f64, r0: u64, rows: u64) -> Result<Vec<Vec<u8>>> {
     let tile = Tile::new(vec![r0, 0], vec![rows, 4]);
     let data = values(base, &tile);
     let local = LocalTile {
@@ -41,8 +46,6 @@ fn write_rows(token: &[u8], base: f64, r0: u64, rows: u64) -> Vec<u8> {
         buf: host_bytes(&data),
     };
     writer::write_tiles(token, "/u", &[local])
-        .unwrap()
-        .remove(0)
 }
 
 /// An earlier version of the file at `path`: "/u" of base 5, written whole.
@@ -135,13 +138,7 @@ fn a_retried_tile_keeps_one_attempt_and_a_late_one_changes_nothing() {
     );
     // A speculative copy finishing after the commit is told so and removes its file; a
     // second commit changes nothing.
-    let tile = Tile::new(vec![0, 0], vec![2, 4]);
-    let data = values(99.0, &tile);
-    let local = LocalTile {
-        tile,
-        buf: host_bytes(&data),
-    };
-    let e = writer::write_tiles(&token, "/u", &[local]).unwrap_err();
+    let e = try_write_rows(&token, 99.0, 0, 2).unwrap_err();
     assert_eq!(e.status, H5TILE_ERR_NOT_FOUND, "{}", e.message);
     assert!(e.message.contains("ended before"), "{}", e.message);
     assert_eq!(tile_names(&path).len(), 3);
@@ -271,13 +268,7 @@ fn abort_and_drop_remove_what_the_writers_wrote() {
     assert!(e.message.contains("it was aborted"), "{}", e.message);
     // A writer still running at the abort (the folder stays: the old file's) removes its
     // file itself.
-    let tile = Tile::new(vec![0, 0], vec![1, 4]);
-    let data = values(0.0, &tile);
-    let late = [LocalTile {
-        tile,
-        buf: host_bytes(&data),
-    }];
-    let e = writer::write_tiles(&token, "/u", &late).unwrap_err();
+    let e = try_write_rows(&token, 0.0, 0, 1).unwrap_err();
     assert_eq!(e.status, H5TILE_ERR_NOT_FOUND, "{}", e.message);
     assert_eq!(tile_names(&path), before);
     // A writer after the abort is told the tile folder is gone where it was the path's own.
@@ -286,17 +277,7 @@ fn abort_and_drop_remove_what_the_writers_wrote() {
     let token = tx.token().unwrap();
     drop(tx);
     assert!(!layout::tile_dir(&fresh).exists());
-    let tile = Tile::new(vec![0, 0], vec![1, 4]);
-    let data = values(0.0, &tile);
-    let e = writer::write_tiles(
-        &token,
-        "/u",
-        &[LocalTile {
-            tile,
-            buf: host_bytes(&data),
-        }],
-    )
-    .unwrap_err();
+    let e = try_write_rows(&token, 0.0, 0, 1).unwrap_err();
     assert_eq!(e.status, H5TILE_ERR_NOT_FOUND, "{}", e.message);
 }
 

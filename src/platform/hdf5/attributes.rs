@@ -395,7 +395,10 @@ fn listed_value(loc: hid_t, object: &CStr, name: &CStr) -> Result<ListedValue> {
         },
         what,
     )?;
+    // SAFETY: `attr` is an open attribute for the whole call; each returns a new id (or a
+    // negative one, which `from_id` turns into an error) that the wrapper then owns and closes.
     let stored = Type::from_id(unsafe { H5Aget_type(attr.id()) }, what)?;
+    // SAFETY: as above.
     let space = Space::from_id(unsafe { H5Aget_space(attr.id()) }, what)?;
     let kind = match stored.class() {
         H5T_class_t::H5T_STRING => "string".to_string(),
@@ -407,6 +410,7 @@ fn listed_value(loc: hid_t, object: &CStr, name: &CStr) -> Result<ListedValue> {
             .unwrap_or("")
             .to_string(),
     };
+    // SAFETY: `space` is an open dataspace id owned by its wrapper; the call only reads it.
     if unsafe { hdf5_sys::h5s::H5Sget_simple_extent_type(space.id()) }
         == hdf5_sys::h5s::H5S_class_t::H5S_NULL
     {
@@ -426,6 +430,7 @@ fn listed_value(loc: hid_t, object: &CStr, name: &CStr) -> Result<ListedValue> {
     }
     let count = count as usize;
     let as_dtype = match stored.class() {
+        // SAFETY: `stored` is an open datatype id owned by its wrapper; the call only reads it.
         H5T_class_t::H5T_INTEGER => match unsafe { H5Tget_sign(stored.id()) } {
             H5T_sign_t::H5T_SGN_NONE => Dtype::UInt64,
             _ => Dtype::Int64,
@@ -554,6 +559,8 @@ mod tests {
             what,
         )
         .unwrap();
+        // SAFETY: `attr` was just made with `space` of the elements `data` points to, and
+        // `dtype` describes them; HDF5 reads exactly that many.
         check(unsafe { H5Awrite(attr.id(), dtype, data) }, what).unwrap();
     }
 
@@ -582,6 +589,8 @@ mod tests {
         set("wide", AttributeValue::Text("x".repeat(100)));
         // Fixed-length strings, as netCDF and h5py's numpy bytes write them.
         let fixed = Type::copy(*H5T_C_S1).unwrap();
+        // SAFETY: `fixed` is a copy of a string type this test owns; setting its size is
+        // allowed on a copy.
         check(unsafe { H5Tset_size(fixed.id(), 4) }, String::new).unwrap();
         raw(
             &file,
